@@ -1,0 +1,25 @@
+# `make demo` and `make test` each set up .venv on a fresh machine, then run.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+
+.PHONY: demo test unit lit setup clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/presk check --summary tutorial/07_train.psk
+
+test: $(STAMP)
+	$(BIN)/pytest -q test/unit
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test/filecheck
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,2 @@
+"""Presk: a compiler for a small typed, differentiable tensor language."""
+__version__ = "0.1.0"

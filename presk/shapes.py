@@ -1,0 +1,194 @@
+"""The shape algebra of ℝ tensors with named axes, shared by the frontend and PSK-Core.
+
+A tensor type is a list of axes, each an optional name and a size (a literal or a dim
+symbol), optionally preceded by `...`, a polymorphic prefix that stands for whatever
+leading axes the caller has. Within one function there is a single `...`, so two
+prefixes that meet are the same prefix.
+
+This module is pure Python: `presk check` uses it without paying for xDSL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+Size = Union[int, str]
+"""An axis size: a natural literal or the name of a dim symbol."""
+
+
+class ShapeError(Exception):
+    """Two shapes that do not fit together; the message names both."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str | None
+    size: Size
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.size}" if self.name is not None else str(self.size)
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """ℝ[axes], optionally with a leading `...`."""
+
+    axes: tuple[Axis, ...] = ()
+    prefix: bool = False
+
+    def __str__(self) -> str:
+        parts = (["..."] if self.prefix else []) + [str(a) for a in self.axes]
+        return "ℝ[" + ", ".join(parts) + "]"
+
+    @property
+    def is_scalar(self) -> bool:
+        return not self.prefix and not self.axes
+
+    def names(self) -> list[str]:
+        return [a.name for a in self.axes if a.name is not None]
+
+    def index_of(self, name: str) -> int | None:
+        for i, a in enumerate(self.axes):
+            if a.name == name:
+                return i
+        return None
+
+    def substitute(self, env: Mapping[str, Size]) -> "TensorType":
+        """Replace dim symbols by what `env` binds them to."""
+        return TensorType(
+            tuple(Axis(a.name, env.get(a.size, a.size) if isinstance(a.size, str) else a.size)
+                  for a in self.axes),
+            self.prefix,
+        )
+
+    def with_prefix(self, binding: "TensorType") -> "TensorType":
+        """Replace `...` by the axes (and prefix) it binds to at a call."""
+        if not self.prefix:
+            return self
+        return TensorType(binding.axes + self.axes, binding.prefix)
+
+    def element_count(self) -> int | None:
+        """The number of reals, when every size is a literal and there is no prefix."""
+        if self.prefix or any(isinstance(a.size, str) for a in self.axes):
+            return None
+        n = 1
+        for a in self.axes:
+            n *= int(a.size)
+        return n
+
+
+SCALAR = TensorType()
+
+
+def _merge_axis(x: Axis, y: Axis, a: TensorType, b: TensorType) -> Axis:
+    if x.name is not None and y.name is not None and x.name != y.name:
+        raise ShapeError(f"axis `{x.name}` meets axis `{y.name}` in {a} and {b}")
+    if x.size != y.size:
+        raise ShapeError(f"axis sizes {x.size} and {y.size} differ in {a} and {b}")
+    return Axis(x.name if x.name is not None else y.name, x.size)
+
+
+def _align_by_name(short: TensorType, long: TensorType) -> dict[int, int] | None:
+    """Place every axis of `short` on the axis of `long` with its name, if all are named."""
+    if not short.axes or any(a.name is None for a in short.axes):
+        return None
+    places = [long.index_of(a.name) for a in short.axes]  # type: ignore[arg-type]
+    if any(p is None for p in places):
+        return None
+    if places != sorted(places):
+        raise ShapeError(f"the named axes of {short} stand in another order in {long}")
+    return dict(enumerate(places))  # type: ignore[arg-type]
+
+
+def broadcast(a: TensorType, b: TensorType) -> TensorType:
+    """The type of an element-wise operation on `a` and `b`.
+
+    Named axes align by name: an operand that lacks a name broadcasts along it. Otherwise
+    axes align by position from the right, and an unnamed axis takes the name of the named
+    axis of the same size it meets. A missing leading axis broadcasts.
+    """
+    if a.is_scalar:
+        return b
+    if b.is_scalar:
+        return a
+    short, long = (a, b) if len(a.axes) <= len(b.axes) else (b, a)
+    if short.prefix and not long.prefix:
+        raise ShapeError(f"cannot align the polymorphic prefix of {short} with {long}")
+    if long.prefix and not short.prefix and len(short.axes) > len(long.axes):
+        raise ShapeError(f"cannot align {short} with the polymorphic prefix of {long}")
+    if len(short.axes) == len(long.axes) and short.prefix != long.prefix:
+        raise ShapeError(f"cannot align {a} with {b}")
+    placement = _align_by_name(short, long)
+    if placement is None:
+        offset = len(long.axes) - len(short.axes)
+        placement = {i: i + offset for i in range(len(short.axes))}
+    axes = list(long.axes)
+    for i, j in placement.items():
+        axes[j] = _merge_axis(short.axes[i], long.axes[j], a, b)
+    return TensorType(tuple(axes), long.prefix)
+
+
+def reduce(a: TensorType, axis: str | None) -> TensorType:
+    """The type of a reduction over the axis named `axis`, or over everything."""
+    if axis is None:
+        return SCALAR
+    i = a.index_of(axis)
+    if i is None:
+        raise ShapeError(f"{a} has no axis `{axis}`")
+    return TensorType(a.axes[:i] + a.axes[i + 1:], a.prefix)
+
+
+def contract(a: TensorType, b: TensorType) -> TensorType:
+    """`a · b`: the last axis of `a` contracts with the first axis of `b`."""
+    if not a.axes or not b.axes:
+        raise ShapeError(f"a contraction needs an axis on each side, not {a} and {b}")
+    if b.prefix:
+        raise ShapeError(f"the right operand of a contraction cannot have a prefix: {b}")
+    _merge_axis(a.axes[-1], b.axes[0], a, b)
+    return TensorType(a.axes[:-1] + b.axes[1:], a.prefix)
+
+
+def bind(param: TensorType, arg: TensorType, symbols: frozenset[str],
+         env: dict[str, Size]) -> TensorType | None:
+    """Match an argument against a parameter's declared type.
+
+    Binds the callee's dim `symbols` into `env` and returns what the parameter's `...`
+    stands for (None when it has none). An unnamed axis fits a named one of the same size.
+    """
+    if param.prefix:
+        if len(arg.axes) < len(param.axes) and not arg.prefix:
+            raise ShapeError(f"{arg} has fewer axes than {param}")
+        if len(arg.axes) < len(param.axes):
+            raise ShapeError(f"cannot match the polymorphic prefix of {arg} with {param}")
+        split = len(arg.axes) - len(param.axes)
+        binding = TensorType(arg.axes[:split], arg.prefix)
+        tail = arg.axes[split:]
+    else:
+        if arg.prefix or len(arg.axes) != len(param.axes):
+            raise ShapeError(f"{arg} does not fit {param}")
+        binding, tail = None, arg.axes
+    for p, x in zip(param.axes, tail):
+        if p.name is not None and x.name is not None and p.name != x.name:
+            raise ShapeError(f"axis `{x.name}` of {arg} meets axis `{p.name}` of {param}")
+        size = p.size
+        if isinstance(size, str) and size in symbols:
+            size = env.setdefault(size, x.size)
+        if size != x.size:
+            raise ShapeError(f"axis size {x.size} of {arg} does not fit {size} of {param}")
+    return binding
+
+
+def conforms(actual: TensorType, declared: TensorType) -> bool:
+    """A value of type `actual` may stand where `declared` is promised.
+
+    The declaration may name an axis the value leaves unnamed, not rename one.
+    """
+    if actual.prefix != declared.prefix or len(actual.axes) != len(declared.axes):
+        return False
+    for x, d in zip(actual.axes, declared.axes):
+        if x.size != d.size:
+            return False
+        if x.name is not None and d.name is not None and x.name != d.name:
+            return False
+    return True
