@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 import os
 import re
+import secrets
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Callable, Iterable, Iterator, Mapping, Sequence, Union
 
@@ -505,11 +505,17 @@ def _write_atomically(name: str, header_text: Callable[[int], bytes],
 
 
 def _temp_path(directory: str, name: str, temps: list[str]) -> str:
-    fd, path = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(name)}.",
-                                suffix=".tmp")
-    os.close(fd)
-    temps.append(path)
-    return path
+    """A new empty file beside `name`, created with mode 0o666 so that the umask applies
+    (mkstemp's 0o600 would leave the renamed data file unreadable to others)."""
+    while True:
+        path = os.path.join(directory, f".{os.path.basename(name)}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        temps.append(path)
+        return path
 
 
 def _write_chunks(f: IO[bytes], chunks: Iterator[np.ndarray]) -> int:
