@@ -1,0 +1,115 @@
+"""Diagnostics: what a user sees for a mistake in their program.
+
+`file:line:col: error[E0204]: message`, the source line, a caret under the span, and a
+hint where one helps. Codes are stable: docs/language.md lists them all.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .ast import Span
+
+CODES: dict[str, str] = {
+    # reading and parsing
+    "E0001": "syntax error",
+    "E0002": "the file is not valid UTF-8",
+    "E0003": "the file holds no declaration",
+    "E0004": "a file cannot be read",
+    # imports and names
+    "E0101": "an imported file does not exist or is not a file",
+    "E0102": "an import cycle",
+    "E0201": "a name defined twice",
+    "E0202": "an unknown dim or const in a size",
+    "E0203": "an unknown module",
+    "E0204": "an unknown name",
+    "E0205": "an unknown function",
+    "E0206": "a name used as what it is not",
+    # declarations
+    "E0301": "a const whose value does not fit its type",
+    "E0302": "an unknown scalar type",
+    "E0303": "an unknown initializer or a bad initializer argument",
+    "E0304": "the wrong number of dims for a module",
+    "E0305": "a parameter whose type is not a tensor of fixed axes",
+    "E0306": "a module that uses itself",
+    "E0307": "a bad default value",
+    "E0308": "a malformed tensor type",
+    # expressions and shapes
+    "E0401": "shapes that do not fit",
+    "E0402": "values of different kinds mixed",
+    "E0403": "a result that does not match its declaration",
+    "E0404": "a reduction over an axis the operand lacks",
+    "E0405": "the wrong number of arguments",
+    "E0406": "a tuple of the wrong arity",
+    "E0407": "an argument of the wrong type",
+    "E0408": "a bad power",
+    "E0409": "a stack applied to a function that is not a step",
+    # optimizer, training, assertions
+    "E0501": "an unknown optimizer or field",
+    "E0502": "an optimizer field of the wrong type",
+    "E0503": "an unknown schedule or schedule argument",
+    "E0601": "a training item that is unknown, missing or repeated",
+    "E0602": "a training objective of the wrong type",
+    "E0603": "a data stream that cannot be used",
+    "E0604": "a static assertion that fails",
+    "E0605": "a static condition that is not static",
+    # warnings
+    "W0001": "a let that is never used",
+}
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    message: str
+    span: Span | None
+    hint: str | None = None
+    notes: list[tuple[Span, str]] = field(default_factory=list)
+
+    @property
+    def is_error(self) -> bool:
+        return self.code.startswith("E")
+
+    def render(self, sources: dict[str, str]) -> str:
+        kind = "error" if self.is_error else "warning"
+        if self.span is None:
+            return f"{kind}[{self.code}]: {self.message}"
+        lines = [f"{self.span}: {kind}[{self.code}]: {self.message}"]
+        lines += _excerpt(self.span, sources.get(self.span.file))
+        for span, note in self.notes:
+            lines.append(f"  = note: {span}: {note}")
+        if self.hint:
+            lines.append(f"  = hint: {self.hint}")
+        return "\n".join(lines)
+
+
+def _excerpt(span: Span, text: str | None) -> list[str]:
+    if text is None:
+        return []
+    source_lines = text.splitlines() or [""]
+    if not 1 <= span.line <= len(source_lines):
+        return []
+    line = source_lines[span.line - 1].expandtabs(1)
+    width = max(1, (span.end_col - span.col) if span.end_line == span.line else len(line) - span.col + 1)
+    gutter = " " * len(str(span.line))
+    return [f"{span.line} | {line}", f"{gutter} | {' ' * (span.col - 1)}{'^' * width}"]
+
+
+class CompileError(Exception):
+    """Raised to stop at the first error where going on would only cascade."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f"did you mean `{close[0]}`?" if close else None
+
+
+def error(code: str, message: str, span: Span | None, hint: str | None = None,
+          notes: list[tuple[Span, str]] | None = None) -> CompileError:
+    return CompileError(Diagnostic(code, message, span, hint, notes or []))
