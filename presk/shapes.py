@@ -112,13 +112,10 @@ def broadcast(a: TensorType, b: TensorType) -> TensorType:
         return b
     if b.is_scalar:
         return a
-    short, long = (a, b) if len(a.axes) <= len(b.axes) else (b, a)
+    # The operand with more axes (a prefix counts as more) gives the result its layout.
+    short, long = (a, b) if (len(a.axes), a.prefix) <= (len(b.axes), b.prefix) else (b, a)
     if short.prefix and not long.prefix:
         raise ShapeError(f"cannot align the polymorphic prefix of {short} with {long}")
-    if long.prefix and not short.prefix and len(short.axes) > len(long.axes):
-        raise ShapeError(f"cannot align {short} with the polymorphic prefix of {long}")
-    if len(short.axes) == len(long.axes) and short.prefix != long.prefix:
-        raise ShapeError(f"cannot align {a} with {b}")
     placement = _align_by_name(short, long)
     if placement is None:
         offset = len(long.axes) - len(short.axes)

@@ -1,0 +1,109 @@
+"""`presk`: the user's command. Each subcommand is a pipeline of the compiler's stages.
+
+Exit codes: 0 success, 1 a mistake in the user's program (diagnostics on stderr), 2 a bad
+command line or an unreadable input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Callable, NoReturn
+
+from . import data_cmd
+
+
+class UsageError(Exception):
+    """A bad command line or input file: one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad flag is one line and exit code 2, not a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
+def _elaborate(path: str):
+    """Elaborate a program, printing diagnostics; returns (program, sources) or exits."""
+    from ..frontend.diagnostics import CompileError
+    from ..frontend.elaborate import elaborate
+    from ..frontend.load import InputError
+
+    sources: dict[str, str] = {}
+    try:
+        program = elaborate(path, sources)
+    except InputError as exc:
+        raise UsageError(f"presk: {exc}") from None
+    except CompileError as exc:
+        print(exc.diagnostic.render(sources), file=sys.stderr)
+        raise SystemExit(1) from None
+    for warning in program.diagnostics:
+        print(warning.render(sources), file=sys.stderr)
+    return program
+
+
+def _diagnostics_line(program) -> str:
+    n = len(program.diagnostics)
+    return "Diagnostics: none" if n == 0 else f"Diagnostics: 0 errors, {n} warning{'s' * (n > 1)}"
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    program = _elaborate(args.file)
+    if args.summary:
+        from ..frontend.summary import check_summary
+        print(check_summary(program))
+        print()
+    print(_diagnostics_line(program))
+    return 0
+
+
+def cmd_dump(args: argparse.Namespace) -> int:
+    program = _elaborate(args.file)
+    from ..frontend.summary import elab_listing
+    print(elab_listing(program))
+    return 0
+
+
+def _add_check(sub: Any) -> None:
+    p = sub.add_parser("check", help="parse and elaborate a program, report diagnostics")
+    p.add_argument("file", help="the program's main .psk file")
+    p.add_argument("--summary", action="store_true",
+                   help="print types, regularity, effects, the training run, assertions and "
+                   "parameter counts")
+    p.set_defaults(run=cmd_check)
+
+
+def _add_dump(sub: Any) -> None:
+    p = sub.add_parser("dump", help="print the program at a stage of the compiler")
+    p.add_argument("file", help="the program's main .psk file")
+    p.add_argument("--stage", required=True, choices=["elab"],
+                   help="elab: the elaborated program and its module instances")
+    p.set_defaults(run=cmd_dump)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="presk", description="The Presk compiler.")
+    from .. import __version__
+    parser.add_argument("--version", action="version", version=f"presk {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for add in (_add_check, _add_dump, data_cmd.add_parser):
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        run: Callable[[argparse.Namespace], int] = args.run
+        return run(args)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Read a program's files: the main file and, depth first, everything it imports."""
+
+from __future__ import annotations
+
+import os
+
+from . import ast as A
+from .diagnostics import error
+from .parser import parse_file
+
+
+class InputError(Exception):
+    """The file named on the command line cannot be read: one line, exit code 2."""
+
+
+def display_path(path: str) -> str:
+    """A path as a user reads it: relative to the working directory when below it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def read_source(path: str, span: A.Span | None) -> str:
+    """The text of a .psk file, or a diagnostic at `span` (the import that names it)."""
+    if not os.path.exists(path) or os.path.isdir(path):
+        what = "is a directory, not a file" if os.path.isdir(path) else "does not exist"
+        if span is None:
+            raise InputError(f"{path}: {what}")
+        raise error("E0101", f"the imported file `{path}` {what}", span)
+    try:
+        data = open(path, "rb").read()
+    except OSError as exc:
+        if span is None:
+            raise InputError(f"{path}: {exc.strerror}") from None
+        raise error("E0004", f"cannot read `{path}`: {exc.strerror}", span) from None
+    return decode(path, data)
+
+
+def decode(path: str, data: bytes) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        col = len(before.rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace")) + 1
+        span = A.Span(path, line, col, line, col + 1)
+        raise error("E0002", f"byte 0x{data[exc.start]:02x} at offset {exc.start} is not "
+                    "valid UTF-8", span, "save the file as UTF-8") from None
+    return text.removeprefix("\ufeff")
+
+
+def load_program(main_path: str, sources: dict[str, str]) -> list[A.SourceFile]:
+    """Parse the main file and its imports; imports come before the files that import them.
+
+    `sources` receives each file's text as it is read, so a diagnostic can quote it.
+    """
+    order: list[A.SourceFile] = []
+    done: dict[str, A.SourceFile] = {}
+
+    def visit(path: str, span: A.Span | None, stack: list[str]) -> None:
+        key = os.path.realpath(path)
+        if key in stack:
+            cycle = [display_path(p) for p in stack[stack.index(key):]] + [display_path(path)]
+            raise error("E0102", "import cycle: " + " → ".join(cycle), span)
+        if key in done:
+            return
+        shown = display_path(path)
+        text = read_source(shown if span is not None else path, span)
+        sources[shown] = text
+        tree = parse_file(shown, text)
+        if not tree.decls:
+            end = max(1, len(text.splitlines()))
+            raise error("E0003", f"`{shown}` holds no declaration",
+                        A.Span(shown, end, 1, end, 2),
+                        "a Presk file declares at least one module, function or import")
+        for decl in tree.decls:
+            if isinstance(decl, A.ImportDecl):
+                target = os.path.join(os.path.dirname(path), decl.path)
+                visit(target, decl.path_span, stack + [key])
+        done[key] = tree
+        order.append(tree)
+
+    visit(main_path, None, [])
+    return order
+
+
+def import_target(importer: A.SourceFile, decl: A.ImportDecl) -> str:
+    return display_path(os.path.join(os.path.dirname(importer.path), decl.path))
