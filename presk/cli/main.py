@@ -17,6 +17,10 @@ class UsageError(Exception):
     """A bad command line or input file: one line, exit code 2."""
 
 
+class ProgramError(Exception):
+    """The user's program has an error, already printed: exit code 1."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad flag is one line and exit code 2, not a usage block."""
 
@@ -25,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _elaborate(path: str):
-    """Elaborate a program, printing diagnostics; returns (program, sources) or exits."""
+    """Elaborate a program, printing its diagnostics; raise ProgramError on an error."""
     from ..frontend.diagnostics import CompileError
     from ..frontend.elaborate import elaborate
     from ..frontend.load import InputError
@@ -37,7 +41,7 @@ def _elaborate(path: str):
         raise UsageError(f"presk: {exc}") from None
     except CompileError as exc:
         print(exc.diagnostic.render(sources), file=sys.stderr)
-        raise SystemExit(1) from None
+        raise ProgramError() from None
     for warning in program.diagnostics:
         print(warning.render(sources), file=sys.stderr)
     return program
@@ -101,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return 2
+    except ProgramError:
+        return 1
     except BrokenPipeError:
         return 0
 
