@@ -4,7 +4,7 @@ import os
 import lit.formats
 
 config.name = "presk"
-config.test_format = lit.formats.ShTest(execute_external=True)
+config.test_format = lit.formats.ShTest()
 config.suffixes = [".mlir", ".psk"]
 config.test_source_root = os.path.join(os.path.dirname(__file__), "test", "filecheck")
 config.excludes = ["inputs", "Output"]
