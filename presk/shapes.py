@@ -108,12 +108,24 @@ def broadcast(a: TensorType, b: TensorType) -> TensorType:
     axes align by position from the right, and an unnamed axis takes the name of the named
     axis of the same size it meets. A missing leading axis broadcasts.
     """
-    if a.is_scalar:
-        return b
-    if b.is_scalar:
-        return a
+    return alignment(a, b)[0]
+
+
+def alignment(a: TensorType, b: TensorType) -> tuple[TensorType, list[int], list[int]]:
+    """`broadcast`'s result, and where each operand's explicit axes land in it.
+
+    The lists give, for each explicit axis of `a` (and of `b`), the index of the result's
+    explicit axis it aligns with. A prefix, when an operand has one, is the result's prefix:
+    an interpreter at concrete shapes puts the prefix's axes first and offsets these
+    indices by its length, so alignment never depends on what `...` binds to.
+    """
+    if a.is_scalar or b.is_scalar:
+        other = b if a.is_scalar else a
+        same = list(range(len(other.axes)))
+        return other, (same if other is a else []), (same if other is b else [])
     # The operand with more axes (a prefix counts as more) gives the result its layout.
-    short, long = (a, b) if (len(a.axes), a.prefix) <= (len(b.axes), b.prefix) else (b, a)
+    swap = (len(a.axes), a.prefix) > (len(b.axes), b.prefix)
+    short, long = (b, a) if swap else (a, b)
     if short.prefix and not long.prefix:
         raise ShapeError(f"cannot align the polymorphic prefix of {short} with {long}")
     placement = _align_by_name(short, long)
@@ -123,7 +135,10 @@ def broadcast(a: TensorType, b: TensorType) -> TensorType:
     axes = list(long.axes)
     for i, j in placement.items():
         axes[j] = _merge_axis(short.axes[i], long.axes[j], a, b)
-    return TensorType(tuple(axes), long.prefix)
+    result = TensorType(tuple(axes), long.prefix)
+    short_places = [placement[i] for i in range(len(short.axes))]
+    long_places = list(range(len(long.axes)))
+    return (result, long_places, short_places) if swap else (result, short_places, long_places)
 
 
 def reduce(a: TensorType, axis: str | None) -> TensorType:
