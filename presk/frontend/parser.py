@@ -9,7 +9,7 @@ import lark
 from lark import Lark, Token, Transformer, v_args
 
 from . import ast as A
-from .diagnostics import error
+from .diagnostics import CompileError, error
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 
@@ -30,13 +30,23 @@ def _parser() -> Lark:
 
 def parse_file(path: str, text: str) -> A.SourceFile:
     tree = _parse(path, text, "start")
-    return A.SourceFile(path, text, _Build(path, text).transform(tree))
+    return A.SourceFile(path, text, _transform(_Build(path, text), tree))
 
 
 def parse_type(path: str, text: str, line: int = 1) -> A.TypeExpr:
     """Parse a type written outside a program (a data file's header)."""
     tree = _parse(path, text, "type_only")
-    return _Build(path, text, line - 1).transform(tree).children[0]
+    return _transform(_Build(path, text, line - 1), tree).children[0]
+
+
+def _transform(build: "_Build", tree: lark.Tree):
+    # lark wraps an exception raised inside a rule in VisitError: unwrap our diagnostics.
+    try:
+        return build.transform(tree)
+    except lark.exceptions.VisitError as exc:
+        if isinstance(exc.orig_exc, CompileError):
+            raise exc.orig_exc from None
+        raise
 
 
 def _parse(path: str, text: str, start: str) -> lark.Tree:
