@@ -433,21 +433,6 @@ def type_conforms(actual: Attribute, declared: Attribute) -> bool:
     return actual == declared
 
 
-def elementwise_shape(a: TensorType, b: TensorType) -> TensorType:
-    """The shape of an element-wise op on `a` and `b`: `shapes.broadcast`, and more.
-
-    An operand without `...` that has no more axes than the other's explicit axes
-    broadcasts over that prefix (ℝ[D] against ℝ[..., model: D], as `x · w + b` and `* γ`
-    need); shapes.broadcast refuses that pair, so it sees the operand with the prefix.
-    """
-    if a.prefix != b.prefix and not a.is_scalar and not b.is_scalar:
-        plain, poly = (a, b) if b.prefix else (b, a)
-        if len(plain.axes) <= len(poly.axes):
-            lifted = TensorType(plain.axes, True)
-            a, b = (lifted, poly) if plain is a else (poly, lifted)
-    return shapes.broadcast(a, b)
-
-
 class Binder:
     """Matches a callee's parameter types against argument types, at given dims.
 
@@ -811,7 +796,7 @@ class BinaryOp(CoreOp, ABC):
     @classmethod
     def infer(cls, lhs: Attribute, rhs: Attribute) -> TensorAttr:
         assert isinstance(lhs, TensorAttr) and isinstance(rhs, TensorAttr)
-        return TensorAttr.from_shape(elementwise_shape(lhs.shape, rhs.shape))
+        return TensorAttr.from_shape(shapes.broadcast(lhs.shape, rhs.shape))
 
     def verify_(self) -> None:
         super().verify_()
@@ -1007,7 +992,7 @@ class BroadcastOp(CoreOp):
     def verify_(self) -> None:
         super().verify_()
         source, target = self.operand.type.shape, self.result.type.shape
-        if not shapes.conforms(elementwise_shape(source, target), target):
+        if not shapes.conforms(shapes.broadcast(source, target), target):
             raise VerifyException(f"{self.name}: {source} does not broadcast to {target}")
 
 
