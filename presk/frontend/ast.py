@@ -31,7 +31,7 @@ class SizeExpr:
 
     @property
     def is_literal(self) -> bool:
-        return self.text.isdigit()
+        return self.text.isdecimal()
 
 
 @dataclass
@@ -93,7 +93,7 @@ class Number(Expr):
 
     @property
     def is_natural(self) -> bool:
-        return self.text.isdigit()
+        return self.text.isdecimal()
 
     @property
     def value(self) -> float:

@@ -235,6 +235,8 @@ class FnChecker:
 
     def _natural(self, e: A.Expr) -> int | None:
         if isinstance(e, A.Number) and e.is_natural:
+            if len(e.text) > 9:
+                raise error("E0408", "the exponent is too large", e.span)
             return int(e.text)
         if isinstance(e, A.Name) and len(e.path) == 1 and e.path[0] not in self.scope:
             const = self.el.lookup_const(self.fn.file, e.path[0])

@@ -8,6 +8,8 @@ modules at their dims, and checks the optimizers, training runs and static asser
 
 from __future__ import annotations
 
+import math
+
 from ..shapes import Axis, Size, TensorType
 from . import ast as A
 from .check import BUILTINS, FnChecker
@@ -112,7 +114,9 @@ class Elaborator:
     def static_value(self, info: FileInfo, e: A.Expr, dims: dict[str, int]) -> int | float:
         """Evaluate an expression over literals, consts and bound dims."""
         if isinstance(e, A.Number):
-            return int(e.text) if e.is_natural else e.value
+            if len(e.text) > _MAX_DIGITS:
+                raise error("E0605", "the number is too large", e.span)
+            return _in_range(int(e.text) if e.is_natural else e.value, e.span)
         if isinstance(e, A.Neg):
             return -self.static_value(info, e.operand, dims)
         if isinstance(e, A.Name) and len(e.path) == 1:
@@ -129,10 +133,17 @@ class Elaborator:
         if isinstance(e, A.Binary) and e.op in _STATIC_OPS:
             lhs = self.static_value(info, e.lhs, dims)
             rhs = self.static_value(info, e.rhs, dims)
+            if e.op == "pow" and abs(lhs) > 1 and rhs * math.log2(abs(lhs)) > _MAX_BITS:
+                raise error("E0605", "the value is too large", e.span)
             try:
-                return _STATIC_OPS[e.op](lhs, rhs)
+                value = _STATIC_OPS[e.op](lhs, rhs)
             except ZeroDivisionError:
                 raise error("E0605", "division by zero", e.span) from None
+            except OverflowError:
+                raise error("E0605", "the value is too large", e.span) from None
+            if isinstance(value, complex):
+                raise error("E0605", f"{lhs} ^ {rhs} is not a real number", e.span)
+            return _in_range(value, e.span)
         raise error("E0605", "not a static value: use literals and consts", e.span)
 
     def lookup_const(self, info: FileInfo, name: str) -> ConstInfo | None:
@@ -140,6 +151,8 @@ class Elaborator:
 
     def size(self, info: FileInfo, s: A.SizeExpr, module: ModuleInfo | None) -> Size:
         if s.is_literal:
+            if len(s.text) > 18:
+                raise error("E0308", "the size is too large", s.span)
             return int(s.text)
         if module is not None and s.text in module.dims:
             return s.text
@@ -373,6 +386,19 @@ def _dim_symbols(types: list[Type | None]) -> set[str]:
         elif isinstance(t, ParamsT):
             out |= {d for d in (*t.dims, *t.stack) if isinstance(d, str)}
     return out
+
+
+# A static value is an int that converts to an f64, or a finite f64.
+_MAX_BITS = 1024
+_MAX_DIGITS = 400
+
+
+def _in_range(value: int | float, span: A.Span) -> int | float:
+    if isinstance(value, int) and value.bit_length() > _MAX_BITS:
+        raise error("E0605", "the value is too large", span)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise error("E0605", f"the value is out of the range of an f64 ({value})", span)
+    return value
 
 
 _STATIC_OPS = {

@@ -209,6 +209,8 @@ class _Build(Transformer):
         return A.TrainItem(str(c[0]), self._span(meta), type_name=str(c[1]), value=c[2])
 
     def train_checkpoint(self, meta, c):
+        if len(c[0]) > 18:
+            raise error("E0601", "the checkpoint interval is too large", self._tok(c[0]))
         return A.TrainItem("checkpoint", self._span(meta), every=int(c[0]), directory=c[1][1:-1])
 
     def stream_expr(self, meta, c):

@@ -170,6 +170,13 @@ def _natural_item(el: "Elaborator", info: FileInfo, item: A.TrainItem) -> int:
     return int(value)
 
 
+def _natural(el: "Elaborator", info: FileInfo, e: A.Expr, what: str) -> int:
+    value = el.static_value(info, e, {})
+    if not float(value).is_integer() or value < 0:
+        raise error("E0603", f"{what} is a natural, not {value}", e.span)
+    return int(value)
+
+
 def _data(el: "Elaborator", info: FileInfo, item: A.TrainItem,
           batch_type: Type) -> tuple[DataInfo, dict[str, int], Type]:
     if item.stream is None:
@@ -179,13 +186,13 @@ def _data(el: "Elaborator", info: FileInfo, item: A.TrainItem,
     for stage in item.stages:
         args = {a.name: a for a in stage.args}
         if stage.name == "shuffle" and set(args) <= {"seed"}:
-            seed = int(el.static_value(info, args["seed"].value, {})) if args else 0
+            seed = _natural(el, info, args["seed"].value, "a seed") if args else 0
         elif stage.name == "batch" and len(args) == 1:
             dim, arg = next(iter(args.items()))
             if dim not in info.dims:
                 raise error("E0603", f"`batch({dim} = …)` binds `{dim}`, which is not a dim",
                             arg.span, did_you_mean(dim, info.dims))
-            size = int(el.static_value(info, arg.value, {}))
+            size = _natural(el, info, arg.value, "a batch size")
             if size < 1:
                 raise error("E0603", "a batch holds at least one sample", arg.span)
         else:
