@@ -1,0 +1,162 @@
+"""The two number systems the PSK-Core interpreter computes in.
+
+`F64` is IEEE binary64 on numpy float64 arrays. `MPFR(bits)` is MPFR through gmpy2 on
+numpy object arrays of `mpfr` at `bits` of precision: the exact reference every later
+stage (autodiff checks, the precision analysis, the native backend) is measured against.
+Both take arrays already aligned by the interpreter and return arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
+from typing import Callable
+
+import gmpy2
+import numpy as np
+
+UNARY_NAMES = ("neg", "sqrt", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "softplus",
+               "abs", "sin", "cos")
+BINARY_NAMES = ("add", "sub", "mul", "div", "min", "max", "pow")
+REDUCTION_NAMES = ("sum", "mean", "max", "min", "logsumexp")
+
+
+class Numbers(ABC):
+    """What the interpreter needs of a number system."""
+
+    name = ""
+    _unary: dict[str, Callable[[np.ndarray], np.ndarray]]
+    _binary: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]
+
+    def context(self) -> AbstractContextManager:
+        return nullcontext()
+
+    @abstractmethod
+    def array(self, values: np.ndarray) -> np.ndarray:
+        """Values (numbers or f64 arrays) as this system's arrays."""
+
+    def to_f64(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(x, dtype=np.float64)
+
+    def constant(self, value: float) -> np.ndarray:
+        return self.array(np.array(value, dtype=np.float64))
+
+    def unary(self, name: str, x: np.ndarray) -> np.ndarray:
+        return self._unary[name](x)
+
+    def binary(self, name: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return self._binary[name](a, b)
+
+    def powi(self, x: np.ndarray, n: int) -> np.ndarray:
+        """x^n by repeated multiplication, left to right: x·x·…·x (n ≥ 0)."""
+        out = self.array(np.ones(np.shape(x)))
+        for _ in range(n):
+            out = out * x
+        return out
+
+    def reduce(self, name: str, x: np.ndarray, axis: int | None) -> np.ndarray:
+        if name == "sum":
+            return np.sum(x, axis=axis)
+        if name == "mean":
+            count = x.size if axis is None else x.shape[axis]
+            return np.sum(x, axis=axis) / self.constant(float(count))
+        if name in ("max", "min"):
+            return np.max(x, axis=axis) if name == "max" else np.min(x, axis=axis)
+        top = np.max(x, axis=axis, keepdims=True)
+        shifted = self.unary("exp", x - top)
+        total = np.sum(shifted, axis=axis, keepdims=True)
+        out = top + self.unary("log", total)
+        return out.reshape(()) if axis is None else np.squeeze(out, axis=axis)
+
+    def softmax(self, x: np.ndarray, axis: int | None) -> np.ndarray:
+        top = np.max(x, axis=axis, keepdims=True)
+        e = self.unary("exp", x - top)
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+    def dot(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Contract a's last axis with b's first."""
+        return np.tensordot(a, b, axes=([a.ndim - 1], [0]))
+
+
+def _f64_erf() -> Callable[[np.ndarray], np.ndarray]:
+    erf = np.frompyfunc(math.erf, 1, 1)
+    return lambda x: np.asarray(erf(x), dtype=np.float64)
+
+
+class F64(Numbers):
+    name = "f64"
+
+    def __init__(self) -> None:
+        erf = _f64_erf()
+        self._unary = {
+            "neg": np.negative, "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "tanh": np.tanh,
+            "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+            "relu": lambda x: np.maximum(x, 0.0),
+            "gelu": lambda x: x * (1.0 + erf(x / math.sqrt(2.0))) / 2.0,
+            "softplus": lambda x: np.logaddexp(0.0, x),
+            "abs": np.abs, "sin": np.sin, "cos": np.cos,
+        }
+        self._binary = {
+            "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+            "min": np.minimum, "max": np.maximum, "pow": np.power,
+        }
+
+    def array(self, values: np.ndarray) -> np.ndarray:
+        return np.asarray(values, dtype=np.float64)
+
+    def context(self) -> AbstractContextManager:
+        return np.errstate(all="ignore")
+
+
+class MPFR(Numbers):
+    """MPFR at `bits` of precision; every operation rounds to nearest."""
+
+    def __init__(self, bits: int) -> None:
+        self.bits = bits
+        self.name = f"mpfr{bits}"
+        vec = lambda f: np.frompyfunc(f, 1, 1)  # noqa: E731
+        sqrt2 = lambda: gmpy2.sqrt(gmpy2.mpfr(2))  # noqa: E731
+        self._unary = {
+            "neg": vec(lambda v: -v), "sqrt": vec(gmpy2.sqrt), "exp": vec(gmpy2.exp),
+            "log": vec(gmpy2.log), "tanh": vec(gmpy2.tanh),
+            "sigmoid": vec(lambda v: 1 / (1 + gmpy2.exp(-v))),
+            "relu": vec(lambda v: v if v > 0 else gmpy2.mpfr(0)),
+            "gelu": vec(lambda v: v * (1 + gmpy2.erf(v / sqrt2())) / 2),
+            "softplus": vec(lambda v: v + gmpy2.log1p(gmpy2.exp(-v)) if v > 0
+                            else gmpy2.log1p(gmpy2.exp(v))),
+            "abs": vec(abs), "sin": vec(gmpy2.sin), "cos": vec(gmpy2.cos),
+        }
+        self._binary = {
+            "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+            "min": np.frompyfunc(lambda a, b: b if b < a else a, 2, 1),
+            "max": np.frompyfunc(lambda a, b: b if b > a else a, 2, 1),
+            "pow": np.frompyfunc(lambda a, b: a ** b, 2, 1),
+        }
+
+    def context(self) -> AbstractContextManager:
+        return gmpy2.context(precision=self.bits)
+
+    def array(self, values: np.ndarray) -> np.ndarray:
+        values = np.asarray(values)
+        if values.dtype == object:
+            return values
+        out = np.empty(values.shape, dtype=object)
+        flat = out.reshape(-1)
+        # An f64 value converts exactly: MPFR holds every binary64 at 53 bits or more.
+        for i, v in enumerate(values.reshape(-1)):
+            flat[i] = gmpy2.mpfr(float(v), max(self.bits, 53))
+        return out
+
+    def to_f64(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=object)
+        return np.array([float(v) for v in x.reshape(-1)], dtype=np.float64).reshape(x.shape)
+
+    def dot(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.tensordot(a, b, axes=([a.ndim - 1], [0]))
+        return np.asarray(out, dtype=object)
+
+
+def number_system(bits: int | None) -> Numbers:
+    """f64 when `bits` is None, else MPFR at `bits`."""
+    return F64() if bits is None else MPFR(bits)
