@@ -241,6 +241,7 @@ class ImportDecl:
     alias: str
     span: Span
     path_span: Span
+    target: str | None = None  # the imported file's path as displayed, set when loaded
 
 
 @dataclass(eq=False)

@@ -85,13 +85,20 @@ class Diagnostic:
         return "\n".join(lines)
 
 
+def source_lines(text: str) -> list[str]:
+    """The lines of a source as the parser counts them: only `\n` ends a line (not the
+    other breaks str.splitlines knows, such as U+2028 or a form feed)."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
+
+
 def _excerpt(span: Span, text: str | None) -> list[str]:
     if text is None:
         return []
-    source_lines = text.splitlines() or [""]
-    if not 1 <= span.line <= len(source_lines):
+    lines = source_lines(text)
+    if not 1 <= span.line <= len(lines):
         return []
-    line = source_lines[span.line - 1].expandtabs(1)
+    line = lines[span.line - 1].expandtabs(1)
     width = max(1, (span.end_col - span.col) if span.end_line == span.line else len(line) - span.col + 1)
     gutter = " " * len(str(span.line))
     return [f"{span.line} | {line}", f"{gutter} | {' ' * (span.col - 1)}{'^' * width}"]
