@@ -9,7 +9,7 @@ import lark
 from lark import Lark, Token, Transformer, v_args
 
 from . import ast as A
-from .diagnostics import CompileError, error
+from .diagnostics import CompileError, error, source_lines
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 
@@ -71,15 +71,23 @@ def _syntax_error(path: str, text: str, exc: lark.exceptions.UnexpectedInput):
         char = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
         span = A.Span(path, line, col, line, col + 1)
         return error("E0001", f"unexpected character `{char}`", span)
-    expected = sorted({_describe(t) for t in getattr(exc, "expected", set()) or set()})
+    # LALR merges states, so `exc.expected` may list tokens of another context (`init`
+    # after a function parameter's type); the interactive parser tries each token.
+    interactive = getattr(exc, "interactive_parser", None)
+    accepted = interactive.accepts() if interactive is not None else None
+    expected = sorted({_describe(t) for t in accepted or getattr(exc, "expected", None) or ()})
     hint = None
     if expected:
         hint = "expected " + (", ".join(expected[:-1]) + " or " + expected[-1]
                               if len(expected) > 1 else expected[0])
     token = getattr(exc, "token", None)
     if token is None or token.type == "$END":
-        last = text.rstrip().splitlines() or [""]
-        span = A.Span(path, len(last), len(last[-1]) + 1, len(last), len(last[-1]) + 2)
+        if token is not None and token.end_line:  # lark puts $END after the last token
+            line, col = token.end_line, token.end_column
+        else:
+            last = source_lines(text.rstrip()) or [""]
+            line, col = len(last), len(last[-1]) + 1
+        span = A.Span(path, line, col, line, col + 1)
         return error("E0001", "unexpected end of file", span, hint)
     span = A.Span(path, line, col, line, col + max(1, len(str(token))))
     return error("E0001", f"unexpected `{token}`", span, hint)
@@ -175,7 +183,7 @@ class _Build(Transformer):
     # ---- declarations with blocks ----
     def assert_decl(self, meta, c):
         span = self._span(meta)
-        lines = self.text.splitlines()
+        lines = source_lines(self.text)
         text = lines[meta.line - 1][meta.column - 1:] if meta.line == meta.end_line else ""
         text = text[:meta.end_column - meta.column] if text else ""
         return A.AssertDecl(c[0], span, text.removeprefix("assert").strip())
