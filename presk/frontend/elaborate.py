@@ -218,8 +218,8 @@ class Elaborator:
             if not isinstance(t, TensorType) or t.prefix:
                 raise error("E0305", f"parameter `{p.name}` is {t}; a parameter is a tensor "
                             "of fixed axes", p.type.span)
-            self._check_init(info, p.init)
-            m.params.append(ParamInfo(p.name, t, p.init, p.span))
+            args = self._check_init(info, p.init)
+            m.params.append(ParamInfo(p.name, t, p.init, p.span, args))
         for u in m.decl.uses:
             self._define_member(seen, u.name, u.span)
             m.uses.append(UseInfo(u.name, self.module_ref(info, u.ref, m), u.span))
@@ -234,17 +234,19 @@ class Elaborator:
                         notes=[(seen[name], "first defined here")])
         seen[name] = span
 
-    def _check_init(self, info: FileInfo, init: A.InitSpec) -> None:
+    def _check_init(self, info: FileInfo, init: A.InitSpec) -> dict[str, float]:
         if init.name not in INITIALIZERS:
             raise error("E0303", f"unknown initializer `{init.name}`", init.span,
                         did_you_mean(init.name, INITIALIZERS)
                         or "one of " + ", ".join(INITIALIZERS))
+        args: dict[str, float] = {}
         for arg in init.args:
             if arg.name not in INITIALIZERS[init.name]:
                 allowed = ", ".join(sorted(INITIALIZERS[init.name])) or "no argument"
                 raise error("E0303", f"`{init.name}` takes no argument `{arg.name}`", arg.span,
                             f"it takes {allowed}")
-            self.static_value(info, arg.value, {})
+            args[arg.name] = float(self.static_value(info, arg.value, {}))
+        return args
 
     def _check_use_cycles(self, m: ModuleInfo, path: list[ModuleInfo]) -> None:
         if m in path:

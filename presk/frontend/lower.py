@@ -16,7 +16,8 @@ from ..dialects import core as C
 from ..shapes import TensorType
 from . import ast as A
 from .program import (
-    BuiltinRef, ConstRef, FieldRef, FnInfo, FnRef, FoldRef, LocalRef, ModuleInfo, ParamRef,
+    BuiltinRef, ConstRef, FieldRef, FnInfo, FnRef, FoldRef, LocalRef, ModuleInfo, ParamInfo,
+    ParamRef,
     Program, UseRef,
 )
 from .types import F64, NAT, ParamsT, ScalarT, TupleT, Type
@@ -71,9 +72,18 @@ def _check_unique_modules(program: Program) -> None:
 
 def _module_decl(m: ModuleInfo) -> C.ModuleDeclOp:
     entries: list[C.FieldDeclOp] = [
-        C.ParamDeclOp(p.name, C.TensorAttr.from_shape(p.type), p.init.name) for p in m.params]
+        C.ParamDeclOp(p.name, C.TensorAttr.from_shape(p.type), _init_text(p))
+        for p in m.params]
     entries += [C.UseDeclOp(u.name, core_type(u.target)) for u in m.uses]  # type: ignore[misc]
     return C.ModuleDeclOp(m.name, m.dims, entries)
+
+
+def _init_text(p: ParamInfo) -> str:
+    """The initializer with its arguments evaluated: `normal(mean = 0.0, std = 0.02)`."""
+    if not p.init_args:
+        return p.init.name
+    args = ", ".join(f"{k} = {v!r}" for k, v in p.init_args.items())
+    return f"{p.init.name}({args})"
 
 
 class _FunctionLowering:

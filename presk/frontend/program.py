@@ -31,6 +31,7 @@ class ParamInfo:
     type: TensorType  # in the module's dims, consts replaced by their values
     init: A.InitSpec
     span: A.Span
+    init_args: dict[str, float] = field(default_factory=dict)  # evaluated
 
 
 @dataclass(eq=False)
