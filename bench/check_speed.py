@@ -122,7 +122,8 @@ def main() -> int:
     report, imports = _import_report(args.file)
     loaded = {h: any(m == h or m.startswith(h + ".") for m in report["modules"]) for h in HEAVY}
     print("  heavy modules imported by presk check: "
-          + ", ".join(f"{h} {'YES' if v else 'no'}" for h, v in loaded.items()))
+          + ", ".join(f"{h} {'YES' if v else 'no'}" for h, v in loaded.items())
+          + f" (and numpy, which it may use: {'yes' if 'numpy' in report['modules'] else 'no'})")
     if imports:
         print("  slowest top-level imports (cumulative):")
         for micros, name in imports[:6]:

@@ -15,6 +15,8 @@ that have parsed it pass the tensor shapes (`shapes`); `shapes_from_type_text` i
 regex fallback for concrete tensor and tuple types, enough for the `presk data` tool.
 
 Pure Python and numpy: the frontend, the trainer and `presk data` use it without xDSL.
+numpy is imported by the functions that read or write samples, not for the header:
+`presk check` reads a training run's header without paying for numpy.
 """
 
 from __future__ import annotations
@@ -25,14 +27,16 @@ import re
 import secrets
 import shutil
 from dataclasses import dataclass, field
-from typing import IO, Callable, Iterable, Iterator, Mapping, Sequence, Union
+from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence, TypeAlias
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MAGIC = "presk-data/1"
 END = "end"
 DTYPES: Mapping[str, str] = {"f64": "<f8", "f32": "<f4"}
 """The element types a file may hold, and their numpy little-endian spelling."""
+ITEMSIZE: Mapping[str, int] = {"f64": 8, "f32": 4}
 
 REQUIRED_KEYS = ("sample", "dtype", "count")
 MAX_HEADER_BYTES = 1 << 16
@@ -42,8 +46,8 @@ DEFAULT_CHUNK_BYTES = 1 << 20
 """How many bytes of samples `iter_samples` reads at once (at least one sample)."""
 
 Shape = tuple[int, ...]
-Sample = tuple[np.ndarray, ...]
-SamplesInput = Union[np.ndarray, Sequence[np.ndarray], Iterable[object]]
+Sample: TypeAlias = "tuple[np.ndarray, ...]"
+SamplesInput: TypeAlias = "np.ndarray | Sequence[np.ndarray] | Iterable[object]"
 
 
 class DataFileError(Exception):
@@ -72,7 +76,12 @@ class Header:
     """Keys this reader does not know, kept so that a tool can show them."""
 
     @property
+    def itemsize(self) -> int:
+        return ITEMSIZE[self.dtype]
+
+    @property
     def numpy_dtype(self) -> np.dtype:
+        import numpy as np
         return np.dtype(DTYPES[self.dtype])
 
     def where(self, key: str) -> str:
@@ -90,7 +99,7 @@ _AXIS = re.compile(rf"\s*(?:({_IDENT})\s*:\s*)?(\S+?)\s*")
 
 
 def shapes_from_type_text(text: str) -> list[Shape]:
-    """The tensor shapes of a concrete sample type: `ℝ[model: 4]`, `R[4, 3]`, `(ℝ[a: 4], ℝ[4])`.
+    """The tensor shapes of a concrete sample type: `ℝ[model: 4]`, `R[4, 3]`, `(ℝ[a: 4], R[4])`
 
     A regex fallback for the `presk data` tool, not the language's type parser: it reads
     one tensor type or a flat tuple of them, with named or unnamed axes of literal size.
@@ -159,11 +168,12 @@ def _checked_shapes(shapes: Sequence[Sequence[int]], where: str) -> tuple[Shape,
     return out
 
 
-def _numpy_dtype(dtype: str, where: str) -> np.dtype:
+def _itemsize(dtype: str, where: str) -> int:
+    """The bytes of one real of `dtype`, refusing a dtype the format does not have."""
     if dtype not in DTYPES:
         known = ", ".join(DTYPES)
         raise DataFileError(f"{where}: unknown dtype `{dtype}`: a data file holds {known}")
-    return np.dtype(DTYPES[dtype])
+    return ITEMSIZE[dtype]
 
 
 # ---------------------------------------------------------------------------------------
@@ -244,7 +254,7 @@ def _build_header(name: str, fields: dict[str, str], lines: dict[str, int], offs
         if key not in fields:
             raise DataFileError(f"{name}:{lines[END]}: the header lacks `{key}:`")
     dtype = fields["dtype"]
-    np_dtype = _numpy_dtype(dtype, f"{name}:{lines['dtype']}")
+    itemsize = _itemsize(dtype, f"{name}:{lines['dtype']}")
     count_text = fields["count"]
     if not (count_text.isascii() and count_text.isdigit()):
         raise DataFileError(f"{name}:{lines['count']}: count `{count_text}` "
@@ -259,7 +269,7 @@ def _build_header(name: str, fields: dict[str, str], lines: dict[str, int], offs
     known = set(REQUIRED_KEYS) | {"description"}
     return Header(
         path=name, sample=fields["sample"], dtype=dtype, count=int(count_text),
-        data_offset=offset, sample_bytes=sample_elements(checked) * np_dtype.itemsize,
+        data_offset=offset, sample_bytes=sample_elements(checked) * itemsize,
         shapes=checked, description=fields.get("description"), lines=dict(lines),
         extra={k: v for k, v in fields.items() if k not in known})
 
@@ -312,6 +322,7 @@ def read_samples(path: str | os.PathLike[str], header: Header, indices: Sequence
 
     For shuffled batches: one seek and one read per sample, nothing else of the file.
     """
+    import numpy as np
     shapes = _shapes_for(header, shapes)
     out = [np.empty((len(indices),) + s, header.numpy_dtype) for s in shapes]
     with _open_data(path, header) as f:
@@ -329,7 +340,7 @@ def _shapes_for(header: Header, shapes: Sequence[Sequence[int]] | None) -> tuple
     if shapes is None:
         return header.shapes
     checked = _checked_shapes(shapes, header.where("sample"))
-    size = sample_elements(checked) * header.numpy_dtype.itemsize
+    size = sample_elements(checked) * header.itemsize
     if size != header.sample_bytes:
         raise DataFileError(f"{header.where('sample')}: shapes {list(checked)} make samples "
                             f"of {size} bytes, the header's type {header.sample_bytes}")
@@ -345,7 +356,8 @@ def _open_data(path: str | os.PathLike[str], header: Header) -> IO[bytes]:
 
 def _read_rows(f: IO[bytes], header: Header, first: int, n: int) -> np.ndarray:
     """Read `n` samples as an (n, reals-per-sample) array, refusing a short read."""
-    width = header.sample_bytes // header.numpy_dtype.itemsize
+    import numpy as np
+    width = header.sample_bytes // header.itemsize
     rows = np.empty((n, width), header.numpy_dtype)
     got = f.readinto(memoryview(rows).cast("B"))  # type: ignore[attr-defined]
     if got != rows.nbytes:
@@ -379,8 +391,10 @@ def write_stream(path: str | os.PathLike[str], sample_type_text: str,
     iterable of samples (each a tuple of arrays, or one array when the sample is one
     tensor). An iterable is consumed once and streamed: its length need not be known.
     """
+    import numpy as np
     name = os.fspath(path)
-    np_dtype = _numpy_dtype(dtype, name)
+    _itemsize(dtype, name)
+    np_dtype = np.dtype(DTYPES[dtype])
     checked = _checked_shapes(shapes, name)
     _check_type_text(sample_type_text, checked, name)
     for key, value in (("sample", sample_type_text), ("description", description or "")):
@@ -419,6 +433,7 @@ def _header_text(sample: str, dtype: str, count: int, description: str | None) -
 
 def _as_columns(samples: SamplesInput, shapes: tuple[Shape, ...]) -> list[np.ndarray] | None:
     """The data by tensor, if `samples` is in that form; None for an iterable of samples."""
+    import numpy as np
     if isinstance(samples, np.ndarray):
         candidates: list[object] = [samples]
     elif isinstance(samples, (tuple, list)) and len(samples) == len(shapes):
@@ -437,6 +452,7 @@ def _as_columns(samples: SamplesInput, shapes: tuple[Shape, ...]) -> list[np.nda
 def _column_chunks(columns: list[np.ndarray], dtype: np.dtype,
                    rows: int = 4096) -> Iterator[np.ndarray]:
     """(k, reals-per-sample) blocks of the data by tensor, a bounded number of rows each."""
+    import numpy as np
     for first in range(0, len(columns[0]), rows):
         block = [c[first:first + rows] for c in columns]
         flat = [b.reshape(len(b), -1) for b in block]
@@ -446,6 +462,7 @@ def _column_chunks(columns: list[np.ndarray], dtype: np.dtype,
 def _sample_chunks(samples: Iterable[object], shapes: tuple[Shape, ...], dtype: np.dtype,
                    name: str, rows: int = 4096) -> Iterator[np.ndarray]:
     """(k, reals-per-sample) blocks of an iterable of samples, checking each one's shapes."""
+    import numpy as np
     block: list[np.ndarray] = []
     for i, sample in enumerate(samples):
         parts = (sample,) if len(shapes) == 1 and not isinstance(sample, (tuple, list)) \
@@ -460,6 +477,7 @@ def _sample_chunks(samples: Iterable[object], shapes: tuple[Shape, ...], dtype: 
 
 def _flat_sample(parts: tuple[object, ...], shapes: tuple[Shape, ...], name: str,
                  index: int) -> np.ndarray:
+    import numpy as np
     if len(parts) != len(shapes):
         raise DataFileError(f"{name}: sample {index} has {len(parts)} tensors, "
                             f"the sample type {len(shapes)}")
@@ -522,7 +540,7 @@ def _write_chunks(f: IO[bytes], chunks: Iterator[np.ndarray]) -> int:
     """Write each block's bytes little-endian, row-major; return the number of samples."""
     n = 0
     for block in chunks:
-        f.write(np.ascontiguousarray(block).tobytes())
+        f.write(block.tobytes())  # C order: row-major, whatever the block's strides
         n += len(block)
     return n
 

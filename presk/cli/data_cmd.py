@@ -11,18 +11,20 @@ samples.
 
 The main CLI adds this with `add_parser(subparsers)` and calls `run(args)`. A user's
 mistake (a missing file, a malformed header) is one line `presk data: error: ...` on
-stderr and exit code 2.
+stderr and exit code 2. numpy and the data format are imported when a verb runs, so that
+`presk` pays nothing for this module at start-up.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-from presk.datafile import DataFileError, Header, iter_samples, read_header, write_stream
+    from presk.datafile import Header
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -79,6 +81,8 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run a parsed `presk data` command; return the exit code."""
+    from presk.datafile import DataFileError
+
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -91,6 +95,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
 
 def _linear(args: argparse.Namespace, out: TextIO) -> int:
+    import numpy as np
+
+    from presk.datafile import write_stream
+
     x = np.random.default_rng(args.seed).standard_normal((args.count, args.width))
     y = args.slope * x + args.intercept
     sample = f"(ℝ[model: {args.width}], ℝ[model: {args.width}])"
@@ -103,6 +111,8 @@ def _linear(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
+    from presk.datafile import iter_samples, read_header
+
     header = read_header(args.file)
     for line in header_lines(header):
         print(line, file=out)
@@ -125,6 +135,8 @@ def header_lines(header: Header) -> list[str]:
 
 
 def _format_tensor(t: np.ndarray) -> str:
+    import numpy as np
+
     return np.array2string(t, precision=6, floatmode="fixed", sign=" ",
                            max_line_width=10_000, separator=" ")
 
