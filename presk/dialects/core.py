@@ -575,7 +575,12 @@ def site_of(op: Operation) -> str:
     module = op.parent_op()
     if isinstance(field, StringAttr) and isinstance(module, ModuleDeclOp):
         return f"{module.sym_name.data}.{field.data}"
-    return op.name
+    return "(no site)"
+
+
+def site_message(op: Operation, err: Exception) -> str:
+    """`<site>: <op>: <what is wrong>`, the form of every psk_core verifier error."""
+    return f"{site_of(op)}: {op.name}: {err}"
 
 
 def core_op(cls: type[_OpT]) -> type[_OpT]:
@@ -587,10 +592,8 @@ def core_op(cls: type[_OpT]) -> type[_OpT]:
     def verify_(self: Operation) -> None:
         try:
             verify(self)
-        except VerifyException as err:
-            raise VerifyException(f"{site_of(self)}: {err}") from err
-        except ShapeError as err:
-            raise VerifyException(f"{site_of(self)}: {self.name}: {err}") from err
+        except (VerifyException, ShapeError) as err:
+            raise VerifyException(site_message(self, err)) from err
 
     cls.verify_ = verify_  # type: ignore[method-assign]
     return cls
@@ -615,6 +618,17 @@ class CoreOp(IRDLOperation, ABC):
     @property
     def site_text(self) -> str:
         return self.site.data
+
+    def verify(self, verify_nested_ops: bool = True) -> None:
+        # xDSL's structural checks (a terminator's place, erased operands) run before
+        # verify_ and name no site; give them one. Errors verify_ raised already have it,
+        # and emit_error has attached the annotated IR to them as a note.
+        try:
+            super().verify(verify_nested_ops)
+        except VerifyException as err:
+            if getattr(err, "__notes__", None):
+                raise
+            self.emit_error(str(err), VerifyException(site_message(self, err)))
 
     def verify_(self) -> None:
         if self.results and not _SITE.fullmatch(self.site.data):
@@ -709,7 +723,7 @@ class UnaryOp(CoreOp, ABC):
         super().verify_()
         if self.result.type != self.operand.type:
             raise VerifyException(
-                f"{self.name}: the result {type_text(self.result.type)} is not the "
+                f"the result {type_text(self.result.type)} is not the "
                 f"operand's type {type_text(self.operand.type)}"
             )
 
@@ -803,7 +817,7 @@ class BinaryOp(CoreOp, ABC):
         inferred = self.infer(self.lhs.type, self.rhs.type)
         if not type_conforms(inferred, self.result.type):
             raise VerifyException(
-                f"{self.name}: the operands make {type_text(inferred)}, "
+                f"the operands make {type_text(inferred)}, "
                 f"not {type_text(self.result.type)}"
             )
 
@@ -865,7 +879,7 @@ class PowIOp(UnaryOp):
     def verify_(self) -> None:
         super().verify_()
         if self.n.value.data < 0:
-            raise VerifyException(f"{self.name}: the exponent {self.n.value.data} is not a natural")
+            raise VerifyException(f"the exponent {self.n.value.data} is not a natural")
 
 
 # --------------------------------------------------------------------------------------
@@ -908,7 +922,7 @@ class ReduceOp(CoreOp, ABC):
         if not type_conforms(inferred, self.result.type):
             over = f"axis `{self.axis_name}`" if self.axis_name else "every axis"
             raise VerifyException(
-                f"{self.name}: reducing {type_text(self.operand.type)} over {over} makes "
+                f"reducing {type_text(self.operand.type)} over {over} makes "
                 f"{type_text(inferred)}, not {type_text(self.result.type)}"
             )
 
@@ -993,7 +1007,7 @@ class BroadcastOp(CoreOp):
         super().verify_()
         source, target = self.operand.type.shape, self.result.type.shape
         if not shapes.conforms(shapes.broadcast(source, target), target):
-            raise VerifyException(f"{self.name}: {source} does not broadcast to {target}")
+            raise VerifyException(f"{source} does not broadcast to {target}")
 
 
 # --------------------------------------------------------------------------------------
@@ -1021,7 +1035,7 @@ class RealOp(CoreOp):
     def verify_(self) -> None:
         super().verify_()
         if not self.result.type.shape.is_scalar:
-            raise VerifyException(f"{self.name}: the result {type_text(self.result.type)} is not ℝ[]")
+            raise VerifyException(f"the result {type_text(self.result.type)} is not ℝ[]")
 
 
 @core_op
@@ -1051,10 +1065,10 @@ class ConstantOp(CoreOp):
     def verify_(self) -> None:
         super().verify_()
         if not isinstance(self.value.type, Float64Type):
-            raise VerifyException(f"{self.name}: the value must be an f64, not {self.value.type}")
+            raise VerifyException(f"the value must be an f64, not {self.value.type}")
         result = self.result.type
         if isinstance(result, TensorAttr) and not result.shape.is_scalar:
-            raise VerifyException(f"{self.name}: a constant is f64 or ℝ[], not {type_text(result)}")
+            raise VerifyException(f"a constant is f64 or ℝ[], not {type_text(result)}")
 
 
 @core_op
@@ -1081,7 +1095,7 @@ class TupleOp(CoreOp):
         super().verify_()
         if list(self.result.type.types) != [e.type for e in self.elements]:
             raise VerifyException(
-                f"{self.name}: the result {type_text(self.result.type)} is not the tuple "
+                f"the result {type_text(self.result.type)} is not the tuple "
                 "of the operands' types"
             )
 
@@ -1119,7 +1133,7 @@ class GetOp(CoreOp):
         element = self.infer(self.operand.type, self.index.value.data)
         if element != self.result.type:
             raise VerifyException(
-                f"{self.name}: element {self.index.value.data} of {type_text(self.operand.type)} "
+                f"element {self.index.value.data} of {type_text(self.operand.type)} "
                 f"is {type_text(element)}, not {type_text(self.result.type)}"
             )
 
@@ -1330,7 +1344,7 @@ class FieldOp(CoreOp):
         expected = field_type(params, self.field.data, lookup_module(self, params.module_name))
         if not type_conforms(expected, self.result.type):
             raise VerifyException(
-                f"{self.name}: field `{self.field.data}` of {type_text(params)} is "
+                f"field `{self.field.data}` of {type_text(params)} is "
                 f"{type_text(expected)}, not {type_text(self.result.type)}"
             )
 
@@ -1466,7 +1480,7 @@ class ReturnOp(CoreOp):
         assert isinstance(func, FuncOp)
         if not type_conforms(self.value.type, func.result_type):
             raise VerifyException(
-                f"{self.name}: {type_text(self.value.type)} does not conform to the result "
+                f"{type_text(self.value.type)} does not conform to the result "
                 f"{type_text(func.result_type)} of {func.sym_name.data}"
             )
 
@@ -1580,7 +1594,7 @@ class CallOp(_CallLike):
         expected = call_result_type(callee, [a.type for a in self.arguments], self.dim_env)
         if not type_conforms(expected, self.result.type):
             raise VerifyException(
-                f"{self.name}: @{self.callee_name} returns {type_text(expected)} here, "
+                f"@{self.callee_name} returns {type_text(expected)} here, "
                 f"not {type_text(self.result.type)}"
             )
 
@@ -1622,15 +1636,17 @@ class FoldOp(_CallLike):
     def verify_(self) -> None:
         super().verify_()
         stacked = self.stacked.type
-        if not stacked.stack.data or stacked.stack_counts[0] != self.count_value:
+        if not stacked.stack.data:
+            raise VerifyException(f"a fold runs over a stacked params type, not {type_text(stacked)}")
+        if stacked.stack_counts[0] != self.count_value:
             raise VerifyException(
-                f"{self.name}: count {self.count_value} is not the stack count of {type_text(stacked)}"
+                f"count {self.count_value} is not the stack count of {type_text(stacked)}"
             )
         callee = lookup_function(self, self.callee_name)
         fold_result_type(callee, stacked, self.acc.type, self.dim_env)
         if self.result.type != self.acc.type:
             raise VerifyException(
-                f"{self.name}: the result {type_text(self.result.type)} is not the "
+                f"the result {type_text(self.result.type)} is not the "
                 f"accumulator's type {type_text(self.acc.type)}"
             )
 
