@@ -259,7 +259,12 @@ class TensorAttr(ParametrizedAttribute, TypeAttribute):
             axes = parser.parse_comma_separated_list(
                 parser.Delimiter.NONE, lambda: _parse_axis(parser)
             )
+        end = parser.pos
         parser.parse_punctuation(">", " to close a tensor type (`...` comes first)")
+        names = [a.label.data for a in axes if isinstance(a.label, StringAttr)]
+        if len(names) != len(set(names)):
+            # A parse error rather than the verifier's exception: it points at the text.
+            parser.raise_error("an axis name repeats in the tensor type", end, end + 1)
         return (ArrayAttr(axes), IntAttr(int(prefix)))
 
 
