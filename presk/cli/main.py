@@ -10,15 +10,8 @@ import argparse
 import sys
 from typing import Any, Callable, NoReturn
 
-from . import data_cmd
-
-
-class UsageError(Exception):
-    """A bad command line or input file: one line, exit code 2."""
-
-
-class ProgramError(Exception):
-    """The user's program has an error, already printed: exit code 1."""
+from . import core_cmds, data_cmd
+from .common import ProgramError, UsageError, elaborate_or_report
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,32 +21,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
 
 
-def _elaborate(path: str):
-    """Elaborate a program, printing its diagnostics; raise ProgramError on an error."""
-    from ..frontend.diagnostics import CompileError
-    from ..frontend.elaborate import elaborate
-    from ..frontend.load import InputError
-
-    sources: dict[str, str] = {}
-    try:
-        program = elaborate(path, sources)
-    except InputError as exc:
-        raise UsageError(f"presk: {exc}") from None
-    except CompileError as exc:
-        print(exc.diagnostic.render(sources), file=sys.stderr)
-        raise ProgramError() from None
-    for warning in program.diagnostics:
-        print(warning.render(sources), file=sys.stderr)
-    return program
-
-
 def _diagnostics_line(program) -> str:
     n = len(program.diagnostics)
     return "Diagnostics: none" if n == 0 else f"Diagnostics: 0 errors, {n} warning{'s' * (n > 1)}"
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    program = _elaborate(args.file)
+    program = elaborate_or_report(args.file)
     if args.summary:
         from ..frontend.summary import check_summary
         print(check_summary(program))
@@ -63,7 +37,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
-    program = _elaborate(args.file)
+    if args.stage == "core":
+        return core_cmds.dump_core(args)
+    if args.entry or args.format != "listing":
+        raise UsageError("presk dump: --entry and --format apply to --stage core")
+    program = elaborate_or_report(args.file)
     from ..frontend.summary import elab_listing
     print(elab_listing(program))
     return 0
@@ -81,8 +59,12 @@ def _add_check(sub: Any) -> None:
 def _add_dump(sub: Any) -> None:
     p = sub.add_parser("dump", help="print the program at a stage of the compiler")
     p.add_argument("file", help="the program's main .psk file")
-    p.add_argument("--stage", required=True, choices=["elab"],
-                   help="elab: the elaborated program and its module instances")
+    p.add_argument("--stage", required=True, choices=["elab", "core"],
+                   help="elab: the elaborated program and its module instances; core: the "
+                   "program in PSK-Core")
+    p.add_argument("--entry", help="with --stage core: only the functions this one reaches")
+    p.add_argument("--format", choices=["listing", "mlir"], default="listing",
+                   help="with --stage core: the listing (default) or the MLIR text")
     p.set_defaults(run=cmd_dump)
 
 
@@ -92,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"presk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for add in (_add_check, _add_dump, data_cmd.add_parser):
+    for add in (_add_check, _add_dump, core_cmds.add_run, core_cmds.add_init,
+                data_cmd.add_parser):
         add(sub)
     return parser
 

@@ -1,0 +1,128 @@
+"""An entry's arguments at concrete dims: weights and inputs from files or from a seed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import Float64Type, ModuleOp, TupleType
+from xdsl.ir import Attribute
+
+from ..dialects import core as C
+from ..shapes import TensorType
+from .interpret import Tree
+from .numbers import Numbers
+from .weights import (
+    Field, WeightsError, check_tensors, initial_weights, key_rng, load_tensors, tree_fields,
+)
+
+
+@dataclass
+class Entry:
+    """An entry function and what its arguments are made of."""
+
+    func: C.FuncOp
+    dims: dict[str, int]
+    fields: list[Field]  # of its parameter-tree argument, if it has one
+    inputs: dict[str, tuple[int, ...]]  # every tensor input by path (`batch.0`)
+
+
+def find_entry(module: ModuleOp, name: str) -> C.FuncOp:
+    funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, C.FuncOp)}
+    if name not in funcs:
+        known = ", ".join(funcs) or "none"
+        raise WeightsError(f"no function `{name}` (the functions: {known})")
+    return funcs[name]
+
+
+def prepare(module: ModuleOp, name: str, dims: dict[str, int]) -> Entry:
+    func = find_entry(module, name)
+    missing = [d for d in func.dim_names if d not in dims]
+    if missing:
+        raise WeightsError(f"`{name}` needs " + " ".join(f"--dim {d}=N" for d in missing))
+    fields: list[Field] = []
+    inputs: dict[str, tuple[int, ...]] = {}
+    for arg_name, t in zip(func.arg_name_list, func.function_type.inputs.data):
+        if isinstance(t, C.ParamsAttr):
+            fields += tree_fields(module, t, dims)
+        else:
+            _inputs(arg_name, t, dims, inputs)
+    return Entry(func, dims, fields, inputs)
+
+
+def _inputs(path: str, t: Attribute, dims: dict[str, int], out: dict) -> None:
+    if isinstance(t, TupleType):
+        for i, item in enumerate(t.types.data):
+            _inputs(f"{path}.{i}", item, dims, out)
+    elif isinstance(t, C.TensorAttr):
+        out[path] = _concrete_shape(path, t.shape, dims)
+    elif isinstance(t, Float64Type):
+        raise WeightsError(f"the entry's argument `{path}` is an f64: call the entry from a "
+                           "function that passes it")
+    else:
+        raise WeightsError(f"the entry's argument `{path}` has type {t}, which cannot be given")
+
+
+def _concrete_shape(path: str, t: TensorType, dims: dict[str, int]) -> tuple[int, ...]:
+    if t.prefix:
+        raise WeightsError(f"the entry's argument `{path}` is {t}: its `...` has no value; "
+                           "call the entry from a function with fixed axes")
+    out = []
+    for a in t.axes:
+        size = dims.get(a.size, a.size) if isinstance(a.size, str) else a.size
+        if not isinstance(size, int):
+            raise WeightsError(f"the size `{a.size}` of `{path}` needs --dim {a.size}=N")
+        out.append(size)
+    return tuple(out)
+
+
+def weights(entry: Entry, seed: int, path: str | None) -> dict[str, np.ndarray]:
+    if path is None:
+        return initial_weights(entry.fields, seed)
+    tensors = load_tensors(path)
+    check_tensors(tensors, entry.fields, path)
+    return {f.path: np.asarray(tensors[f.path], dtype=np.float64) for f in entry.fields}
+
+
+def inputs(entry: Entry, seed: int, path: str | None) -> dict[str, np.ndarray]:
+    """Inputs from a file where it has them, the rest standard normal from the seed."""
+    given = load_tensors(path) if path is not None else {}
+    out = {}
+    for name, shape in entry.inputs.items():
+        if name in given:
+            if tuple(given[name].shape) != shape:
+                raise WeightsError(f"{path}: input `{name}` has shape {list(given[name].shape)}, "
+                                   f"expected {list(shape)}")
+            out[name] = np.asarray(given[name], dtype=np.float64)
+        else:
+            out[name] = key_rng("input", seed, name).standard_normal(shape)
+    return out
+
+
+def arguments(entry: Entry, numbers: Numbers, params: dict[str, np.ndarray],
+              values: dict[str, np.ndarray]) -> list:
+    """The entry's arguments in a number system."""
+    with numbers.context():
+        args = []
+        for name, t in zip(entry.func.arg_name_list, entry.func.function_type.inputs.data):
+            if isinstance(t, C.ParamsAttr):
+                args.append(Tree({k: numbers.array(v) for k, v in params.items()}))
+            else:
+                args.append(_argument(name, t, numbers, values))
+        return args
+
+
+def _argument(path: str, t: Attribute, numbers: Numbers, values: dict[str, np.ndarray]):
+    if isinstance(t, TupleType):
+        return tuple(_argument(f"{path}.{i}", item, numbers, values)
+                     for i, item in enumerate(t.types.data))
+    return numbers.array(values[path])
+
+
+def flatten_result(value, path: str = "result") -> dict[str, object]:
+    if isinstance(value, tuple):
+        out: dict[str, object] = {}
+        for i, v in enumerate(value):
+            out.update(flatten_result(v, f"{path}.{i}"))
+        return out
+    return {path: value}

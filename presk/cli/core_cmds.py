@@ -1,0 +1,201 @@
+"""The subcommands that work on PSK-Core: `dump --stage core`, `run`, `init`.
+
+Their heavy imports (xDSL, gmpy2) happen here, when one of them runs, never for `check`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import Any
+
+from .common import ProgramError, UsageError, elaborate_or_report
+
+
+def load_core(path: str):
+    """A PSK-Core module from a .psk program (elaborated and lowered) or an .mlir file."""
+    if path.endswith(".mlir"):
+        return _parse_mlir(path), None
+    from ..frontend.lower import LoweringError, lower_program
+    program = elaborate_or_report(path)
+    try:
+        return lower_program(program), program
+    except LoweringError as exc:
+        print(f"{path}: error: {exc}", file=sys.stderr)
+        raise ProgramError() from None
+
+
+def _parse_mlir(path: str):
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError, VerifyException
+
+    from ..dialects.core import Core
+    try:
+        text = open(path, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"presk: {path}: cannot read ({exc})") from None
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Core)
+    try:
+        module = Parser(ctx, text, name=path).parse_module()
+        module.verify()
+    except (ParseError, VerifyException) as exc:
+        print(f"{path}: error: {exc}", file=sys.stderr)
+        raise ProgramError() from None
+    return module
+
+
+def parse_dims(items: list[str]) -> dict[str, int]:
+    dims: dict[str, int] = {}
+    for item in items:
+        m = re.fullmatch(r"\s*(\w+)\s*=\s*(\d+)\s*", item)
+        if m is None:
+            raise UsageError(f"presk: --dim {item}: expected NAME=N, e.g. --dim B=4")
+        dims[m.group(1)] = int(m.group(2))
+    return dims
+
+
+# ---- presk dump --stage core ----
+
+def reached(module, entry: str) -> list[str]:
+    """The functions `entry` reaches through calls and folds, in the module's order."""
+    from ..dialects import core as C
+    funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, C.FuncOp)}
+    if entry not in funcs:
+        raise UsageError(f"presk: --entry {entry}: no such function (the functions: "
+                         + ", ".join(funcs) + ")")
+    seen, todo = {entry}, [entry]
+    while todo:
+        for op in funcs[todo.pop()].body.block.ops:
+            if isinstance(op, (C.CallOp, C.FoldOp)):
+                callee = op.callee.root_reference.data
+                if callee not in seen:
+                    seen.add(callee)
+                    todo.append(callee)
+    return [name for name in funcs if name in seen]
+
+
+def dump_core(args: argparse.Namespace) -> int:
+    module, program = load_core(args.file)
+    if args.format == "mlir":
+        print(module)
+        return 0
+    from ..dialects import core as C
+    from ..emit.core_listing import format_module
+    names = None
+    if args.entry:
+        names = reached(module, args.entry)
+        total = _program_function_count(module, program)
+        print(f"The functions {args.entry} reaches ({len(names)} of the program's {total}):\n")
+    text = format_module(module, names)
+    print(text.rstrip("\n"))
+    del C
+    return 0
+
+
+def _program_function_count(module, program) -> int:
+    """The program's functions: its own, one initializer per module, three per optimizer."""
+    from ..dialects import core as C
+    funcs = sum(isinstance(op, C.FuncOp) for op in module.ops)
+    if program is None:
+        return funcs
+    optimizers = sum(len(f.optimizers) for f in program.files)
+    return funcs + len(program.modules()) + 3 * optimizers
+
+
+# ---- presk run, presk init ----
+
+def _entry(args: argparse.Namespace, module):
+    from ..analysis import entry as E
+    from ..analysis.weights import WeightsError
+    try:
+        return E.prepare(module, args.entry, parse_dims(args.dim))
+    except WeightsError as exc:
+        raise UsageError(f"presk: {exc}") from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..analysis import entry as E
+    from ..analysis.interpret import Interpreter
+    from ..analysis.numbers import number_system
+    from ..analysis.weights import WeightsError, save_tensors
+    module, _ = load_core(args.file)
+    entry = _entry(args, module)
+    numbers = number_system(None if args.engine == "f64" else args.bits)
+    try:
+        params = E.weights(entry, args.seed, args.weights)
+        values = E.inputs(entry, args.seed, args.inputs)
+    except WeightsError as exc:
+        raise UsageError(f"presk: {exc}") from None
+    result = Interpreter(module, numbers).run(args.entry, E.arguments(entry, numbers, params, values))
+    flat = E.flatten_result(result)
+    print(f"{args.entry} at " + ", ".join(f"{k} = {v}" for k, v in entry.dims.items())
+          + f" in {numbers.name}:" if entry.dims else f"{args.entry} in {numbers.name}:")
+    for path, value in flat.items():
+        print(f"  {path} = {_show(value)}")
+    if args.out:
+        save_tensors({k: numbers.to_f64(v) for k, v in flat.items()}, args.out)
+        print(f"  written to {args.out}")
+    return 0
+
+
+def _show(value: Any) -> str:
+    import numpy as np
+    array = np.asarray(value)
+    if array.shape == ():
+        return str(array.item())
+    if array.dtype == object:
+        array = np.vectorize(float, otypes=[np.float64])(array)
+    return np.array2string(array, precision=17, separator=", ")
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from ..analysis import entry as E
+    from ..analysis.weights import save_tensors
+    module, _ = load_core(args.file)
+    entry = _entry(args, module)
+    if not entry.fields:
+        raise UsageError(f"presk: `{args.entry}` takes no parameter tree")
+    tensors = E.weights(entry, args.seed, None)
+    save_tensors(tensors, args.output)
+    reals = sum(int(v.size) for v in tensors.values())
+    print(f"presk init: {len(tensors)} tensors, {reals} reals, seed {args.seed}, "
+          f"into {args.output}")
+    return 0
+
+
+def add_run(sub: Any) -> None:
+    p = sub.add_parser("run", help="evaluate an entry exactly (MPFR) or in f64")
+    p.add_argument("file", help="a .psk program or a PSK-Core .mlir file")
+    p.add_argument("--entry", required=True, help="the function to run, e.g. loss")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
+                   help="a dim's value, e.g. --dim B=4 (repeatable)")
+    p.add_argument("--engine", choices=["mpfr", "f64"], default="mpfr",
+                   help="mpfr (exact, the default) or f64 (IEEE binary64)")
+    p.add_argument("--bits", type=_bits, default=128, help="MPFR precision (default 128)")
+    p.add_argument("--seed", type=int, default=0, help="seed of initial weights and inputs")
+    p.add_argument("--weights", help="a safetensors file of parameters keyed by path")
+    p.add_argument("--inputs", help="a safetensors file of inputs keyed by argument path "
+                   "(`batch.0`); absent ones are drawn from the seed")
+    p.add_argument("--out", help="write the result to this safetensors file")
+    p.set_defaults(run=cmd_run)
+
+
+def add_init(sub: Any) -> None:
+    p = sub.add_parser("init", help="write an entry's initial weights (safetensors)")
+    p.add_argument("file", help="a .psk program or a PSK-Core .mlir file")
+    p.add_argument("--entry", required=True, help="the function whose parameter tree it is")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=N")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", required=True, help="the safetensors file to write")
+    p.set_defaults(run=cmd_init)
+
+
+def _bits(text: str) -> int:
+    if not text.isdigit() or not 2 <= int(text) <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a precision in bits (2 or more)")
+    return int(text)
