@@ -315,9 +315,11 @@ class FnChecker:
             params[0] = params[0]  # an explicit θ: the first argument is the tree
         slots: list = [None] * len(params)
         names = [p.name for p in params]
-        for i, a in enumerate(x for x in e.args if x.keyword is None and x.axis is None):
+        positional = [x for x in e.args if x.keyword is None and x.axis is None]
+        for i, a in enumerate(positional):
             if i >= len(params):
-                raise error("E0405", f"`{fn.name}` takes {_count(params)}, given more", a.span)
+                raise error("E0405", f"`{fn.name}` takes {_count(params)}, given "
+                            f"{len(positional)}", a.span)
             slots[i] = a.expr
         for a in e.args:
             if a.axis is not None:
