@@ -78,10 +78,11 @@ class Diagnostic:
             return f"{kind}[{self.code}]: {self.message}"
         lines = [f"{self.span}: {kind}[{self.code}]: {self.message}"]
         lines += _excerpt(self.span, sources.get(self.span.file))
+        pad = " " * (len(str(self.span.line)) + 1)  # `=` under the excerpt's `|`
         for span, note in self.notes:
-            lines.append(f"  = note: {span}: {note}")
+            lines.append(f"{pad}= note: {span}: {note}")
         if self.hint:
-            lines.append(f"  = hint: {self.hint}")
+            lines.append(f"{pad}= hint: {self.hint}")
         return "\n".join(lines)
 
 
