@@ -199,6 +199,11 @@ class FnChecker:
         if isinstance(lt, ScalarT) and lt == rt and e.op != "dot":
             if e.op == "mod" and lt != NAT:
                 raise error("E0402", "`%` applies to naturals", e.span)
+            if deps:
+                # Hyperparameters are fixed per call; PSK-Core computes only in ℝ.
+                raise error("E0402", f"`{_OPS[e.op]}` on a hyperparameter argument: "
+                            "arithmetic on f64 and nat is static only", e.span,
+                            "compute in ℝ: real(eps) * 2")
             return (F64 if e.op == "div" else lt), deps
         hint = "convert a hyperparameter with real(…)" if F64 in (lt, rt) or NAT in (lt, rt) else None
         raise error("E0402", f"`{_OPS[e.op]}` cannot combine {_kind(lt)} and {_kind(rt)}",
@@ -267,6 +272,9 @@ class FnChecker:
         if e.args and e.args[0].axis is None and axes:
             raise error("E0405", "`axis NAME` comes first", axes[0].span)
         axis = axes[0].axis if axes else None
+        if name == "softmax" and axis is None:
+            raise error("E0405", "`softmax` normalizes over one axis: `softmax(axis NAME, x)`",
+                        e.span)
         if name in ("max", "min") and len(pos) == 2 and not axes:
             return self._elementwise2(e, name, pos)
         if len(pos) != 1:
