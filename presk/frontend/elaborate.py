@@ -346,7 +346,8 @@ class Elaborator:
         if member is None:
             names = [x.name for x in (*t.module.params, *t.module.uses)]
             raise error("E0204", f"`{t.instance_name()}` has no field `{name}`", span,
-                        did_you_mean(name, names))
+                        did_you_mean(name, names)
+                        or ("its fields: " + ", ".join(names) if names else "it has no field"))
         env = t.env()
         if isinstance(member, ParamInfo):
             return stacked(member.type.substitute(env), t.stack)
