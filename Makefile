@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test unit lit setup clean
+.PHONY: demo test unit lit setup golden clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -20,6 +20,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest -q test/unit
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test/filecheck
+
+# Golden files: regenerate them with the commands whose output they hold; tests compare.
+golden: $(STAMP)
+	mkdir -p test/golden
+	$(BIN)/presk dump tutorial/07_train.psk --stage core --entry loss > test/golden/core_loss.txt.tmp
+	mv test/golden/core_loss.txt.tmp test/golden/core_loss.txt
 
 clean:
 	rm -rf $(VENV) build *.egg-info
