@@ -470,10 +470,10 @@ class Binder:
         return apply_prefix(substitute_type(t, self.env), self.prefix)
 
     def _bind_size(self, p: Size, x: Size, param: ParamsAttr, arg: ParamsAttr) -> None:
-        if isinstance(p, str) and p in self.symbols:
-            p = self.env.setdefault(p, x)
-        if p != x:
-            raise ShapeError(f"{type_text(arg)} does not fit {type_text(param)}")
+        bound = self.env.setdefault(p, x) if isinstance(p, str) and p in self.symbols else p
+        if bound != x:
+            at = f" with {p} = {bound}" if bound != p else ""
+            raise ShapeError(f"{type_text(arg)} does not fit {type_text(param)}{at}")
 
     def _bind_params(self, param: ParamsAttr, arg: ParamsAttr) -> None:
         same_form = (
