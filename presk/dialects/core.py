@@ -144,10 +144,6 @@ def _parse_size(parser: AttrParser) -> Size:
     return _parse_name(parser, "a size: an integer or a dim symbol")
 
 
-def _size_text(size: Size) -> str:
-    return str(size)
-
-
 # --------------------------------------------------------------------------------------
 # Types
 # --------------------------------------------------------------------------------------
@@ -388,7 +384,7 @@ def type_text(t: Attribute) -> str:
 def _params_text(t: ParamsAttr) -> str:
     text = t.module_name
     if t.dims.data:
-        text += "{" + ", ".join(_size_text(s) for s in t.dim_sizes) + "}"
+        text += "{" + ", ".join(str(s) for s in t.dim_sizes) + "}"
     for count in reversed(t.stack_counts):
         text = f"stack{{{count}}}({text})"
     return text
@@ -620,10 +616,6 @@ class CoreOp(IRDLOperation, ABC):
 
     HAS_CALLEE: ClassVar[bool] = False
 
-    @property
-    def site_text(self) -> str:
-        return self.site.data
-
     def verify(self, verify_nested_ops: bool = True) -> None:
         # xDSL's structural checks (a terminator's place, erased operands) run before
         # verify_ and name no site; give them one. Errors verify_ raised already have it,
@@ -642,7 +634,9 @@ class CoreOp(IRDLOperation, ABC):
     def print(self, printer: Printer) -> None:
         if self.HAS_CALLEE:
             printer.print_string(" ")
-            printer.print_symbol_name(self.attributes["callee"].root_reference)  # type: ignore[attr-defined]
+            callee = self.attributes["callee"]
+            assert isinstance(callee, SymbolRefAttr)
+            printer.print_symbol_name(callee.root_reference)
             with printer.in_parens():
                 printer.print_list(self.operands, printer.print_operand)
         elif self.operands:
@@ -981,8 +975,6 @@ class DotOp(BinaryOp):
 
     name = "psk_core.dot"
 
-    traits = traits_def(Pure())
-
     @classmethod
     def infer(cls, lhs: Attribute, rhs: Attribute) -> TensorAttr:
         assert isinstance(lhs, TensorAttr) and isinstance(rhs, TensorAttr)
@@ -1310,7 +1302,9 @@ def field_type(params: ParamsAttr, field: str, decl: ModuleDeclOp) -> Attribute:
     declared = substitute_type(entry.decl_type, dict(zip(decl.dim_names, params.dim_sizes)))
     stack = params.stack_counts
     if isinstance(declared, ParamsAttr):
-        return ParamsAttr.get(declared.module_name, declared.dim_sizes, stack + declared.stack_counts)
+        return ParamsAttr.get(
+            declared.module_name, declared.dim_sizes, stack + declared.stack_counts
+        )
     assert isinstance(declared, TensorAttr)
     shape = declared.shape
     return TensorAttr.from_shape(TensorType(tuple(Axis(None, n) for n in stack) + shape.axes))
@@ -1440,7 +1434,8 @@ class FuncOp(IRDLOperation):
         for t in (*inputs, self.result_type):
             if stray := type_symbols(t) - set(dims):
                 raise VerifyException(
-                    f"{type_text(t)} uses {sorted(stray)}, which are not among the dims {list(dims)}"
+                    f"{type_text(t)} uses {sorted(stray)}, which are not among the dims "
+                    f"{list(dims)}"
                 )
 
     def print(self, printer: Printer) -> None:
@@ -1450,7 +1445,9 @@ class FuncOp(IRDLOperation):
             printer.print_list(self.args, printer.print_block_argument)
         printer.print_string(" -> ")
         printer.print_attribute(self.result_type)
-        _print_op_attrs(printer, self.attributes, reserved=("sym_name", "function_type"), keyword=True)
+        _print_op_attrs(
+            printer, self.attributes, reserved=("sym_name", "function_type"), keyword=True
+        )
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
 
@@ -1510,10 +1507,14 @@ def _bind_args(
         try:
             binder.bind(p, a)
         except ShapeError as err:
-            raise VerifyException(f"argument `{names[i]}` of @{callee.sym_name.data}: {err}") from err
+            raise VerifyException(
+                f"argument `{names[i]}` of @{callee.sym_name.data}: {err}"
+            ) from err
 
 
-def call_result_type(callee: FuncOp, arg_types: Sequence[Attribute], dims: Mapping[str, Size]) -> Attribute:
+def call_result_type(
+    callee: FuncOp, arg_types: Sequence[Attribute], dims: Mapping[str, Size]
+) -> Attribute:
     """The type a call of `callee` at `dims` returns: the callee's result at those dims,
     its `...` replaced by what the arguments bind it to."""
     binder = _callee_binder(callee, dims)
@@ -1642,7 +1643,9 @@ class FoldOp(_CallLike):
         super().verify_()
         stacked = self.stacked.type
         if not stacked.stack.data:
-            raise VerifyException(f"a fold runs over a stacked params type, not {type_text(stacked)}")
+            raise VerifyException(
+                f"a fold runs over a stacked params type, not {type_text(stacked)}"
+            )
         if stacked.stack_counts[0] != self.count_value:
             raise VerifyException(
                 f"count {self.count_value} is not the stack count of {type_text(stacked)}"
