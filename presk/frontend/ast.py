@@ -126,6 +126,15 @@ class Call(Expr):
 
 
 @dataclass(eq=False)
+class Apply(Expr):
+    """`grad(f)(θ, batch)`: the function a call returns, applied to arguments."""
+
+    func: Call = None  # type: ignore[assignment]
+    args: list[Arg] = field(default_factory=list)
+    ref: Any = field(default=None, init=False, repr=False)
+
+
+@dataclass(eq=False)
 class Binary(Expr):
     op: str = ""  # add sub mul div dot mod pow
     lhs: Expr = None  # type: ignore[assignment]

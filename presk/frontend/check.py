@@ -15,7 +15,7 @@ from ..shapes import SCALAR, ShapeError, TensorType
 from . import ast as A
 from .diagnostics import Diagnostic, did_you_mean, error
 from .program import (
-    C0, C_INF, BuiltinRef, ConstRef, FieldRef, FnInfo, FnRef, FoldRef, LocalRef, ParamRef,
+    C0, C_INF, DISCONTINUOUS, BuiltinRef, GradRef, ConstRef, FieldRef, FnInfo, FnRef, FoldRef, LocalRef, ParamRef,
     UseInfo, UseRef,
 )
 from .types import F64, NAT, ParamsT, ScalarT, TupleT, Type, stacked, substitute
@@ -28,6 +28,7 @@ Deps = dict[str, int]
 UNARY = {"sqrt", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "softplus", "abs", "sin", "cos"}
 REDUCTIONS = {"sum", "mean", "max", "min", "logsumexp"}
 BUILTINS = UNARY | REDUCTIONS | {"softmax", "real"}
+GRADIENTS = ("grad", "value_and_grad")
 KINKED = {"relu", "abs", "max", "min"}  # continuous, not differentiable everywhere: C⁰
 
 
@@ -253,6 +254,9 @@ class FnChecker:
     # ---- calls ----
     def _Call(self, e: A.Call):
         path = e.callee.path
+        if len(path) == 1 and path[0] in GRADIENTS and path[0] not in self.scope:
+            raise error("E0410", f"`{path[0]}(f)` is a function: apply it to arguments, "
+                        f"`{path[0]}(f)(θ, batch)`", e.span)
         if len(path) == 1 and path[0] in BUILTINS and path[0] not in self.scope:
             return self._builtin(e, path[0])
         target = self.el.resolve_callee(self, e)
@@ -292,7 +296,9 @@ class FnChecker:
             raise error("E0407", f"`{name}` applies to a tensor, not {_kind(t)}", arg.span,
                         "convert a hyperparameter with real(…)" if t in (F64, NAT) else None)
         e.ref = BuiltinRef(name, axis, [arg])
-        deps = _cap(deps, C0) if name in KINKED else deps
+        if name in KINKED:
+            deps = _cap(deps, C0)
+            self.fn.kinks.append((name, e.callee.span))
         if name in REDUCTIONS:
             try:
                 return shapes.reduce(t, axis), deps
@@ -314,7 +320,41 @@ class FnChecker:
         except ShapeError as exc:
             raise error("E0401", str(exc), e.span) from None
         e.ref = BuiltinRef(name, None, [pos[0].expr, pos[1].expr])  # type: ignore[list-item]
+        self.fn.kinks.append((name, e.callee.span))
         return t, _cap(_join(ld, rd), C0)
+
+    def _Apply(self, e: A.Apply):
+        """`grad(f)(args)`: f's gradient in its first argument; with its value, a pair."""
+        head = e.func.callee.path
+        kind = head[0] if len(head) == 1 and head[0] not in self.scope else None
+        if kind not in GRADIENTS:
+            raise error("E0410", "only `grad(f)` and `value_and_grad(f)` are applied to "
+                        "arguments", e.func.span)
+        target = e.func.args[0].expr if len(e.func.args) == 1 else None
+        if not isinstance(target, A.Name):
+            raise error("E0410", f"`{kind}` takes one function by name: `{kind}(loss)`",
+                        e.func.span)
+        call = A.Call(e.span, callee=target, args=e.args)
+        ref = self.el.resolve_callee(self, call)
+        if isinstance(ref, FoldRef):
+            raise error("E0410", f"`{kind}` of a stack's fold: take the gradient of the function "
+                        "that applies it", target.span)
+        t, deps = self._call(call, ref)
+        if t != SCALAR:
+            raise error("E0410", f"`{ref.fn.name}` returns {t}; a gradient is taken of a "
+                        "function returning ℝ[]", target.span)
+        first = ref.args[0] if ref.args else None
+        wrt = first.ty if isinstance(first, A.Expr) else None
+        if not isinstance(wrt, (TensorType, ParamsT)):
+            raise error("E0410", f"`{ref.fn.name}`'s first argument is "
+                        f"{wrt if wrt is not None else 'absent'}: a gradient is taken with "
+                        "respect to a tensor or a parameter tree", e.span)
+        grad = GradRef(call, kind == "value_and_grad", e.span)
+        e.ref = grad
+        self.fn.grads.append(grad)
+        # A derivative is one order less regular: past a kink it jumps.
+        deps = {k: (C_INF if v == C_INF else DISCONTINUOUS) for k, v in deps.items()}
+        return (TupleT((SCALAR, wrt)) if grad.value else wrt), deps
 
     def _arguments(self, e: A.Call, fn: FnInfo, skip_theta: bool) -> list:
         """Match positional and keyword arguments to the callee's parameters."""
@@ -352,6 +392,7 @@ class FnChecker:
     def _call(self, e: A.Call, ref: FnRef):
         fn = ref.fn
         self.el.ensure_checked(fn, e.span)
+        self.fn.callees.append(fn)
         env = dict(ref.dims)
         symbols = frozenset(fn.dims)
         pairs = self._arguments(e, fn, skip_theta=ref.receiver != "explicit")
@@ -401,6 +442,7 @@ class FnChecker:
     def _fold(self, e: A.Call, ref: FoldRef):
         fn = ref.fn
         self.el.ensure_checked(fn, e.span)
+        self.fn.callees.append(fn)
         params = fn.explicit_params
         if len(params) != 1 or not isinstance(params[0].type, TensorType):
             raise error("E0409", f"a stack applies a function of one tensor; `{fn.name}` takes "

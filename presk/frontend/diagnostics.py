@@ -7,6 +7,7 @@ hint where one helps. Codes are stable: docs/language.md lists them all.
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -46,6 +47,7 @@ CODES: dict[str, str] = {
     "E0407": "an argument of the wrong type",
     "E0408": "a bad power",
     "E0409": "a stack applied to a function that is not a step",
+    "E0410": "a gradient that cannot be taken",
     # optimizer, training, assertions
     "E0501": "an unknown optimizer or field",
     "E0502": "an optimizer field of the wrong type",
@@ -99,10 +101,21 @@ def _excerpt(span: Span, text: str | None) -> list[str]:
     lines = source_lines(text)
     if not 1 <= span.line <= len(lines):
         return []
-    line = lines[span.line - 1].expandtabs(1)
+    line = _visible(lines[span.line - 1].expandtabs(1))
     width = max(1, (span.end_col - span.col) if span.end_line == span.line else len(line) - span.col + 1)
     gutter = " " * len(str(span.line))
     return [f"{span.line} | {line}", f"{gutter} | {' ' * (span.col - 1)}{'^' * width}"]
+
+
+def _visible(line: str) -> str:
+    """The line with control and format characters (a vertical tab, a right-to-left
+    override) shown as U+FFFD: one column each, so the caret stays under its span."""
+    if line.isprintable():
+        return line
+    return "".join("\ufffd" if unicodedata.category(c) in _HIDDEN else c for c in line)
+
+
+_HIDDEN = {"Cc", "Cf", "Zl", "Zp"}
 
 
 class CompileError(Exception):

@@ -70,7 +70,8 @@ def _syntax_error(path: str, text: str, exc: lark.exceptions.UnexpectedInput):
     if isinstance(exc, lark.exceptions.UnexpectedCharacters):
         char = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
         span = A.Span(path, line, col, line, col + 1)
-        return error("E0001", f"unexpected character `{char}`", span)
+        shown = f"`{char}`" if char.isprintable() else f"U+{ord(char):04X}"
+        return error("E0001", f"unexpected character {shown}", span)
     # LALR merges states, so `exc.expected` may list tokens of another context (`init`
     # after a function parameter's type); the interactive parser tries each token.
     interactive = getattr(exc, "interactive_parser", None)
@@ -304,6 +305,10 @@ class _Build(Transformer):
     def call(self, meta, c):
         callee, args = c[0], [a for a in c[1:] if a is not None]
         return A.Call(self._span(meta), callee=callee, args=args)
+
+    def apply(self, meta, c):
+        func, args = c[0], [a for a in c[1:] if a is not None]
+        return A.Apply(self._span(meta), func=func, args=args)
 
     def pos_arg(self, meta, c):
         return A.Arg(self._span(meta), expr=c[0])

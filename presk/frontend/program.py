@@ -62,6 +62,21 @@ class FnInfo:
     dims: tuple[str, ...] = ()  # the dim symbols it is polymorphic in
     regularity: list[int] = field(default_factory=list)  # one per param
     checked: bool = False
+    kinks: list[tuple[str, A.Span]] = field(default_factory=list)  # its own C⁰ builtins
+    grads: list["GradRef"] = field(default_factory=list)  # the gradients it takes
+    callees: list["FnInfo"] = field(default_factory=list)
+
+    def reached_kinks(self) -> list[tuple["FnInfo", str, A.Span]]:
+        """The C⁰ builtins this function and everything it calls apply."""
+        out, seen, todo = [], set(), [self]
+        while todo:
+            fn = todo.pop(0)
+            if id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            out += [(fn, name, span) for name, span in fn.kinks]
+            todo += fn.callees
+        return out
 
     @property
     def explicit_params(self) -> list[FnParamInfo]:
@@ -270,3 +285,17 @@ class FoldRef:
     use: UseInfo
     dims: dict[str, Size]
     acc: A.Expr
+
+
+@dataclass(eq=False)
+class GradRef:
+    """`grad(f)(θ, batch)` or `value_and_grad(f)(…)`: the gradient with respect to the first
+    argument of the call `call` (an ordinary call of `f`, resolved)."""
+
+    call: A.Call
+    value: bool
+    span: A.Span
+
+    @property
+    def fn(self) -> FnInfo:
+        return self.call.ref.fn

@@ -31,10 +31,37 @@ def check_summary(program: Program) -> str:
         for opt in f.optimizers.values():
             for name, params in optimizer_regularity(opt):
                 lines.append(f"{opt.name}.{name} : {_regularity(params)} uses none")
+    lines += _differentiation(program)
     lines += _training(program)
     lines += _assertions(program)
     lines += _parameter_counts(program)
     return "\n".join(lines)
+
+
+def _differentiation(program: Program) -> list[str]:
+    """Each gradient the program takes, and the C⁰ points it passes through."""
+    taken = [(fn, g.fn, f"{'value_and_grad' if g.value else 'grad'}", g.span)
+             for fn in program.functions() for g in fn.grads]
+    taken += [(None, t.objective, "training", t.decl.name_span)
+              for f in program.files for t in f.trainings.values()]
+    if not taken:
+        return []
+    lines = ["-- differentiation --"]
+    for user, target, how, span in taken:
+        where = f"{user.name}: {how}({target.name})" if user else \
+            f"training differentiates {target.name}"
+        kinks = target.reached_kinks()
+        if not kinks:
+            lines.append(f"{where} at {_place(span)}: smooth, C∞ on the way")
+            continue
+        lines.append(f"{where} at {_place(span)}: through {len(kinks)} C⁰ point"
+                     f"{'s' * (len(kinks) > 1)}, where the gradient is a subgradient:")
+        lines += [f"    {name} in {fn.name} at {_place(sp)}" for fn, name, sp in kinks]
+    return lines
+
+
+def _place(span) -> str:
+    return f"{span.file.rsplit('/', 1)[-1]}:{span.line}:{span.col}"
 
 
 def _training(program: Program) -> list[str]:

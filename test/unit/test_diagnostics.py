@@ -244,6 +244,20 @@ CASES = [
          "}\n",
          "E0409", "a stack's step must return its argument's type", "main.psk:8:42",
          files={"lin.psk": LINEAR}),
+    # ---- gradients ----
+    case("grad-not-applied", "fn h(x : ℝ[a: 3]) -> ℝ[] = sum(x)\n"
+         "fn g(x : ℝ[a: 3]) -> ℝ[] = grad(h)\n",
+         "E0410", "`grad(f)` is a function: apply it", "main.psk:2:28"),
+    case("grad-of-non-scalar", "fn h(x : ℝ[a: 3]) -> ℝ[a: 3] = x\n"
+         "fn g(x : ℝ[a: 3]) -> ℝ[a: 3] = grad(h)(x)\n",
+         "E0410", "`h` returns ℝ[a: 3]; a gradient is taken of a function returning ℝ[]",
+         "main.psk:2:37"),
+    case("grad-wrt-f64", "fn h(e : f64, x : ℝ[a: 3]) -> ℝ[] = sum(x)\n"
+         "fn g(x : ℝ[a: 3]) -> ℝ[] = grad(h)(1.0, x)\n",
+         "E0410", "`h`'s first argument is f64", "main.psk:2:28"),
+    case("apply-not-a-gradient", "fn h(x : ℝ[a: 3]) -> ℝ[] = sum(x)\n"
+         "fn g(x : ℝ[a: 3]) -> ℝ[] = h(x)(x)\n",
+         "E0410", "only `grad(f)` and `value_and_grad(f)` are applied", "main.psk:2:28"),
     # ---- optimizers ----
     case("optimizer-unknown", train("optimizer adamw {", "optimizer adam {"),
          "E0501", "unknown optimizer `adam`", "main.psk:9:11", hint="did you mean `adamw`?"),
