@@ -1,0 +1,323 @@
+"""The PSK-Core interpreter (presk/analysis/interpret.py) in f64 and in MPFR, and the
+commands on it: `presk run`, `presk init`.
+
+Each tutorial loss is compared with an independent numpy implementation of the same
+model, written here from the .psk source (not from the Core IR), on the same weights and
+inputs; MPFR is compared with f64, with itself at two precisions and with gmpy2 used
+directly.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import gmpy2
+import numpy as np
+import pytest
+
+from presk.analysis import entry as E
+from presk.analysis.interpret import Interpreter, Tree
+from presk.analysis.numbers import F64, MPFR
+from presk.analysis.weights import save_tensors
+from presk.frontend.elaborate import elaborate
+from presk.frontend.lower import lower_program
+
+ROOT = Path(__file__).resolve().parents[2]
+TUTORIAL = ROOT / "tutorial"
+BIN = Path(sys.executable).parent
+PRESK = str(BIN / "presk")
+
+LOSSES = ["03_activations", "04_mlp", "05_stack", "07_train"]
+
+
+@lru_cache(maxsize=None)
+def core(name: str):
+    return lower_program(elaborate(str(TUTORIAL / f"{name}.psk")))
+
+
+def run_loss(name: str, numbers, params: dict, values: dict, b: int):
+    module = core(name)
+    entry = E.prepare(module, "loss", {"B": b})
+    return Interpreter(module, numbers).run("loss", E.arguments(entry, numbers, params, values))
+
+
+def seeded(name: str, b: int, seed: int = 0) -> tuple[dict, dict]:
+    entry = E.prepare(core(name), "loss", {"B": b})
+    return E.weights(entry, seed, None), E.inputs(entry, seed, None)
+
+
+def rel(a: float, b: float) -> float:
+    return abs(a - b) / abs(b)
+
+
+# --------------------------------------------------------------------------------------
+# The models in numpy, from the tutorial's source
+# --------------------------------------------------------------------------------------
+
+_erf = np.vectorize(math.erf)
+
+
+def np_gelu(x):
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def np_linear(x, w, b):
+    return x @ w + b
+
+
+def np_rmsnorm(x, g, eps=1e-6):
+    ms = np.mean(x ** 2, axis=-1, keepdims=True)
+    return x / np.sqrt(ms + eps) * g
+
+
+def np_mse(pred, y):
+    return float(np.mean((pred - y) ** 2))
+
+
+def np_loss_07(p: dict, x, y) -> float:
+    """06_tower.psk: L = 3 residual blocks x + proj(gelu(norm(x))), then the final norm."""
+    h = x
+    for k in range(p["blocks.proj.w"].shape[0]):
+        n = np_rmsnorm(h, p["blocks.norm.γ"][k])
+        h = h + np_linear(np_gelu(n), p["blocks.proj.w"][k], p["blocks.proj.b"][k])
+    return np_mse(np_rmsnorm(h, p["final.γ"]), y)
+
+
+def np_loss_04(p: dict, x, y) -> float:
+    """04_mlp.psk: down(gelu(up(x)))."""
+    h = np_gelu(np_linear(x, p["up.w"], p["up.b"]))
+    return np_mse(np_linear(h, p["down.w"], p["down.b"]), y)
+
+
+def np_loss_05(p: dict, x, y) -> float:
+    """05_stack.psk: L = 2 blocks x + tanh(proj(x)), then the head."""
+    h = x
+    for k in range(p["blocks.proj.w"].shape[0]):
+        h = h + np.tanh(np_linear(h, p["blocks.proj.w"][k], p["blocks.proj.b"][k]))
+    return np_mse(np_linear(h, p["head.w"], p["head.b"]), y)
+
+
+def np_loss_03(p: dict, x, y) -> float:
+    """03_activations.psk: Act, then cross-entropy against softmax(y) plus 0.1·max gap."""
+    softplus = np.log1p(np.exp(x))
+    smooth = np_gelu(x) + softplus
+    bounded = np.tanh(x) * (1.0 / (1.0 + np.exp(-x)))
+    kinked = np.where(x > 0, x, 0.0)
+    z = p["gain"] * (smooth + bounded + kinked) + softplus ** p["power"] - 0.1 * x ** 2
+    top = z.max(axis=-1, keepdims=True)
+    logp = z - (top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True)))
+    e = np.exp(y - y.max(axis=-1, keepdims=True))
+    q = e / e.sum(axis=-1, keepdims=True)
+    ce = -(q * logp).sum(axis=-1)
+    gap = np.abs(q - np.exp(logp)).max(axis=-1)
+    return float(ce.mean() + 0.1 * gap.max())
+
+
+NUMPY = {"03_activations": np_loss_03, "04_mlp": np_loss_04, "05_stack": np_loss_05,
+         "07_train": np_loss_07}
+
+
+def random_weights(name: str, b: int, seed: int) -> dict[str, np.ndarray]:
+    """Weights unlike the initializers' (γ ≠ 1, biases ≠ 0, gain and power ≠ 1), so that
+    every parameter's broadcasting is exercised."""
+    entry = E.prepare(core(name), "loss", {"B": b})
+    rng = np.random.default_rng(seed)
+    out = {}
+    for f in entry.fields:
+        if f.path.endswith("power"):
+            out[f.path] = rng.uniform(0.5, 2.0, f.shape)
+        elif f.path.endswith(("γ", "gain")):
+            out[f.path] = rng.uniform(0.5, 1.5, f.shape)
+        else:
+            out[f.path] = rng.normal(0.0, 0.5, f.shape)
+    return out
+
+
+# Figures measured while the tests run, printed at the end (pytest -s shows them).
+FIGURES: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _print_figures():
+    yield
+    if FIGURES:
+        print("\n" + "\n".join(f"  {k}: {v:.3g}" for k, v in sorted(FIGURES.items())))
+
+
+def _figure(key: str, value: float) -> None:
+    FIGURES[key] = max(FIGURES.get(key, 0.0), value)
+
+
+# --------------------------------------------------------------------------------------
+# f64 against numpy
+# --------------------------------------------------------------------------------------
+
+
+def test_seeded_weights_have_the_tutorials_layout() -> None:
+    params, values = seeded("07_train", 4)
+    assert {k: v.shape for k, v in params.items()} == {
+        "blocks.norm.γ": (3, 4), "blocks.proj.w": (3, 4, 4), "blocks.proj.b": (3, 4),
+        "final.γ": (4,)}
+    assert sum(v.size for v in params.values()) == 76  # the reference's 76 reals
+    assert {k: v.shape for k, v in values.items()} == {"batch.0": (4, 4), "batch.1": (4, 4)}
+    np.testing.assert_array_equal(params["blocks.norm.γ"], np.ones((3, 4)))
+    np.testing.assert_array_equal(params["blocks.proj.b"], np.zeros((3, 4)))
+    bound = math.sqrt(6.0 / (4 + 4))  # xavier_uniform over one copy's fans
+    w = params["blocks.proj.w"]
+    assert np.all(np.abs(w) <= bound) and np.abs(w).max() > bound / 2
+    assert not np.array_equal(w[0], w[1])  # each copy drawn, not repeated
+    again, _ = seeded("07_train", 4)
+    np.testing.assert_array_equal(again["blocks.proj.w"], w)
+    other, _ = seeded("07_train", 4, seed=1)
+    assert not np.array_equal(other["blocks.proj.w"], w)
+
+
+@pytest.mark.parametrize("b", [4, 7])
+@pytest.mark.parametrize("name", LOSSES)
+def test_f64_agrees_with_numpy_on_seeded_weights(name: str, b: int) -> None:
+    params, values = seeded(name, b)
+    got = run_loss(name, F64(), params, values, b)
+    assert np.shape(got) == () and np.asarray(got).dtype == np.float64
+    expected = NUMPY[name](params, values["batch.0"], values["batch.1"])
+    _figure("f64 vs numpy, max relative error", rel(float(got), expected))
+    assert rel(float(got), expected) <= 1e-15, (float(got), expected)
+
+
+@pytest.mark.parametrize("b", [4, 7])
+@pytest.mark.parametrize("name", LOSSES)
+def test_f64_agrees_with_numpy_on_weights_from_a_file(tmp_path: Path, name: str,
+                                                      b: int) -> None:
+    params = random_weights(name, b, seed=11)
+    path = tmp_path / "w.safetensors"
+    save_tensors(params, str(path))
+    entry = E.prepare(core(name), "loss", {"B": b})
+    loaded = E.weights(entry, 0, str(path))
+    for k, v in params.items():
+        np.testing.assert_array_equal(loaded[k], v)
+    rng = np.random.default_rng(5)
+    values = {"batch.0": rng.normal(0, 1.5, (b, 4)), "batch.1": rng.normal(0, 1.5, (b, 4))}
+    got = float(run_loss(name, F64(), loaded, values, b))
+    expected = NUMPY[name](params, values["batch.0"], values["batch.1"])
+    _figure("f64 vs numpy, max relative error", rel(got, expected))
+    assert rel(got, expected) <= 1e-15, (got, expected)
+
+
+def test_numpy_model_is_sensitive_to_what_it_checks() -> None:
+    """The comparison above would notice a wrong parameter: swapping two blocks, or
+    dropping the final norm's γ, moves the loss far beyond 1e-15."""
+    params = random_weights("07_train", 4, seed=11)
+    _, values = seeded("07_train", 4)
+    x, y = values["batch.0"], values["batch.1"]
+    base = np_loss_07(params, x, y)
+    swapped = dict(params, **{"blocks.proj.w": params["blocks.proj.w"][[1, 0, 2]]})
+    assert rel(np_loss_07(swapped, x, y), base) > 1e-6
+    ones = dict(params, **{"final.γ": np.ones(4)})
+    assert rel(np_loss_07(ones, x, y), base) > 1e-6
+    got = float(run_loss("07_train", F64(), params, values, 4))
+    assert rel(got, base) <= 1e-15
+
+
+# --------------------------------------------------------------------------------------
+# MPFR against f64, against itself, against gmpy2
+# --------------------------------------------------------------------------------------
+
+
+def ulps(value: float, reference: float) -> float:
+    return abs(value - reference) / np.spacing(abs(reference))
+
+
+@pytest.mark.parametrize("b", [4, 7])
+@pytest.mark.parametrize("name", LOSSES)
+def test_mpfr_53_bits_is_f64_within_a_few_ulps(name: str, b: int) -> None:
+    params, values = random_weights(name, b, seed=3), seeded(name, b)[1]
+    f64 = float(run_loss(name, F64(), params, values, b))
+    m53 = run_loss(name, MPFR(53), params, values, b)
+    assert isinstance(m53, gmpy2.mpfr) and m53.precision == 53
+    _figure("MPFR 53 vs f64, max ulps", ulps(float(m53), f64))
+    assert ulps(float(m53), f64) <= 8, (float(m53), f64)
+
+
+@pytest.mark.parametrize("b", [4, 7])
+@pytest.mark.parametrize("name", LOSSES)
+def test_mpfr_128_and_256_bits_agree(name: str, b: int) -> None:
+    params, values = seeded(name, b)
+    m128 = run_loss(name, MPFR(128), params, values, b)
+    m256 = run_loss(name, MPFR(256), params, values, b)
+    assert isinstance(m128, gmpy2.mpfr) and isinstance(m256, gmpy2.mpfr)
+    assert (m128.precision, m256.precision) == (128, 256)
+    with gmpy2.context(precision=512):
+        gap = float(abs(m128 - m256) / abs(m256))
+    _figure("MPFR 128 vs 256, max relative gap", gap)
+    assert gap <= 1e-30
+    # The exact reference measures f64: a few roundings' worth on these small models.
+    f64 = float(run_loss(name, F64(), params, values, b))
+    with gmpy2.context(precision=512):
+        f64_gap = float(abs(gmpy2.mpfr(f64) - m256) / abs(m256))
+    _figure("f64 vs MPFR 256, max relative error", f64_gap)
+    assert f64_gap <= 1e-14
+
+
+def _gm(values: np.ndarray) -> list:
+    return [gmpy2.mpfr(float(v)) for v in np.asarray(values).reshape(-1)]
+
+
+def test_mpfr_128_is_gmpy2_at_128_bits_rmsnorm() -> None:
+    """RMSNorm.apply (02_norm.psk), computed here with gmpy2 op by op in the order the
+    source writes it: the same rounding at every step, so the same bits."""
+    module = core("02_norm")
+    rng = np.random.default_rng(2)
+    x = rng.normal(0, 1, (3, 4))
+    gamma = rng.uniform(0.5, 1.5, 4)
+    numbers = MPFR(128)
+    with numbers.context():
+        args = [Tree({"γ": numbers.array(gamma)}), numbers.array(x), 1e-6]
+    got = Interpreter(module, numbers).run("RMSNorm.apply", args)
+    assert got.shape == (3, 4)
+    with gmpy2.context(precision=128):
+        g = _gm(gamma)
+        for i in range(3):
+            row = _gm(x[i])
+            total = row[0] * row[0]
+            for v in row[1:]:
+                total += v * v
+            ms = total / 4
+            root = gmpy2.sqrt(ms + gmpy2.mpfr(1e-6))
+            for j in range(4):
+                expected = row[j] / root * g[j]
+                assert got[i, j] == expected, (i, j, got[i, j], expected)
+                assert got[i, j].precision == 128
+
+
+def test_mpfr_128_is_gmpy2_at_128_bits_activations() -> None:
+    """Act.apply (03_activations.psk): every unary function and a real power, against
+    gmpy2 with its own formulas (softplus as log1p(exp v), sigmoid as 1/(1+exp(-v)))."""
+    module = core("03_activations")
+    rng = np.random.default_rng(4)
+    x = rng.normal(0, 2, (5, 4))
+    gain, power = rng.uniform(0.5, 1.5, 4), rng.uniform(0.5, 2.0, 4)
+    numbers = MPFR(128)
+    with numbers.context():
+        args = [Tree({"gain": numbers.array(gain), "power": numbers.array(power)}),
+                numbers.array(x)]
+    got = Interpreter(module, numbers).run("Act.apply", args)
+    worst = 0.0
+    with gmpy2.context(precision=128):
+        for i in range(5):
+            for j in range(4):
+                v = gmpy2.mpfr(float(x[i, j]))
+                gelu = v * (1 + gmpy2.erf(v / gmpy2.sqrt(2))) / 2
+                softplus = gmpy2.log1p(gmpy2.exp(v))
+                sigmoid = 1 / (1 + gmpy2.exp(-v))
+                relu = v if v > 0 else gmpy2.mpfr(0)
+                smooth, bounded = gelu + softplus, gmpy2.tanh(v) * sigmoid
+                z = (gmpy2.mpfr(float(gain[j])) * (smooth + bounded + relu)
+                     + softplus ** gmpy2.mpfr(float(power[j]))
+                     - gmpy2.mpfr(0.1) * (v * v))
+                worst = max(worst, float(abs(got[i, j] - z) / abs(z)))
+    assert worst <= 1e-35, worst
