@@ -204,3 +204,49 @@ def conforms(actual: TensorType, declared: TensorType) -> bool:
         if x.name is not None and d.name is not None and x.name != d.name:
             return False
     return True
+
+
+# ---- what reverse-mode differentiation needs ---------------------------------------------
+
+def sum_to(a: TensorType, keep: list[int], keep_prefix: bool) -> TensorType:
+    """The type left after summing away every explicit axis of `a` but `keep` (in order),
+    and the prefix unless `keep_prefix`."""
+    if keep != sorted(set(keep)) or any(not 0 <= k < len(a.axes) for k in keep):
+        raise ShapeError(f"cannot keep axes {keep} of {a}")
+    if keep_prefix and not a.prefix:
+        raise ShapeError(f"{a} has no prefix to keep")
+    return TensorType(tuple(a.axes[k] for k in keep), keep_prefix)
+
+
+def check_spread(a: TensorType, target: TensorType, places: list[int]) -> None:
+    """`a` spread into `target`: its explicit axis k lands on target's axis places[k]."""
+    if len(places) != len(a.axes) or places != sorted(set(places)) or \
+            any(not 0 <= p < len(target.axes) for p in places):
+        raise ShapeError(f"cannot place the axes of {a} at {places} in {target}")
+    if a.prefix and not target.prefix:
+        raise ShapeError(f"the prefix of {a} has nowhere to go in {target}")
+    for k, p in enumerate(places):
+        if a.axes[k].size != target.axes[p].size:
+            raise ShapeError(f"axis {a.axes[k]} of {a} does not fit {target.axes[p]} of {target}")
+
+
+def contract_axes(a: TensorType, b: TensorType, lhs: list[int], rhs: list[int],
+                  prefix: bool) -> TensorType:
+    """A general contraction: a's explicit axes `lhs` with b's `rhs` pairwise, and both
+    prefixes with each other when `prefix`. The result: the prefix an operand keeps, then
+    a's other axes, then b's."""
+    if len(lhs) != len(rhs) or len(set(lhs)) != len(lhs) or len(set(rhs)) != len(rhs):
+        raise ShapeError(f"contracted axes {lhs} and {rhs} do not pair up")
+    if any(not 0 <= i < len(a.axes) for i in lhs) or any(not 0 <= j < len(b.axes) for j in rhs):
+        raise ShapeError(f"contracted axes {lhs}, {rhs} are not axes of {a} and {b}")
+    for i, j in zip(lhs, rhs):
+        if a.axes[i].size != b.axes[j].size:
+            raise ShapeError(f"axis sizes {a.axes[i].size} and {b.axes[j].size} differ in {a} "
+                             f"and {b}")
+    if prefix and not (a.prefix and b.prefix):
+        raise ShapeError(f"only two prefixes contract with each other, not {a} and {b}")
+    if not prefix and a.prefix and b.prefix:
+        raise ShapeError(f"two prefixes would stay in the result of {a} and {b}")
+    rest_a = tuple(x for i, x in enumerate(a.axes) if i not in lhs)
+    rest_b = tuple(x for j, x in enumerate(b.axes) if j not in rhs)
+    return TensorType(rest_a + rest_b, (a.prefix or b.prefix) and not prefix)

@@ -71,8 +71,9 @@ def reached(module, entry: str) -> list[str]:
     seen, todo = {entry}, [entry]
     while todo:
         for op in funcs[todo.pop()].body.block.ops:
-            if isinstance(op, (C.CallOp, C.FoldOp)):
-                callee = op.callee.root_reference.data
+            callee_attr = op.attributes.get("callee")
+            if callee_attr is not None:
+                callee = callee_attr.root_reference.data
                 if callee not in seen:
                     seen.add(callee)
                     todo.append(callee)

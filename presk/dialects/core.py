@@ -1659,6 +1659,326 @@ class FoldOp(_CallLike):
             )
 
 
+# --------------------------------------------------------------------------------------
+# What reverse-mode differentiation needs (presk/transforms/differentiate.py makes these)
+# --------------------------------------------------------------------------------------
+
+
+def _ints(values: Sequence[int]) -> ArrayAttr[IntegerAttr]:
+    return ArrayAttr(IntegerAttr(v, i64) for v in values)
+
+
+def _int_list(attr: ArrayAttr) -> list[int]:
+    return [a.value.data for a in attr.data]
+
+
+@core_op
+class ErfOp(UnaryOp):
+    """The error function: gelu's derivative is written with it."""
+
+    name = "psk_core.erf"
+
+
+@core_op
+class HeavisideOp(UnaryOp):
+    """1 where the operand is positive, 0 where it is negative, `at_zero` at 0: the
+    derivatives of relu, abs, minimum and maximum, with their documented subgradients."""
+
+    name = "psk_core.heaviside"
+
+    at_zero = attr_def(FloatAttr)
+
+    def __init__(
+        self, operand: SSAValue | Operation, at_zero: float, *, site: str,
+        name: str | None = None,
+    ):
+        self._init_unary(operand, _site_attrs(site, name, at_zero=FloatAttr(at_zero, f64)))
+
+    @property
+    def at_zero_value(self) -> float:
+        return self.at_zero.value.data
+
+
+@core_op
+class SumToOp(CoreOp):
+    """Sum away every axis but `keep` (explicit axes, by index) and the prefix unless
+    `keep_prefix`: a cotangent brought back to the shape of an operand it broadcast from."""
+
+    name = "psk_core.sum_to"
+
+    operand = operand_def(TensorAttr)
+    result = result_def(TensorAttr)
+    keep = attr_def(ArrayAttr)
+    keep_prefix = opt_attr_def(UnitAttr)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, operand: SSAValue | Operation, keep: Sequence[int], keep_prefix: bool,
+        result_type: TensorAttr, *, site: str, name: str | None = None,
+    ):
+        super().__init__(
+            operands=[operand], result_types=[result_type],
+            attributes=_site_attrs(site, name, keep=_ints(keep),
+                                   keep_prefix=UnitAttr() if keep_prefix else None),
+        )
+
+    @property
+    def kept(self) -> list[int]:
+        return _int_list(self.keep)
+
+    def verify_(self) -> None:
+        super().verify_()
+        inferred = shapes.sum_to(self.operand.type.shape, self.kept, self.keep_prefix is not None)
+        if not shapes.conforms(inferred, self.result.type.shape):
+            raise VerifyException(f"summing to {inferred} does not give "
+                                  f"{type_text(self.result.type)}")
+
+
+@core_op
+class SpreadOp(CoreOp):
+    """Broadcast the operand into the result type, its explicit axis k onto the result's
+    axis `places[k]` and its prefix onto the result's; with `mean`, divide by how many
+    result elements each operand element spreads over. The adjoint of sum and mean."""
+
+    name = "psk_core.spread"
+
+    operand = operand_def(TensorAttr)
+    result = result_def(TensorAttr)
+    places = attr_def(ArrayAttr)
+    mean = opt_attr_def(UnitAttr)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, operand: SSAValue | Operation, result_type: TensorAttr, places: Sequence[int],
+        *, mean: bool = False, site: str, name: str | None = None,
+    ):
+        super().__init__(
+            operands=[operand], result_types=[result_type],
+            attributes=_site_attrs(site, name, places=_ints(places),
+                                   mean=UnitAttr() if mean else None),
+        )
+
+    @property
+    def place_list(self) -> list[int]:
+        return _int_list(self.places)
+
+    def verify_(self) -> None:
+        super().verify_()
+        shapes.check_spread(self.operand.type.shape, self.result.type.shape, self.place_list)
+
+
+@core_op
+class ContractOp(CoreOp):
+    """A general contraction (the cotangents of `dot`): the lhs's explicit axes `lhs_axes`
+    with the rhs's `rhs_axes`, and the two prefixes when `prefix` is set."""
+
+    name = "psk_core.contract"
+
+    lhs = operand_def(TensorAttr)
+    rhs = operand_def(TensorAttr)
+    result = result_def(TensorAttr)
+    lhs_axes = attr_def(ArrayAttr)
+    rhs_axes = attr_def(ArrayAttr)
+    prefix = opt_attr_def(UnitAttr)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, lhs_axes: Sequence[int],
+        rhs_axes: Sequence[int], prefix: bool, *, site: str, name: str | None = None,
+        result_type: TensorAttr | None = None,
+    ):
+        if result_type is None:
+            result_type = _infer(site, lambda: TensorAttr.from_shape(shapes.contract_axes(
+                _value_type(lhs).shape, _value_type(rhs).shape, list(lhs_axes),  # type: ignore[attr-defined]
+                list(rhs_axes), prefix)))
+        super().__init__(
+            operands=[lhs, rhs], result_types=[result_type],
+            attributes=_site_attrs(site, name, lhs_axes=_ints(lhs_axes), rhs_axes=_ints(rhs_axes),
+                                   prefix=UnitAttr() if prefix else None),
+        )
+
+    @property
+    def axes(self) -> tuple[list[int], list[int], bool]:
+        return _int_list(self.lhs_axes), _int_list(self.rhs_axes), self.prefix is not None
+
+    def verify_(self) -> None:
+        super().verify_()
+        lhs, rhs, prefix = self.axes
+        inferred = shapes.contract_axes(self.lhs.type.shape, self.rhs.type.shape, lhs, rhs,
+                                        prefix)
+        if not shapes.conforms(inferred, self.result.type.shape):
+            raise VerifyException(f"the contraction makes {inferred}, not "
+                                  f"{type_text(self.result.type)}")
+
+
+@core_op
+class ZerosLikeOp(CoreOp):
+    """Zeros of the operand's type and shape: a tensor, a tuple or a parameter tree."""
+
+    name = "psk_core.zeros_like"
+
+    operand = operand_def()
+    result = result_def()
+
+    traits = traits_def(Pure())
+
+    def __init__(self, operand: SSAValue | Operation, *, site: str, name: str | None = None):
+        super().__init__(operands=[operand], result_types=[_value_type(operand)],
+                         attributes=_site_attrs(site, name))
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.result.type != self.operand.type:
+            raise VerifyException("the result's type is not the operand's")
+
+
+@core_op
+class TreeOp(CoreOp):
+    """Build a parameter tree from its fields, in its module's declaration order: a
+    tree's cotangent."""
+
+    name = "psk_core.tree"
+
+    fields = var_operand_def()
+    result = result_def(ParamsAttr)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, fields: Sequence[SSAValue | Operation], result_type: ParamsAttr, *, site: str,
+        name: str | None = None,
+    ):
+        super().__init__(operands=[list(fields)], result_types=[result_type],
+                         attributes=_site_attrs(site, name))
+
+    def verify_(self) -> None:
+        super().verify_()
+        params = self.result.type
+        decl = lookup_module(self, params.module_name)
+        entries = decl.entries
+        if len(entries) != len(self.fields):
+            raise VerifyException(f"{type_text(params)} has {len(entries)} fields, given "
+                                  f"{len(self.fields)}")
+        for entry, value in zip(entries, self.fields):
+            expected = field_type(params, entry.field.data, decl)
+            if not type_conforms(value.type, expected):
+                raise VerifyException(f"field `{entry.field.data}` is {type_text(expected)}, "
+                                      f"given {type_text(value.type)}")
+
+
+def _count_of(stacked: Attribute) -> int:
+    if not isinstance(stacked, ParamsAttr) or not stacked.stack.data:
+        raise VerifyException(f"a fold runs over a stacked params type, not {type_text(stacked)}")
+    count = stacked.stack_counts[0]
+    if not isinstance(count, int):
+        raise VerifyException(f"differentiating a fold needs its count, not `{count}`")
+    return count
+
+
+@core_op
+class FoldScanOp(_CallLike):
+    """A fold that keeps every accumulator: the tuple (x₀, x₁, …, xₙ), x₀ the initial one
+    and xₙ the fold's result. What a fold's reverse sweep reads."""
+
+    name = "psk_core.fold_scan"
+
+    stacked = operand_def(ParamsAttr)
+    acc = operand_def()
+    result = result_def(TupleType)
+
+    def __init__(
+        self, callee: FuncOp | str, stacked: SSAValue | Operation, acc: SSAValue | Operation,
+        *, site: str, name: str | None = None, dims: Mapping[str, Size] | None = None,
+    ):
+        count = _count_of(_value_type(stacked))
+        super().__init__(
+            operands=[stacked, acc], result_types=[TupleType([_value_type(acc)] * (count + 1))],
+            attributes=_site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
+                                   dims=_dims_attr(_ordered_dims(callee, dims or {}))),
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        count = _count_of(self.stacked.type)
+        callee = lookup_function(self, self.callee_name)
+        fold_result_type(callee, self.stacked.type, self.acc.type, self.dim_env)
+        if list(self.result.type.types) != [self.acc.type] * (count + 1):
+            raise VerifyException(f"a scan of {count} steps holds {count + 1} accumulators")
+
+
+@core_op
+class FoldVjpOp(_CallLike):
+    """The reverse of a fold: from the last step to the first, the step's vjp (the callee,
+    taking (θᵢ, xᵢ, dy) and returning (dθᵢ, dx)) on the accumulators a scan kept. Its result
+    is (dθ stacked, dx₀)."""
+
+    name = "psk_core.fold_vjp"
+
+    stacked = operand_def(ParamsAttr)
+    carries = operand_def(TupleType)
+    cotangent = operand_def()
+    result = result_def(TupleType)
+
+    def __init__(
+        self, callee: FuncOp | str, stacked: SSAValue | Operation, carries: SSAValue | Operation,
+        cotangent: SSAValue | Operation, *, site: str, name: str | None = None,
+        dims: Mapping[str, Size] | None = None,
+    ):
+        acc = _value_type(carries).types.data[0]  # type: ignore[attr-defined]
+        super().__init__(
+            operands=[stacked, carries, cotangent],
+            result_types=[TupleType([_value_type(stacked), acc])],
+            attributes=_site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
+                                   dims=_dims_attr(_ordered_dims(callee, dims or {}))),
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        count = _count_of(self.stacked.type)
+        if len(self.carries.type.types) != count + 1:
+            raise VerifyException(f"a fold of {count} steps keeps {count + 1} accumulators")
+        lookup_function(self, self.callee_name)
+
+
+@core_op
+class GradOp(_CallLike):
+    """`grad(f)(args)`: f's gradient in its first argument; with `value`, the pair
+    (f(args), gradient). psk-differentiate replaces it by a call of `f.value_vjp`."""
+
+    name = "psk_core.grad"
+
+    arguments = var_operand_def()
+    value = opt_attr_def(UnitAttr)
+    result = result_def()
+
+    def __init__(
+        self, callee: FuncOp | str, args: Sequence[SSAValue | Operation], value: bool,
+        result_type: Attribute, *, site: str, name: str | None = None,
+        dims: Mapping[str, Size] | None = None,
+    ):
+        super().__init__(
+            operands=[list(args)], result_types=[result_type],
+            attributes=_site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
+                                   dims=_dims_attr(_ordered_dims(callee, dims or {})),
+                                   value=UnitAttr() if value else None),
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        callee = lookup_function(self, self.callee_name)
+        result = call_result_type(callee, [a.type for a in self.arguments], self.dim_env)
+        if not type_conforms(result, TensorAttr.scalar()):
+            raise VerifyException(f"@{self.callee_name} returns {type_text(result)}, not ℝ[]")
+        wrt = self.arguments[0].type
+        expected = TupleType([TensorAttr.scalar(), wrt]) if self.value else wrt
+        if self.result.type != expected:
+            raise VerifyException(f"the gradient is {type_text(expected)}, not "
+                                  f"{type_text(self.result.type)}")
+
+
 Core = Dialect(
     "psk_core",
     [
@@ -1669,6 +1989,8 @@ Core = Dialect(
         DotOp, BroadcastOp, RealOp, ConstantOp, TupleOp, GetOp,
         ModuleDeclOp, ParamDeclOp, UseDeclOp, FieldOp,
         FuncOp, ReturnOp, CallOp, FoldOp,
+        ErfOp, HeavisideOp, SumToOp, SpreadOp, ContractOp, ZerosLikeOp, TreeOp, FoldScanOp,
+        FoldVjpOp, GradOp,
     ],
     [AxisAttr, TensorAttr, ParamsAttr],
 )

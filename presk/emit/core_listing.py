@@ -139,7 +139,7 @@ def _field(op: core.FieldOp) -> str:
     return f"{value_name(op.operand)}.{op.field.data}"
 
 
-def _dims_text(op: core.CallOp | core.FoldOp) -> str:
+def _dims_text(op) -> str:
     """`{In = 4, Out = 4}` in the callee's order when the callee can be found."""
     env = op.dim_env
     if not env:
@@ -164,7 +164,59 @@ def _fold(op: core.FoldOp) -> str:
     )
 
 
+def _heaviside(op: core.HeavisideOp) -> str:
+    return f"step {value_name(op.operand)}, {format_float(op.at_zero_value)} at 0"
+
+
+def _sum_to(op: core.SumToOp) -> str:
+    return f"sum {value_name(op.operand)} to {type_text(op.result.type)}"
+
+
+def _spread(op: core.SpreadOp) -> str:
+    mean = " / count" if op.mean is not None else ""
+    return f"spread {value_name(op.operand)} to {type_text(op.result.type)}{mean}"
+
+
+def _contract(op: core.ContractOp) -> str:
+    lhs, rhs, prefix = op.axes
+    pairs = ", ".join(f"{i}·{j}" for i, j in zip(lhs, rhs)) + (", ...·..." if prefix else "")
+    return f"contract {value_name(op.lhs)}, {value_name(op.rhs)} over {pairs or 'nothing'}"
+
+
+def _zeros_like(op: core.ZerosLikeOp) -> str:
+    return f"zeros like {value_name(op.operand)}"
+
+
+def _tree(op: core.TreeOp) -> str:
+    return "tree(" + ", ".join(value_name(f) for f in op.fields) + ")"
+
+
+def _fold_scan(op: core.FoldScanOp) -> str:
+    return (f"scan {op.callee_name}{_dims_text(op)}(stacked {value_name(op.stacked)}; "
+            f"acc {value_name(op.acc)})")
+
+
+def _fold_vjp(op: core.FoldVjpOp) -> str:
+    return (f"fold_vjp {op.callee_name}{_dims_text(op)}(stacked {value_name(op.stacked)}; "
+            f"carries {value_name(op.carries)}; cotangent {value_name(op.cotangent)})")
+
+
+def _grad(op: core.GradOp) -> str:
+    kind = "value_and_grad" if op.value is not None else "grad"
+    args = ", ".join(value_name(a) for a in op.arguments)
+    return f"{kind} {op.callee_name}{_dims_text(op)}({args})"
+
+
 _RHS: dict[type[Operation], Callable] = {
+    core.HeavisideOp: _heaviside,
+    core.SumToOp: _sum_to,
+    core.SpreadOp: _spread,
+    core.ContractOp: _contract,
+    core.ZerosLikeOp: _zeros_like,
+    core.TreeOp: _tree,
+    core.FoldScanOp: _fold_scan,
+    core.FoldVjpOp: _fold_vjp,
+    core.GradOp: _grad,
     core.PowIOp: _powi,
     core.SoftmaxOp: _softmax,
     core.BroadcastOp: _broadcast,

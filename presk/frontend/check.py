@@ -427,6 +427,12 @@ class FnChecker:
                 raise error("E0407", f"`...` stands for {b} here but for {binding} in an "
                             "earlier argument", arg.span)
             return b if b is not None else binding
+        if isinstance(declared, TupleT) and isinstance(t, TupleT) and \
+                len(declared.items) == len(t.items):
+            for d, item in zip(declared.items, t.items):
+                binding = self._fit(fn, pname, substitute(d, env), item, arg, symbols, env,
+                                    binding)
+            return binding
         if isinstance(declared, ParamsT) and isinstance(t, ParamsT):
             if declared.module is t.module and not t.stack:
                 for d, actual in zip(declared.dims, t.dims):

@@ -16,7 +16,7 @@ from ..dialects import core as C
 from ..shapes import TensorType
 from . import ast as A
 from .program import (
-    BuiltinRef, ConstRef, FieldRef, FnInfo, FnRef, FoldRef, LocalRef, ModuleInfo, ParamInfo,
+    BuiltinRef, ConstRef, FieldRef, FnInfo, FnRef, FoldRef, GradRef, LocalRef, ModuleInfo, ParamInfo,
     ParamRef,
     Program, UseRef,
 )
@@ -209,7 +209,21 @@ class _FunctionLowering:
                                       dims=ref.dims))
         return self._call(e, ref, name)
 
+    def _Apply(self, e: A.Apply, name):
+        grad = e.ref
+        assert isinstance(grad, GradRef)
+        ref = grad.call.ref
+        args = self._call_args(ref)
+        return self.emit(C.GradOp(ref.fn.name, args, grad.value, core_type(e.ty),
+                                  site=self.site(), name=name, dims=ref.dims))
+
     def _call(self, e: A.Call, ref: FnRef, name) -> SSAValue:
+        args = self._call_args(ref)
+        return self.emit(C.CallOp(ref.fn.name, args, site=self.site(), name=name,
+                                  dims=ref.dims, result_type=core_type(e.ty)))
+
+    def _call_args(self, ref: FnRef) -> list[SSAValue]:
+        """The callee's arguments in its order: evaluated, then θ's subtree, then defaults."""
         fn = ref.fn
         explicit = [p for p in fn.params if not (ref.receiver != "explicit" and p.implicit)]
         values = [self.value(a) if isinstance(a, A.Expr) else None for a in ref.args]
@@ -221,8 +235,7 @@ class _FunctionLowering:
             theta = []
         args = [v if v is not None else self._constant(float(a), p.type, None)
                 for v, a, p in zip(values, ref.args, explicit)]
-        return self.emit(C.CallOp(fn.name, theta + args, site=self.site(), name=name,
-                                  dims=ref.dims, result_type=core_type(e.ty)))
+        return theta + args  # type: ignore[operator]
 
     def _builtin(self, ref: BuiltinRef, name) -> SSAValue:
         args = [self.value(a) for a in ref.args]
