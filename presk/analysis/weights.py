@@ -146,7 +146,8 @@ def save_tensors(tensors: dict[str, np.ndarray], path: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".safetensors", dir=directory)
     os.close(fd)
     try:
-        save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, tmp)
+        # np.require keeps a 0-d array 0-d (ℝ[]); np.ascontiguousarray would make it [1].
+        save_file({k: np.require(v, requirements="C") for k, v in tensors.items()}, tmp)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -321,3 +321,309 @@ def test_mpfr_128_is_gmpy2_at_128_bits_activations() -> None:
                      - gmpy2.mpfr(0.1) * (v * v))
                 worst = max(worst, float(abs(got[i, j] - z) / abs(z)))
     assert worst <= 1e-35, worst
+
+
+# --------------------------------------------------------------------------------------
+# presk run, presk init
+# --------------------------------------------------------------------------------------
+
+T07 = str(TUTORIAL / "07_train.psk")
+
+
+def presk(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([PRESK, *argv], capture_output=True, text=True, encoding="utf-8",
+                          cwd=cwd)
+
+
+def result_line(stdout: str) -> str:
+    lines = [line.strip() for line in stdout.splitlines() if line.strip().startswith("result")]
+    assert len(lines) == 1, stdout
+    return lines[0]
+
+
+def test_presk_run_bits_128_is_fast_and_exact() -> None:
+    start = time.perf_counter()
+    done = presk("run", T07, "--entry", "loss", "--dim", "B=4", "--bits", "128")
+    elapsed = time.perf_counter() - start
+    print(f"\n  presk run tutorial/07_train.psk --entry loss --dim B=4 --bits 128: "
+          f"{elapsed:.3f} s wall")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.splitlines()[0] == "loss at B = 4 in mpfr128:"
+    printed = result_line(done.stdout).removeprefix("result = ")
+    params, values = seeded("07_train", 4)
+    exact = run_loss("07_train", MPFR(128), params, values, 4)
+    with gmpy2.context(precision=128):
+        assert gmpy2.mpfr(printed) == exact  # every digit it prints
+    assert elapsed < 5.0
+
+
+def test_presk_run_f64_engine_prints_the_f64_value() -> None:
+    done = presk("run", T07, "--entry", "loss", "--dim", "B=7", "--engine", "f64")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "loss at B = 7 in f64:"
+    params, values = seeded("07_train", 7)
+    expected = np_loss_07(params, values["batch.0"], values["batch.1"])
+    assert float(result_line(done.stdout).removeprefix("result = ")) == expected
+
+
+def test_init_then_run_weights_is_the_seeded_run(tmp_path: Path) -> None:
+    weights = tmp_path / "w.safetensors"
+    done = presk("init", T07, "--entry", "loss", "--dim", "B=4", "--seed", "3",
+                 "-o", str(weights))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"presk init: 4 tensors, 76 reals, seed 3, into {weights}"
+    from safetensors.numpy import load_file
+    stored = load_file(str(weights))
+    params, _ = seeded("07_train", 4, seed=3)
+    assert set(stored) == set(params)
+    for k in params:
+        np.testing.assert_array_equal(stored[k], params[k])
+    # The weights come from the file, the inputs from --seed 0: the same as --seed 3's
+    # weights with seed 0's inputs.
+    seeded_run = presk("run", T07, "--entry", "loss", "--dim", "B=4", "--seed", "0",
+                       "--weights", str(weights), "--out", str(tmp_path / "a.safetensors"))
+    assert seeded_run.returncode == 0, seeded_run.stderr
+    _, values = seeded("07_train", 4, seed=0)
+    expected = run_loss("07_train", MPFR(128), params, values, 4)
+    got = load_file(str(tmp_path / "a.safetensors"))
+    assert got["result"] == float(expected)
+    # And the same weights by seed give the same printed digits.
+    by_file = presk("run", T07, "--entry", "loss", "--dim", "B=4", "--seed", "3",
+                    "--weights", str(weights))
+    by_seed = presk("run", T07, "--entry", "loss", "--dim", "B=4", "--seed", "3")
+    assert by_file.returncode == by_seed.returncode == 0
+    assert result_line(by_file.stdout) == result_line(by_seed.stdout)
+
+
+def test_run_out_writes_the_result(tmp_path: Path) -> None:
+    out = tmp_path / "r.safetensors"
+    done = presk("run", T07, "--entry", "loss", "--dim", "B=4", "--engine", "f64",
+                 "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].strip() == f"written to {out}"
+    from safetensors.numpy import load_file
+    stored = load_file(str(out))
+    assert list(stored) == ["result"]
+    assert stored["result"].shape == () and stored["result"].dtype == np.float64
+    params, values = seeded("07_train", 4)
+    assert float(stored["result"]) == np_loss_07(params, values["batch.0"], values["batch.1"])
+    assert [p.name for p in tmp_path.iterdir()] == ["r.safetensors"]  # no temporary left
+
+
+def test_run_inputs_file_is_used(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    x = rng.normal(0, 1, (4, 4))
+    inputs = tmp_path / "in.safetensors"
+    save_tensors({"batch.0": x, "batch.1": 2 * x + 1}, str(inputs))
+    out = tmp_path / "r.safetensors"
+    done = presk("run", T07, "--entry", "loss", "--dim", "B=4", "--engine", "f64",
+                 "--inputs", str(inputs), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    from safetensors.numpy import load_file
+    params, seeded_values = seeded("07_train", 4)
+    expected = np_loss_07(params, x, 2 * x + 1)
+    assert float(load_file(str(out))["result"]) == expected
+    assert expected != np_loss_07(params, seeded_values["batch.0"], seeded_values["batch.1"])
+    # A file with only one of them: the other comes from the seed.
+    save_tensors({"batch.1": 2 * x + 1}, str(inputs))
+    done = presk("run", T07, "--entry", "loss", "--dim", "B=4", "--engine", "f64",
+                 "--inputs", str(inputs), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    expected = np_loss_07(params, seeded_values["batch.0"], 2 * x + 1)
+    assert float(load_file(str(out))["result"]) == expected
+
+
+def test_run_on_the_mlir_text_is_the_run_on_the_program(tmp_path: Path) -> None:
+    mlir = tmp_path / "loss.mlir"
+    dump = presk("dump", T07, "--stage", "core", "--format", "mlir")
+    mlir.write_text(dump.stdout, encoding="utf-8")
+    from_mlir = presk("run", str(mlir), "--entry", "loss", "--dim", "B=4")
+    from_psk = presk("run", T07, "--entry", "loss", "--dim", "B=4")
+    assert from_mlir.returncode == from_psk.returncode == 0, from_mlir.stderr
+    assert from_mlir.stdout == from_psk.stdout
+
+
+# ---- what a user gets wrong: one line, exit code 2 (a bad command line or input file) ----
+
+def usage_error(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    return lines[0]
+
+
+def test_run_without_dim() -> None:
+    line = usage_error(presk("run", T07, "--entry", "loss"))
+    assert line == "presk: `loss` needs --dim B=N"
+
+
+def test_run_malformed_dim() -> None:
+    line = usage_error(presk("run", T07, "--entry", "loss", "--dim", "B=four"))
+    assert line == "presk: --dim B=four: expected NAME=N, e.g. --dim B=4"
+
+
+def test_run_unknown_entry() -> None:
+    line = usage_error(presk("run", T07, "--entry", "lose", "--dim", "B=4"))
+    assert line == ("presk: no function `lose` (the functions: Linear.apply, RMSNorm.apply, "
+                    "Block.apply, Tower.apply, loss)")
+
+
+def test_dump_unknown_entry() -> None:
+    line = usage_error(presk("dump", T07, "--stage", "core", "--entry", "lose"))
+    assert line.startswith("presk: --entry lose: no such function")
+
+
+def _seeded_file(tmp_path: Path, **change) -> Path:
+    params, _ = seeded("07_train", 4)
+    for k, v in change.items():
+        key = k.replace("__", ".")
+        if v is None:
+            del params[key]
+        else:
+            params[key] = v
+    path = tmp_path / "w.safetensors"
+    save_tensors(params, str(path))
+    return path
+
+
+def test_weights_missing_a_tensor(tmp_path: Path) -> None:
+    path = _seeded_file(tmp_path, blocks__proj__w=None)
+    line = usage_error(presk("run", T07, "--entry", "loss", "--dim", "B=4",
+                             "--weights", str(path)))
+    assert line == f"presk: {path}: no tensor `blocks.proj.w` (expected shape [3, 4, 4])"
+
+
+def test_weights_tensor_of_the_wrong_shape(tmp_path: Path) -> None:
+    path = _seeded_file(tmp_path, final__γ=np.ones(5))
+    line = usage_error(presk("run", T07, "--entry", "loss", "--dim", "B=4",
+                             "--weights", str(path)))
+    assert line == f"presk: {path}: tensor `final.γ` has shape [5], expected [4]"
+
+
+def test_weights_file_that_is_not_safetensors(tmp_path: Path) -> None:
+    path = tmp_path / "w.safetensors"
+    path.write_bytes(b"PK\x03\x04 this is a zip, not tensors")
+    line = usage_error(presk("run", T07, "--entry", "loss", "--dim", "B=4",
+                             "--weights", str(path)))
+    assert line.startswith(f"presk: {path}: not a safetensors file")
+
+
+def test_weights_file_that_does_not_exist(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere.safetensors"
+    line = usage_error(presk("run", T07, "--entry", "loss", "--dim", "B=4",
+                             "--weights", str(path)))
+    assert line == f"presk: {path}: no such file"
+
+
+def test_inputs_of_the_wrong_shape(tmp_path: Path) -> None:
+    path = tmp_path / "in.safetensors"
+    save_tensors({"batch.0": np.zeros((4, 3))}, str(path))
+    line = usage_error(presk("run", T07, "--entry", "loss", "--dim", "B=4",
+                             "--inputs", str(path)))
+    assert line == f"presk: {path}: input `batch.0` has shape [4, 3], expected [4, 4]"
+
+
+def test_inputs_file_that_is_not_safetensors(tmp_path: Path) -> None:
+    path = tmp_path / "in.safetensors"
+    path.write_text("batch.0 = [1, 2, 3]\n")
+    line = usage_error(presk("run", T07, "--entry", "loss", "--dim", "B=4",
+                             "--inputs", str(path)))
+    assert line.startswith(f"presk: {path}: not a safetensors file")
+
+
+def test_init_of_an_entry_without_parameters(tmp_path: Path) -> None:
+    mlir = tmp_path / "f.mlir"
+    mlir.write_text(
+        'builtin.module {\n'
+        '  psk_core.func @f(%0: !psk_core.tensor<3>) -> !psk_core.tensor<> '
+        'attributes {arg_names = ["x"]} {\n'
+        '    %1 = psk_core.sum %0 {site = "f/%1"} : (!psk_core.tensor<3>) -> '
+        '!psk_core.tensor<>\n'
+        '    psk_core.return %1 {site = "f/%2"} : !psk_core.tensor<>\n'
+        '  }\n'
+        '}\n', encoding="utf-8")
+    line = usage_error(presk("init", str(mlir), "--entry", "f", "-o",
+                             str(tmp_path / "w.safetensors")))
+    assert line == "presk: `f` takes no parameter tree"
+    assert not (tmp_path / "w.safetensors").exists()
+    # It runs, on an input drawn from the seed.
+    done = presk("run", str(mlir), "--entry", "f", "--engine", "f64")
+    assert done.returncode == 0, done.stderr
+    x = E.key_rng("input", 0, "x").standard_normal((3,))
+    assert float(result_line(done.stdout).removeprefix("result = ")) == float(np.sum(x))
+
+
+# ---- a malformed PSK-Core file: a program error, exit code 1, with its location ----
+
+def test_run_malformed_mlir(tmp_path: Path) -> None:
+    path = tmp_path / "bad.mlir"
+    path.write_text("builtin.module {\n  psk_core.func @f( -> \n}\n", encoding="utf-8")
+    done = presk("run", str(path), "--entry", "f")
+    assert done.returncode == 1, done.stderr
+    assert f"{path}:2:21" in done.stderr
+    assert "Expected argument or type" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_run_unknown_op(tmp_path: Path) -> None:
+    path = tmp_path / "bad.mlir"
+    path.write_text(
+        'builtin.module {\n'
+        '  psk_core.func @f(%0: !psk_core.tensor<3>) -> !psk_core.tensor<3> '
+        'attributes {arg_names = ["x"]} {\n'
+        '    %1 = psk_core.frobnicate %0 {site = "f/%1"} : !psk_core.tensor<3>\n'
+        '    psk_core.return %1 {site = "f/%2"} : !psk_core.tensor<3>\n'
+        '  }\n'
+        '}\n', encoding="utf-8")
+    done = presk("run", str(path), "--entry", "f")
+    assert done.returncode == 1, done.stderr
+    assert "psk_core.frobnicate is not registered" in done.stderr
+    assert f"{path}:3:" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_run_mlir_that_does_not_verify(tmp_path: Path) -> None:
+    text = presk("dump", T07, "--stage", "core", "--format", "mlir").stdout
+    bad = text.replace('%7 = psk_core.mean %6 {site = "loss/%7"} : '
+                       '(!psk_core.tensor<batch: B, model: 4>) -> !psk_core.tensor<>',
+                       '%7 = psk_core.mean %6 {site = "loss/%7"} : '
+                       '(!psk_core.tensor<batch: B, model: 4>) -> !psk_core.tensor<batch: B>')
+    bad = bad.replace('psk_core.return %7 {site = "loss/%8"} : !psk_core.tensor<>',
+                      'psk_core.return %7 {site = "loss/%8"} : !psk_core.tensor<batch: B>')
+    assert bad != text
+    path = tmp_path / "bad.mlir"
+    path.write_text(bad, encoding="utf-8")
+    done = presk("run", str(path), "--entry", "loss", "--dim", "B=4")
+    assert done.returncode == 1
+    assert "loss/%7: psk_core.mean: reducing ℝ[batch: B, model: 4] over every axis makes " \
+           "ℝ[], not ℝ[batch: B]" in done.stderr
+
+
+def test_scalar_parameter_survives_init_then_run(tmp_path: Path) -> None:
+    """A ℝ[] parameter was written as shape [1] (np.ascontiguousarray makes 0-d arrays
+    1-d), so `presk run --weights` refused the file `presk init` had just written."""
+    program = tmp_path / "s.psk"
+    program.write_text(
+        "dim B\n"
+        "module Scale {\n"
+        "  param s : ℝ[]  init = ones\n"
+        "  fn apply(x : ℝ[..., model: 4]) -> ℝ[..., model: 4] =\n"
+        "    x * s\n"
+        "}\n"
+        "fn loss(θ : params Scale, x : ℝ[batch: B, model: 4]) -> ℝ[] =\n"
+        "  mean(Scale.apply(θ, x))\n", encoding="utf-8")
+    weights = tmp_path / "w.safetensors"
+    done = presk("init", str(program), "--entry", "loss", "--dim", "B=2", "-o", str(weights))
+    assert done.returncode == 0, done.stderr
+    from safetensors.numpy import load_file
+    assert load_file(str(weights))["s"].shape == ()
+    save_tensors({"s": np.array(2.5)}, str(weights))
+    out = tmp_path / "r.safetensors"
+    done = presk("run", str(program), "--entry", "loss", "--dim", "B=2", "--engine", "f64",
+                 "--weights", str(weights), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    x = E.key_rng("input", 0, "x").standard_normal((2, 4))
+    assert float(load_file(str(out))["result"]) == float(np.mean(x * 2.5))
