@@ -83,6 +83,9 @@ def load_program(main_path: str, sources: dict[str, str]) -> list[A.SourceFile]:
                         "a Presk file declares at least one module, function or import")
         for decl in tree.decls:
             if isinstance(decl, A.ImportDecl):
+                if "\0" in decl.path:  # os.path and open() raise ValueError on it
+                    raise error("E0101", "an import path cannot hold a NUL character",
+                                decl.path_span)
                 target = os.path.join(os.path.dirname(path), decl.path)
                 decl.target = done[visit(target, decl.path_span, stack + [(key, shown)])].path
         done[key] = tree

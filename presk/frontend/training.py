@@ -201,6 +201,8 @@ def _data(el: "Elaborator", info: FileInfo, item: A.TrainItem,
     if dim is None or size is None:
         raise error("E0603", "the stream has no `batch(DIM = N)` stage", item.span)
     sample = _unbatch(batch_type, dim, item.span)
+    if "\0" in item.stream:  # open() raises ValueError on it
+        raise error("E0603", "a data path cannot hold a NUL character", item.stream_span)
     path = os.path.join(os.path.dirname(info.path), item.stream)
     shown = display_path(path)
     file_sample = _file_sample(shown, item)
