@@ -10,7 +10,7 @@ concrete shapes, so `...` binding to an unnamed axis cannot change what aligns w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -61,26 +61,31 @@ class Interpreter:
     def __post_init__(self) -> None:
         self.funcs = {op.sym_name.data: op for op in self.module.ops if isinstance(op, C.FuncOp)}
 
-    def run(self, name: str, args: list[Any]) -> Any:
+    def run(self, name: str, args: list[Any], dims: Mapping[str, int] | None = None) -> Any:
+        """Call `name` on `args`, its dim symbols at the values `dims` gives them."""
         if name not in self.funcs:
             raise InterpretError(f"no function `{name}`")
         with self.numbers.context():
-            return self.call(self.funcs[name], args)
+            return self.call(self.funcs[name], args, dims)
 
-    def call(self, func: C.FuncOp, args: list[Any]) -> Any:
+    def call(self, func: C.FuncOp, args: list[Any],
+             dims: Mapping[str, int] | None = None) -> Any:
         env: dict[SSAValue, Any] = dict(zip(func.body.block.args, args))
+        dims = {d: dims[d] for d in func.dim_names if d in dims} if dims else {}
         for op in func.body.block.ops:
             if isinstance(op, C.ReturnOp):
                 return env[op.operands[0]]
-            value = self.step(op, [env[o] for o in op.operands])
+            value = self.step(op, [env[o] for o in op.operands], dims)
             env[op.results[0]] = value
             if self.trace is not None:
                 self.trace(op.site.data, value)
         raise InterpretError(f"`{func.sym_name.data}` has no return")
 
     # ---- one operation ----
-    def step(self, op: Operation, args: list[Any]) -> Any:
+    def step(self, op: Operation, args: list[Any], dims: Mapping[str, int] | None = None) -> Any:
+        """One op on its operands' values; `dims` binds the function's dim symbols."""
         ns = self.numbers
+        dims = dims or {}
         if isinstance(op, C.ConstantOp):
             return float(op.number) if not isinstance(op.results[0].type, C.TensorAttr) \
                 else ns.constant(op.number)
@@ -102,7 +107,7 @@ class Interpreter:
             index = None if axis is None else self._axis(op.operands[0], args[0], axis)
             return ns.reduce(_REDUCE[type(op)], args[0], index)
         if isinstance(op, C.BroadcastOp):
-            return self._broadcast(op, args[0])
+            return self._broadcast(op, args[0], dims)
         if isinstance(op, C.TupleOp):
             return tuple(args)
         if isinstance(op, C.GetOp):
@@ -110,13 +115,15 @@ class Interpreter:
         if isinstance(op, C.FieldOp):
             return args[0].field(op.field.data)
         if isinstance(op, C.CallOp):
-            return self.call(self.funcs[op.callee.root_reference.data], args)
+            callee = self.funcs[op.callee.root_reference.data]
+            return self.call(callee, args, _callee_dims(op, dims))
         if isinstance(op, C.FoldOp):
             tree, acc = args
             callee = self.funcs[op.callee.root_reference.data]
-            count = C.size_value(op.count)
-            for i in range(count if isinstance(count, int) else tree.count()):
-                acc = self.call(callee, [tree.at(i), acc])
+            count = _size(C.size_value(op.count), dims)
+            inner = _callee_dims(op, dims)
+            for i in range(count if count is not None else tree.count()):
+                acc = self.call(callee, [tree.at(i), acc], inner)
             return acc
         raise InterpretError(f"{op.name} is not interpreted")
 
@@ -140,15 +147,39 @@ class Interpreter:
         return (_place(args[0], lhs.type.shape, la, p, rank),  # type: ignore[attr-defined]
                 _place(args[1], rhs.type.shape, ra, p, rank))  # type: ignore[attr-defined]
 
-    def _broadcast(self, op: C.BroadcastOp, value: np.ndarray) -> np.ndarray:
+    def _broadcast(self, op: C.BroadcastOp, value: np.ndarray,
+                   dims: Mapping[str, int]) -> np.ndarray:
         source = op.operands[0].type.shape  # type: ignore[attr-defined]
         target = op.results[0].type.shape  # type: ignore[attr-defined]
         _, places, _ = shapes.alignment(source, target)
         p = self._prefix_len(op.operands[0], value)
         placed = _place(value, source, places, p, p + len(target.axes))
-        full = np.broadcast_shapes(placed.shape, (1,) * p + tuple(
-            int(a.size) if isinstance(a.size, int) else 1 for a in target.axes))
+        sizes = []
+        for k, a in enumerate(target.axes):
+            size = _size(a.size, dims)
+            if size is None:
+                if k not in places:
+                    raise InterpretError(f"{op.site.data}: the size `{a.size}` of "
+                                         f"{target} has no value")
+                size = 1  # the operand has the axis: it gives the size
+            sizes.append(size)
+        full = np.broadcast_shapes(placed.shape, (1,) * p + tuple(sizes))
         return np.broadcast_to(placed, full).copy()
+
+
+def _size(size: shapes.Size, dims: Mapping[str, int]) -> int | None:
+    """A literal size, or a dim symbol's value where `dims` has one."""
+    return size if isinstance(size, int) else dims.get(size)
+
+
+def _callee_dims(op: C.CallOp | C.FoldOp, dims: Mapping[str, int]) -> dict[str, int]:
+    """The callee's dims at this call, the caller's symbols replaced by their values."""
+    out = {}
+    for name, size in op.dim_env.items():
+        value = _size(size, dims)
+        if value is not None:
+            out[name] = value
+    return out
 
 
 def _place(array: np.ndarray, t: shapes.TensorType, places: list[int], p: int,

@@ -132,7 +132,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         values = E.inputs(entry, args.seed, args.inputs)
     except WeightsError as exc:
         raise UsageError(f"presk: {exc}") from None
-    result = Interpreter(module, numbers).run(args.entry, E.arguments(entry, numbers, params, values))
+    result = Interpreter(module, numbers).run(
+        args.entry, E.arguments(entry, numbers, params, values), entry.dims)
     flat = E.flatten_result(result)
     print(f"{args.entry} at " + ", ".join(f"{k} = {v}" for k, v in entry.dims.items())
           + f" in {numbers.name}:" if entry.dims else f"{args.entry} in {numbers.name}:")

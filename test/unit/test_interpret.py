@@ -627,3 +627,59 @@ def test_scalar_parameter_survives_init_then_run(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     x = E.key_rng("input", 0, "x").standard_normal((2, 4))
     assert float(load_file(str(out))["result"]) == float(np.mean(x * 2.5))
+
+
+BROADCAST_MLIR = '''builtin.module {
+  psk_core.func @f(%0: !psk_core.tensor<model: 4>) -> !psk_core.tensor<> attributes {arg_names = ["x"], dims = ["B"]} {
+    %1 = psk_core.broadcast %0 {site = "f/%1"} : (!psk_core.tensor<model: 4>) -> !psk_core.tensor<batch: B, model: 4>
+    %2 = psk_core.sum %1 {site = "f/%2"} : (!psk_core.tensor<batch: B, model: 4>) -> !psk_core.tensor<>
+    psk_core.return %2 {site = "f/%3"} : !psk_core.tensor<>
+  }
+  psk_core.func @g(%0: !psk_core.tensor<model: 4>) -> !psk_core.tensor<> attributes {arg_names = ["x"]} {
+    %1 = psk_core.call @f(%0) {dims = {B = 3 : i64}, site = "g/%1"} : (!psk_core.tensor<model: 4>) -> !psk_core.tensor<>
+    psk_core.return %1 {site = "g/%2"} : !psk_core.tensor<>
+  }
+  psk_core.func @h(%0: !psk_core.tensor<model: 4>) -> !psk_core.tensor<> attributes {arg_names = ["x"], dims = ["N"]} {
+    %1 = psk_core.call @f(%0) {dims = {B = "N"}, site = "h/%1"} : (!psk_core.tensor<model: 4>) -> !psk_core.tensor<>
+    psk_core.return %1 {site = "h/%2"} : !psk_core.tensor<>
+  }
+}
+'''
+
+
+@pytest.mark.parametrize("engine", [["--engine", "f64"], ["--bits", "64"]])
+@pytest.mark.parametrize("entry,dims,copies", [("f", ["--dim", "B=3"], 3), ("g", [], 3),
+                                               ("h", ["--dim", "N=5"], 5)])
+def test_broadcast_to_a_dim_symbol_takes_its_value(tmp_path: Path, entry: str, dims: list,
+                                                   copies: int, engine: list) -> None:
+    """A broadcast to ℝ[batch: B, model: 4] made the `batch` axis of size 1: the
+    interpreter did not know the values of dim symbols (the entry's, or a call's)."""
+    path = tmp_path / "b.mlir"
+    path.write_text(BROADCAST_MLIR, encoding="utf-8")
+    out = tmp_path / "r.safetensors"
+    done = presk("run", str(path), "--entry", entry, *dims, *engine, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    x = E.key_rng("input", 0, "x").standard_normal(4)
+    from safetensors.numpy import load_file
+    got = float(load_file(str(out))["result"])
+    assert rel(got, copies * float(np.sum(x))) <= 1e-15
+
+
+def test_broadcast_value_has_the_dims_shape() -> None:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.parser import Parser
+
+    from presk.dialects.core import Core
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Core)
+    module = Parser(ctx, BROADCAST_MLIR).parse_module()
+    seen = {}
+    interp = Interpreter(module, F64(), trace=lambda site, v: seen.__setitem__(site, v))
+    x = np.arange(4.0)
+    assert interp.run("f", [x], {"B": 6}) == 6 * 6.0
+    assert seen["f/%1"].shape == (6, 4)
+    np.testing.assert_array_equal(seen["f/%1"], np.tile(x, (6, 1)))
+    assert interp.run("h", [x], {"N": 2}) == 2 * 6.0
+    assert seen["f/%1"].shape == (2, 4)
