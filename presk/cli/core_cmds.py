@@ -43,10 +43,36 @@ def _parse_mlir(path: str):
     try:
         module = Parser(ctx, text, name=path).parse_module()
         module.verify()
-    except (ParseError, VerifyException) as exc:
+    except ParseError as exc:
+        print(_parse_error_text(exc), file=sys.stderr)
+        raise ProgramError() from None
+    except VerifyException as exc:
         print(f"{path}: error: {exc}", file=sys.stderr)
         raise ProgramError() from None
     return module
+
+
+def _parse_error_text(exc) -> str:
+    """`file:line:col: error: message`, the line, carets under the span: the form of every
+    diagnostic, where xDSL's own text names the file twice and puts the message last."""
+    from xdsl.utils.exceptions import MultipleSpansParseError
+    from xdsl.utils.lexer import Span
+
+    span = exc.span
+    # xDSL reports an unknown op at the token after its name; point at the name.
+    unknown = re.fullmatch(r"Operation (\S+) is not registered", exc.msg)
+    if unknown is not None:
+        start = span.input.content.rfind(unknown.group(1), 0, span.start)
+        if start >= 0:
+            span = Span(start, start + len(unknown.group(1)), span.input)
+    context = span.print_with_context().splitlines()[1:]  # its first line is the location
+    lines = [f"{span.get_location()}: error: {exc.msg}", *context]
+    if isinstance(exc, MultipleSpansParseError):
+        if exc.ref_text:
+            lines.append(exc.ref_text.rstrip("\n"))
+        for ref, msg in exc.refs:
+            lines.append(ref.print_with_context(msg).rstrip("\n"))
+    return "\n".join(lines)
 
 
 def parse_dims(items: list[str]) -> dict[str, int]:
