@@ -691,3 +691,82 @@ def test_broadcast_value_has_the_dims_shape() -> None:
     np.testing.assert_array_equal(seen["f/%1"], np.tile(x, (6, 1)))
     assert interp.run("h", [x], {"N": 2}) == 2 * 6.0
     assert seen["f/%1"].shape == (2, 4)
+
+
+# ---- named axes: alignment by name, by position, with a prefix (sizes chosen equal, so a
+# ---- wrong alignment gives wrong numbers rather than a shape error) ----
+
+def _one_op_module(arg_types, make):
+    from xdsl.dialects.builtin import ModuleOp
+
+    from presk.dialects import core as Cd
+    func = Cd.FuncOp("f", [(f"a{i}", t) for i, t in enumerate(arg_types)],
+                     Cd.TensorAttr.scalar())
+    args = func.body.block.args
+    op = make(*args)
+    func.body.block.add_op(op)
+    func.body.block.add_op(Cd.ReturnOp(op.results[0], site="f/%99"))
+    func.function_type = func.function_type.from_lists(list(arg_types), [op.results[0].type])
+    module = ModuleOp([func])
+    module.verify()
+    return module
+
+
+def _alignment_cases():
+    from presk.dialects import core as Cd
+    T = Cd.TensorAttr.get
+    s = dict(site="f/%9")
+    r = np.random.default_rng(0)
+    x33 = r.normal(size=(3, 3))
+    x233 = r.normal(size=(2, 3, 3))
+    v3 = r.normal(size=3)
+    x23 = r.normal(size=(2, 3))
+    return [
+        # ℝ[batch: 3] meets ℝ[batch: 3, model: 3]: by name, on the first axis.
+        ("sub by name", [T(("batch", 3), ("model", 3)), T(("batch", 3))],
+         lambda a, b: Cd.SubOp(a, b, **s), [x33, v3], x33 - v3[:, None]),
+        ("sub by name, swapped", [T(("batch", 3)), T(("batch", 3), ("model", 3))],
+         lambda a, b: Cd.SubOp(a, b, **s), [v3, x33], v3[:, None] - x33),
+        # An unnamed ℝ[3] aligns by position from the right.
+        ("mul by position", [T(3), T(("batch", 3), ("model", 3))],
+         lambda a, b: Cd.MulOp(a, b, **s), [v3, x33], v3[None, :] * x33),
+        # A named axis in the middle.
+        ("div middle axis", [T(("a", 2), ("b", 3), ("c", 3)), T(("b", 3))],
+         lambda a, b: Cd.DivOp(a, b, **s), [x233, v3], x233 / v3[None, :, None]),
+        ("add two named of three", [T(("a", 2), ("c", 3)), T(("a", 2), ("b", 3), ("c", 3))],
+         lambda a, b: Cd.AddOp(a, b, **s), [x23, x233], x23[:, None, :] + x233),
+        # `...` (bound to the leading 2 in the values) with a reduced value ℝ[...].
+        ("prefix sub", [T(("model", 3), prefix=True), T(prefix=True)],
+         lambda a, b: Cd.SubOp(a, b, **s), [x233[:, 0, :], x23[:, 0]],
+         x233[:, 0, :] - x23[:, 0][:, None]),
+        ("prefix with a named axis", [T(("b", 3), ("c", 3), prefix=True), T(("b", 3))],
+         lambda a, b: Cd.MaximumOp(a, b, **s), [x233, v3], np.maximum(x233, v3[None, :, None])),
+        ("pow real exponent by position", [T(("b", 3), ("c", 3)), T(3)],
+         lambda a, b: Cd.PowOp(a, b, **s), [np.abs(x33), v3], np.abs(x33) ** v3[None, :]),
+        # Reductions and softmax over a named axis that is not the last.
+        ("sum over the middle", [T(("a", 2), ("b", 3), ("c", 3))],
+         lambda a: Cd.SumOp(a, "b", **s), [x233], x233.sum(axis=1)),
+        ("mean over the first, with a prefix", [T(("b", 3), ("c", 3), prefix=True)],
+         lambda a: Cd.MeanOp(a, "b", **s), [x233], x233.mean(axis=1)),
+        ("max over everything", [T(("a", 2), ("b", 3), ("c", 3))],
+         lambda a: Cd.MaxOp(a, None, **s), [x233], x233.max()),
+        ("logsumexp over the first", [T(("b", 3), ("c", 3))],
+         lambda a: Cd.LogSumExpOp(a, "b", **s), [x33], np.log(np.exp(x33).sum(axis=0))),
+        ("softmax over the first", [T(("b", 3), ("c", 3))],
+         lambda a: Cd.SoftmaxOp(a, "b", **s), [x33],
+         np.exp(x33) / np.exp(x33).sum(axis=0, keepdims=True)),
+        ("dot with a prefix", [T(("b", 3), ("c", 3), prefix=True), T(3, ("d", 2))],
+         lambda a, b: Cd.DotOp(a, b, **s), [x233, x23.T], x233 @ x23.T),
+    ]
+
+
+@pytest.mark.parametrize("case", _alignment_cases(), ids=lambda c: c[0])
+@pytest.mark.parametrize("numbers", [F64(), MPFR(80)], ids=["f64", "mpfr80"])
+def test_named_axes_align_as_numpy_says(case, numbers) -> None:
+    _, types, make, values, expected = case
+    module = _one_op_module(types, make)
+    with numbers.context():
+        args = [numbers.array(v) for v in values]
+    got = numbers.to_f64(Interpreter(module, numbers).run("f", args))
+    assert got.shape == np.shape(expected)
+    np.testing.assert_allclose(got, expected, rtol=1e-14, atol=0)
