@@ -43,6 +43,11 @@ class Tree:
     def at(self, i: int) -> "Tree":
         return Tree(self.data, self.prefix, self.select + (i,))
 
+    def items(self) -> list[tuple[str, np.ndarray]]:
+        """Its tensors by path below this view, each as the view selects it."""
+        return [(path[len(self.prefix):], array[self.select] if self.select else array)
+                for path, array in self.data.items() if path.startswith(self.prefix)]
+
     def count(self) -> int:
         """The length of the stack this view folds over: its tensors' next leading axis."""
         for path, array in self.data.items():
@@ -60,6 +65,8 @@ class Interpreter:
 
     def __post_init__(self) -> None:
         self.funcs = {op.sym_name.data: op for op in self.module.ops if isinstance(op, C.FuncOp)}
+        self.decls = {op.sym_name.data: op for op in self.module.ops
+                      if isinstance(op, C.ModuleDeclOp)}
 
     def run(self, name: str, args: list[Any], dims: Mapping[str, int] | None = None) -> Any:
         """Call `name` on `args`, its dim symbols at the values `dims` gives them."""
@@ -91,6 +98,8 @@ class Interpreter:
                 else ns.constant(op.number)
         if isinstance(op, C.RealOp):
             return ns.constant(float(args[0]))
+        if isinstance(op, C.HeavisideOp):
+            return ns.heaviside(args[0], op.at_zero_value)
         if isinstance(op, C.PowIOp):
             return ns.powi(args[0], op.n.value.data)
         if isinstance(op, C.SoftmaxOp):
@@ -110,6 +119,8 @@ class Interpreter:
             return self._broadcast(op, args[0], dims)
         if isinstance(op, C.TupleOp):
             return tuple(args)
+        if type(op) in _REVERSE_OPS:
+            return _REVERSE_OPS[type(op)](self, op, args)
         if isinstance(op, C.GetOp):
             return args[0][op.index.value.data]
         if isinstance(op, C.FieldOp):
@@ -195,10 +206,96 @@ def _place(array: np.ndarray, t: shapes.TensorType, places: list[int], p: int,
     return array.reshape(shape)
 
 
+def _sum_to(it: Interpreter, op: C.SumToOp, args: list) -> np.ndarray:
+    x = args[0]
+    p = it._prefix_len(op.operand, x)
+    kept = set(op.kept)
+    axes = [i for i in range(p) if op.keep_prefix is None] + \
+        [p + k for k in range(np.ndim(x) - p) if k not in kept]
+    return np.sum(x, axis=tuple(axes)) if axes else x
+
+
+def _spread(it: Interpreter, op: C.SpreadOp, args: list) -> np.ndarray:
+    x, like = args
+    source, target = op.operand.type.shape, op.like.type.shape
+    p = it._prefix_len(op.like, like)
+    placed = _place(x, source, op.place_list, p, np.ndim(like))
+    out = np.broadcast_to(placed, np.shape(like))
+    if op.mean is not None:
+        out = out / it.numbers.constant(float(np.size(like) // max(np.size(x), 1)))
+    return np.array(out, dtype=out.dtype)
+
+
+def _contract(it: Interpreter, op: C.ContractOp, args: list) -> np.ndarray:
+    a, b = args
+    lhs, rhs, prefix = op.axes
+    pa, pb = it._prefix_len(op.lhs, a), it._prefix_len(op.rhs, b)
+    a_axes = [pa + i for i in lhs] + (list(range(pa)) if prefix else [])
+    b_axes = [pb + j for j in rhs] + (list(range(pb)) if prefix else [])
+    out = np.tensordot(a, b, axes=(a_axes, b_axes))
+    if pb and not prefix:  # b's prefix leads the result, as its type says
+        rest_a = np.ndim(a) - len(a_axes)
+        order = list(range(rest_a, rest_a + pb)) + list(range(rest_a)) + \
+            list(range(rest_a + pb, np.ndim(out)))
+        out = np.transpose(out, order)
+    return np.asarray(out, dtype=np.asarray(a).dtype)
+
+
+def _zeros_like(it: Interpreter, op: C.ZerosLikeOp, args: list):
+    def zeros(v):
+        if isinstance(v, Tree):
+            return Tree({path: it.numbers.array(np.zeros(np.shape(a))) for path, a in v.items()})
+        if isinstance(v, tuple):
+            return tuple(zeros(e) for e in v)
+        return it.numbers.array(np.zeros(np.shape(v)))
+    return zeros(args[0])
+
+
+def _tree(it: Interpreter, op: C.TreeOp, args: list) -> Tree:
+    decl = it.decls[op.result.type.module_name]
+    data: dict[str, np.ndarray] = {}
+    for entry, value in zip(decl.entries, args):
+        name = entry.field.data
+        if isinstance(value, Tree):
+            data.update({f"{name}.{path}": a for path, a in value.items()})
+        else:
+            data[name] = value
+    return Tree(data)
+
+
+def _fold_scan(it: Interpreter, op: C.FoldScanOp, args: list) -> tuple:
+    tree, acc = args
+    callee = it.funcs[op.callee_name]
+    carries = [acc]
+    for i in range(len(op.result.type.types.data) - 1):
+        carries.append(it.call(callee, [tree.at(i), carries[-1]]))
+    return tuple(carries)
+
+
+def _fold_vjp(it: Interpreter, op: C.FoldVjpOp, args: list) -> tuple:
+    tree, carries, dy = args
+    callee = it.funcs[op.callee_name]
+    grads: list[Tree] = []
+    for i in reversed(range(len(carries) - 1)):
+        d_theta, dy = it.call(callee, [tree.at(i), carries[i], dy])
+        grads.append(d_theta)
+    grads.reverse()
+    paths = [path for path, _ in grads[0].items()]
+    stacked = {path: np.stack([dict(g.items())[path] for g in grads]) for path in paths}
+    return Tree(stacked), dy
+
+
+_REVERSE_OPS: dict[type, Callable] = {
+    C.SumToOp: _sum_to, C.SpreadOp: _spread, C.ContractOp: _contract,
+    C.ZerosLikeOp: _zeros_like, C.TreeOp: _tree, C.FoldScanOp: _fold_scan,
+    C.FoldVjpOp: _fold_vjp,
+}
+
+
 _UNARY = {
     C.NegOp: "neg", C.SqrtOp: "sqrt", C.ExpOp: "exp", C.LogOp: "log", C.TanhOp: "tanh",
     C.SigmoidOp: "sigmoid", C.ReluOp: "relu", C.GeluOp: "gelu", C.SoftplusOp: "softplus",
-    C.AbsOp: "abs", C.SinOp: "sin", C.CosOp: "cos",
+    C.AbsOp: "abs", C.SinOp: "sin", C.CosOp: "cos", C.ErfOp: "erf",
 }
 _BINARY = {
     C.AddOp: "add", C.SubOp: "sub", C.MulOp: "mul", C.DivOp: "div", C.MinimumOp: "min",

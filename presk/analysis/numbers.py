@@ -17,7 +17,7 @@ import gmpy2
 import numpy as np
 
 UNARY_NAMES = ("neg", "sqrt", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "softplus",
-               "abs", "sin", "cos")
+               "abs", "sin", "cos", "erf")
 BINARY_NAMES = ("add", "sub", "mul", "div", "min", "max", "pow")
 REDUCTION_NAMES = ("sum", "mean", "max", "min", "logsumexp")
 
@@ -47,6 +47,10 @@ class Numbers(ABC):
 
     def binary(self, name: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return self._binary[name](a, b)
+
+    @abstractmethod
+    def heaviside(self, x: np.ndarray, at_zero: float) -> np.ndarray:
+        """1 where x > 0, 0 where x < 0, `at_zero` where x = 0."""
 
     def powi(self, x: np.ndarray, n: int) -> np.ndarray:
         """x^n by repeated multiplication, left to right: x·x·…·x (n ≥ 0)."""
@@ -95,7 +99,7 @@ class F64(Numbers):
             "relu": lambda x: np.maximum(x, 0.0),
             "gelu": lambda x: x * (1.0 + erf(x / math.sqrt(2.0))) / 2.0,
             "softplus": lambda x: np.logaddexp(0.0, x),
-            "abs": np.abs, "sin": np.sin, "cos": np.cos,
+            "abs": np.abs, "sin": np.sin, "cos": np.cos, "erf": erf,
         }
         self._binary = {
             "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
@@ -104,6 +108,9 @@ class F64(Numbers):
 
     def array(self, values: np.ndarray) -> np.ndarray:
         return np.asarray(values, dtype=np.float64)
+
+    def heaviside(self, x: np.ndarray, at_zero: float) -> np.ndarray:
+        return np.heaviside(x, at_zero)
 
     def context(self) -> AbstractContextManager:
         return np.errstate(all="ignore")
@@ -126,6 +133,7 @@ class MPFR(Numbers):
             "softplus": vec(lambda v: v + gmpy2.log1p(gmpy2.exp(-v)) if v > 0
                             else gmpy2.log1p(gmpy2.exp(v))),
             "abs": vec(abs), "sin": vec(gmpy2.sin), "cos": vec(gmpy2.cos),
+            "erf": vec(gmpy2.erf),
         }
         self._binary = {
             "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
@@ -136,6 +144,11 @@ class MPFR(Numbers):
 
     def context(self) -> AbstractContextManager:
         return gmpy2.context(precision=self.bits)
+
+    def heaviside(self, x: np.ndarray, at_zero: float) -> np.ndarray:
+        one, zero, mid = gmpy2.mpfr(1), gmpy2.mpfr(0), gmpy2.mpfr(at_zero)
+        step = np.frompyfunc(lambda v: one if v > 0 else zero if v < 0 else mid, 1, 1)
+        return np.asarray(step(x), dtype=object)
 
     def array(self, values: np.ndarray) -> np.ndarray:
         values = np.asarray(values)

@@ -1737,13 +1737,14 @@ class SumToOp(CoreOp):
 
 @core_op
 class SpreadOp(CoreOp):
-    """Broadcast the operand into the result type, its explicit axis k onto the result's
-    axis `places[k]` and its prefix onto the result's; with `mean`, divide by how many
-    result elements each operand element spreads over. The adjoint of sum and mean."""
+    """Broadcast the operand to the shape of `like`, its explicit axis k onto like's axis
+    `places[k]` and its prefix onto like's; with `mean`, divide by how many elements each
+    operand element spreads over. The adjoint of sum and mean (like is their operand)."""
 
     name = "psk_core.spread"
 
     operand = operand_def(TensorAttr)
+    like = operand_def(TensorAttr)
     result = result_def(TensorAttr)
     places = attr_def(ArrayAttr)
     mean = opt_attr_def(UnitAttr)
@@ -1751,11 +1752,11 @@ class SpreadOp(CoreOp):
     traits = traits_def(Pure())
 
     def __init__(
-        self, operand: SSAValue | Operation, result_type: TensorAttr, places: Sequence[int],
+        self, operand: SSAValue | Operation, like: SSAValue | Operation, places: Sequence[int],
         *, mean: bool = False, site: str, name: str | None = None,
     ):
         super().__init__(
-            operands=[operand], result_types=[result_type],
+            operands=[operand, like], result_types=[_value_type(like)],
             attributes=_site_attrs(site, name, places=_ints(places),
                                    mean=UnitAttr() if mean else None),
         )
@@ -1766,6 +1767,8 @@ class SpreadOp(CoreOp):
 
     def verify_(self) -> None:
         super().verify_()
+        if self.result.type != self.like.type:
+            raise VerifyException("the result's type is not that of `like`")
         shapes.check_spread(self.operand.type.shape, self.result.type.shape, self.place_list)
 
 

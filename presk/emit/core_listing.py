@@ -174,7 +174,7 @@ def _sum_to(op: core.SumToOp) -> str:
 
 def _spread(op: core.SpreadOp) -> str:
     mean = " / count" if op.mean is not None else ""
-    return f"spread {value_name(op.operand)} to {type_text(op.result.type)}{mean}"
+    return f"spread {value_name(op.operand)} like {value_name(op.like)}{mean}"
 
 
 def _contract(op: core.ContractOp) -> str:

@@ -1,0 +1,770 @@
+"""psk-differentiate: reverse-mode differentiation of PSK-Core.
+
+For each function f a gradient reaches it makes, in PSK-Core:
+
+    f.fwd(args…)               -> (y, residuals)      the forward sweep
+    f.bwd(residuals, dy)       -> (dargs…)            the reverse sweep
+    f.vjp(args…, dy)           -> (dargs…)            fwd, then bwd
+    f.value_vjp(args…, dy)     -> (y, dargs…)
+
+`dargs` holds a cotangent for every differentiable argument (tensors, tuples of them,
+parameter trees, in order); f64 and nat arguments have none. The residuals are what
+crosses from the forward sweep to the reverse one:
+
+- `--remat store`: every primal value the reverse sweep reads, a callee's residuals (its
+  `g.fwd`'s) and a fold's accumulators (`fold_scan`) among them;
+- `--remat recompute`: f's arguments only; the reverse sweep first computes the forward
+  again from them, and a callee's cotangents come from `g.vjp`, which does the same.
+
+Both compute the same operations on the same values, so their gradients have the same bits.
+Cloned forward operations keep their sites; the operation that completes the cotangent of
+a site carries `adjoint = [site]` and the name `d<name>`, which is how the sensitivities of
+the precision analysis find ∂L/∂v. `psk_core.grad` is replaced by a call of `f.value_vjp`
+with dy = 1. The rules, and the subgradients at kinks, are documented in docs/autodiff.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TupleType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from .. import shapes
+from ..dialects import core as C
+
+REMATS = ("store", "recompute")
+
+
+class DifferentiationError(Exception):
+    """A function this pass cannot differentiate (one that takes a gradient itself)."""
+
+
+def differentiable(t: Attribute) -> bool:
+    if isinstance(t, (C.TensorAttr, C.ParamsAttr)):
+        return True
+    if isinstance(t, TupleType):
+        return all(differentiable(e) for e in t.types.data)
+    return False
+
+
+def _site_number(site: str) -> int:
+    tail = site.rsplit("/%", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+class _Builder:
+    """Appends operations to a block, numbering new sites `<fn>/%n` after the source's."""
+
+    def __init__(self, name: str, start: int, block: Block | None = None):
+        self.name, self.n = name, start
+        self.block = block if block is not None else Block()
+
+    def site(self) -> str:
+        site = f"{self.name}/%{self.n}"
+        self.n += 1
+        return site
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def const(self, value: float) -> SSAValue:
+        return self.emit(C.ConstantOp(value, site=self.site(), result_type=C.TensorAttr.scalar()))
+
+    def get(self, value: SSAValue, index: int, site: str | None = None,
+            name: str | None = None) -> SSAValue:
+        return self.emit(C.GetOp(value, index, site=site or self.site(), name=name))
+
+
+def _first_free(func: C.FuncOp) -> int:
+    numbers = [len(func.args)] + [_site_number(op.site.data) + 1 for op in func.body.block.ops
+                                  if isinstance(op, C.CoreOp)]
+    return max(numbers)
+
+
+@dataclass
+class _Acc:
+    """A cotangent being accumulated: whole contributions, and per field or tuple item."""
+
+    parts: list[SSAValue] = field(default_factory=list)
+    sub: dict[object, list[SSAValue]] = field(default_factory=dict)
+
+
+class Differentiator:
+    def __init__(self, module: ModuleOp, remat: str):
+        if remat not in REMATS:
+            raise DifferentiationError(f"--remat is store or recompute, not {remat}")
+        self.module, self.remat = module, remat
+        self.funcs: dict[str, C.FuncOp] = {
+            op.sym_name.data: op for op in module.ops if isinstance(op, C.FuncOp)}
+        self.decls = {op.sym_name.data: op for op in module.ops
+                      if isinstance(op, C.ModuleDeclOp)}
+        # For each function, what its store-mode fwd hands its bwd, in order.
+        self.residual_keys: dict[str, list[tuple[str, object]]] = {}
+
+    # ---- what to make ----
+    def run(self, entries: list[str]) -> None:
+        for name in entries:
+            if name not in self.funcs:
+                raise DifferentiationError(f"no function `{name}` to differentiate")
+            self.value_vjp(name)
+            self.vjp(name)
+        for func in list(self.funcs.values()):
+            for op in list(func.body.block.ops):
+                if isinstance(op, C.GradOp):
+                    self._replace_grad(func, op)
+
+    def _made(self, name: str) -> C.FuncOp | None:
+        return self.funcs.get(name)
+
+    def _add(self, func: C.FuncOp) -> C.FuncOp:
+        self.module.body.block.add_op(func)
+        self.funcs[func.sym_name.data] = func
+        return func
+
+    def fwd(self, name: str) -> C.FuncOp:
+        if (made := self._made(name + ".fwd")) is not None:
+            return made
+        self._callees_first(name)
+        return self._add(_Sweep(self, self.funcs[name]).make_fwd())
+
+    def bwd(self, name: str) -> C.FuncOp:
+        if (made := self._made(name + ".bwd")) is not None:
+            return made
+        fwd = self.fwd(name)
+        return self._add(_Sweep(self, self.funcs[name]).make_bwd(fwd))
+
+    def vjp(self, name: str) -> C.FuncOp:
+        if (made := self._made(name + ".vjp")) is not None:
+            return made
+        return self._add(self._wrapper(name, with_value=False))
+
+    def value_vjp(self, name: str) -> C.FuncOp:
+        if (made := self._made(name + ".value_vjp")) is not None:
+            return made
+        return self._add(self._wrapper(name, with_value=True))
+
+    def _callees_first(self, name: str) -> None:
+        """A call's rules need the callee's functions: make them before the caller's."""
+        for op in self.funcs[name].body.block.ops:
+            if isinstance(op, C.GradOp):
+                raise DifferentiationError(f"`{name}` takes a gradient itself: a second "
+                                           "derivative is not supported")
+            if isinstance(op, C.CallOp) and differentiable(op.result.type):
+                if self.remat == "store":
+                    self.bwd(op.callee_name)
+                else:
+                    self.vjp(op.callee_name)
+            elif isinstance(op, (C.FoldOp,)):
+                self.vjp(op.callee_name)
+
+    def _wrapper(self, name: str, with_value: bool) -> C.FuncOp:
+        src = self.funcs[name]
+        fwd, bwd = self.fwd(name), self.bwd(name)
+        cts = list(bwd.function_type.outputs.data[0].types.data)
+        result = TupleType([src.result_type, *cts]) if with_value else TupleType(cts)
+        suffix = ".value_vjp" if with_value else ".vjp"
+        args = list(zip(src.arg_name_list, src.function_type.inputs.data))
+        func = C.FuncOp(name + suffix, args + [("dy", src.result_type)], result, src.dim_names)
+        b = _Builder(name + suffix, len(args) + 1, func.body.block)
+        block_args = list(func.body.block.args)
+        t = b.emit(C.CallOp(fwd, block_args[:-1], site=b.site(), dims=_own_dims(src)))
+        res = b.get(t, 1)
+        grads = b.emit(C.CallOp(bwd, [res, block_args[-1]], site=b.site(), dims=_own_dims(src)))
+        if with_value:
+            y = b.get(t, 0)
+            items = [y] + [b.get(grads, i) for i in range(len(cts))]
+            out = b.emit(C.TupleOp(items, site=b.site()))
+        else:
+            out = grads
+        b.block.add_op(C.ReturnOp(out, site=f"{name}{suffix}/%{b.n}"))
+        return func
+
+    def _replace_grad(self, func: C.FuncOp, op: C.GradOp) -> None:
+        """grad f(args) → call f.value_vjp(args, 1), then its value and first cotangent."""
+        name = op.callee_name
+        vv = self.value_vjp(name)
+        b = _Builder(func.sym_name.data, _first_free(func))
+        one = b.const(1.0)
+        t = b.emit(C.CallOp(vv, [*op.arguments, one], site=b.site(), dims=op.dim_env))
+        grad = b.get(t, 1)
+        result = b.emit(C.TupleOp([b.get(t, 0), grad], site=b.site())) if op.value else grad
+        ops = list(b.block.ops)
+        for new in ops:
+            new.detach()
+            func.body.block.insert_op_before(new, op)
+        if op.source_name is not None:
+            result.owner.attributes["name"] = op.source_name
+        op.results[0].replace_all_uses_with(result)
+        op.detach()
+        op.erase()
+
+
+def _own_dims(func: C.FuncOp) -> dict:
+    """A function's dims passed on to its own derivatives: each to itself."""
+    return {d: d for d in func.dim_names}
+
+
+class _Sweep:
+    """The forward and reverse sweeps of one function."""
+
+    def __init__(self, diff: Differentiator, src: C.FuncOp):
+        self.diff, self.src = diff, src
+        self.name = src.sym_name.data
+        self.store = diff.remat == "store"
+        self.ops = [op for op in src.body.block.ops if not isinstance(op, C.ReturnOp)]
+        ret = src.body.block.last_op
+        assert isinstance(ret, C.ReturnOp)
+        self.result = ret.value
+
+    # ---- the forward sweep ----
+    def _forward(self, b: _Builder, args: list[SSAValue], for_fwd: bool):
+        """Clone the forward ops; returns (primal map, residual of each call/fold, y).
+
+        In a store fwd, calls go through the callee's fwd; every clone of a fold is a scan,
+        since the reverse sweep reads its accumulators."""
+        m: dict[SSAValue, SSAValue] = dict(zip(self.src.args, args))
+        resid: dict[Operation, SSAValue] = {}
+        for op in self.ops:
+            if isinstance(op, C.CallOp) and self.store and for_fwd and \
+                    differentiable(op.result.type):
+                fwd = self.diff.fwd(op.callee_name)
+                t = b.emit(C.CallOp(fwd, [m[a] for a in op.arguments], site=b.site(),
+                                    dims=op.dim_env))
+                m[op.result] = b.get(t, 0, site=op.site.data, name=_name(op))
+                resid[op] = b.get(t, 1)
+            elif isinstance(op, C.FoldOp):
+                scan = b.emit(C.FoldScanOp(op.callee_name, m[op.stacked], m[op.acc],
+                                           site=b.site(), dims=op.dim_env))
+                count = len(scan.type.types.data) - 1
+                m[op.result] = b.get(scan, count, site=op.site.data, name=_name(op))
+                resid[op] = scan
+            else:
+                b.block.add_op(op.clone(value_mapper=m))
+        return m, resid, m[self.result]
+
+    def make_fwd(self) -> C.FuncOp:
+        src = self.src
+        b = _Builder(self.name + ".fwd", _first_free(src))
+        args = [b.block.insert_arg(a.type, i) for i, a in enumerate(src.args)]
+        if self.store:
+            m, resid, y = self._forward(b, args, for_fwd=True)
+            residuals = self._store_residuals(m, resid)
+        else:
+            _, _, y = self._forward(b, args, for_fwd=True)
+            residuals = args
+        packed = b.emit(C.TupleOp(residuals, site=b.site()))
+        out = b.emit(C.TupleOp([y, packed], site=b.site()))
+        b.block.add_op(C.ReturnOp(out, site=f"{b.name}/%{b.n}"))
+        return _func(b.name, src, list(src.arg_name_list), b.block, out.type)
+
+    def _store_residuals(self, m, resid) -> list[SSAValue]:
+        """Run the reverse sweep once, on paper, to learn what it reads."""
+        needed: list[tuple[str, object]] = []
+        probe = _Builder(self.name + ".probe", 0)
+        dy = probe.block.insert_arg(self.result.type, 0)
+        _Reverse(self, probe, lambda v: _need(needed, probe, ("value", v), v.type),
+                 lambda op: _need(needed, probe, ("resid", op), resid[op].type)).run(dy)
+        self.diff.residual_keys[self.name] = needed
+        return [m[key] if kind == "value" else resid[key] for kind, key in needed]
+
+    # ---- the reverse sweep ----
+    def make_bwd(self, fwd: C.FuncOp) -> C.FuncOp:
+        src = self.src
+        res_type = fwd.function_type.outputs.data[0].types.data[1]
+        b = _Builder(self.name + ".bwd", _first_free(fwd))
+        res = b.block.insert_arg(res_type, 0)
+        dy = b.block.insert_arg(src.result_type, 1)
+        if self.store:
+            needed = self.diff.residual_keys[self.name]
+            unpacked = {(kind, key): b.get(res, i, site=_residual_site(kind, key, b),
+                                           name=_res_name(kind, key))
+                        for i, (kind, key) in enumerate(needed)}
+            primal = lambda v: unpacked[("value", v)]  # noqa: E731
+            residual = lambda op: unpacked[("resid", op)]  # noqa: E731
+        else:
+            args = [b.get(res, i, site=f"{self.name}/%{i}", name=n)
+                    for i, n in enumerate(src.arg_name_list)]
+            m, resid, _ = self._forward(b, args, for_fwd=False)
+            primal = lambda v: m[v]  # noqa: E731
+            residual = lambda op: resid[op]  # noqa: E731
+        grads = _Reverse(self, b, primal, residual).run(dy)
+        out = b.emit(C.TupleOp(grads, site=b.site()))
+        b.block.add_op(C.ReturnOp(out, site=f"{b.name}/%{b.n}"))
+        names = ["res", "dy"]
+        return _func(b.name, src, names, b.block, out.type)
+
+
+def _need(needed: list, b: _Builder, key: tuple, t: Attribute) -> SSAValue:
+    """On the probe: a stand-in for a residual (a block argument), made when first read."""
+    if key not in needed:
+        needed.append(key)
+        b.block.insert_arg(t, len(b.block.args))
+    return b.block.args[1 + needed.index(key)]
+
+
+def _name(op: Operation) -> str | None:
+    return op.source_name.data if isinstance(op, C.CoreOp) and op.source_name else None
+
+
+def _residual_site(kind: str, key, b: _Builder) -> str:
+    if kind == "value" and isinstance(key, SSAValue):
+        owner = key.owner
+        if isinstance(owner, C.CoreOp):
+            return owner.site.data
+        func = key.block.parent_op()  # an argument keeps its number
+        return f"{func.sym_name.data}/%{key.index}"
+    return b.site()
+
+
+def _res_name(kind: str, key) -> str | None:
+    if kind != "value":
+        return None
+    if isinstance(key.owner, C.CoreOp):
+        return _name(key.owner)
+    return key.block.parent_op().arg_name_list[key.index]
+
+
+def _func(name: str, src: C.FuncOp, arg_names: list[str], block: Block,
+          result: Attribute) -> C.FuncOp:
+    func = C.FuncOp(name, list(zip(arg_names, [a.type for a in block.args])), result,
+                    src.dim_names)
+    func.body.detach_block(0)
+    func.body.add_block(block)
+    return func
+
+
+class _Reverse:
+    """The reverse sweep: cotangents from the result back to the arguments."""
+
+    def __init__(self, sweep: _Sweep, b: _Builder, primal: Callable[[SSAValue], SSAValue],
+                 residual: Callable[[Operation], SSAValue]):
+        self.sweep, self.b, self.primal, self.residual = sweep, b, primal, residual
+        self.acc: dict[SSAValue, _Acc] = {}
+        self.active = _active_values(sweep.src, sweep.ops)
+
+    def run(self, dy: SSAValue) -> list[SSAValue]:
+        self.acc[self.sweep.result] = _Acc([dy])
+        for op in reversed(self.sweep.ops):
+            if not op.results or op.results[0] not in self.acc:
+                continue
+            r = op.results[0]
+            dr = self.total(r, _site_of(op), _name(op) or op.site.data.rsplit("/", 1)[-1])
+            self.rule(op, dr)
+        grads = []
+        for i, arg in enumerate(self.sweep.src.args):
+            if differentiable(arg.type):
+                name = self.sweep.src.arg_name_list[i]
+                grads.append(self.total(arg, f"{self.sweep.name}/%{i}", name))
+        return grads
+
+    # ---- accumulation ----
+    def add(self, v: SSAValue, contribution: SSAValue) -> None:
+        if v in self.active:
+            self.acc.setdefault(v, _Acc()).parts.append(contribution)
+
+    def add_sub(self, v: SSAValue, key, contribution: SSAValue) -> None:
+        if v in self.active:
+            self.acc.setdefault(v, _Acc()).sub.setdefault(key, []).append(contribution)
+
+    def total(self, v: SSAValue, site: str, name: str) -> SSAValue:
+        """The whole cotangent of v; its op is marked as the adjoint of v's site."""
+        acc = self.acc.pop(v, _Acc())
+        value = self._materialize(acc, v)
+        owner = value.owner
+        if isinstance(owner, C.CoreOp) and owner.parent_block() is self.b.block:
+            marks = [s.data for s in owner.attributes["adjoint"].data] \
+                if "adjoint" in owner.attributes else []
+            owner.attributes["adjoint"] = ArrayAttr([StringAttr(s) for s in marks + [site]])
+            if owner.source_name is None:
+                owner.attributes["name"] = StringAttr("d" + name)
+        return value
+
+    def _materialize(self, acc: _Acc, v: SSAValue) -> SSAValue:
+        t = v.type
+        parts = list(acc.parts)
+        if acc.sub:
+            parts.append(self._from_sub(acc.sub, v))
+        if not parts:
+            return self.b.emit(C.ZerosLikeOp(self.primal(v), site=self.b.site()))
+        return self.combine(parts, t)
+
+    def _from_sub(self, sub: dict, v: SSAValue) -> SSAValue:
+        t, b = v.type, self.b
+        if isinstance(t, TupleType):
+            items = []
+            for i, et in enumerate(t.types.data):
+                vals = sub.get(i)
+                items.append(self.combine(vals, et) if vals else
+                             b.emit(C.ZerosLikeOp(b.get(self.primal(v), i), site=b.site())))
+            return b.emit(C.TupleOp(items, site=b.site()))
+        assert isinstance(t, C.ParamsAttr)
+        decl = self.sweep.diff.decls[t.module_name]
+        fields = []
+        for entry in decl.entries:
+            f = entry.field.data
+            vals = sub.get(f)
+            if vals:
+                fields.append(self.combine(vals, C.field_type(t, f, decl)))
+            else:
+                read = b.emit(C.FieldOp(self.primal(v), f, site=b.site(), decl=decl))
+                fields.append(b.emit(C.ZerosLikeOp(read, site=b.site())))
+        return b.emit(C.TreeOp(fields, t, site=b.site()))
+
+    def combine(self, values: list[SSAValue], t: Attribute) -> SSAValue:
+        """The sum of cotangents of one value: tensors add, trees and tuples field-wise."""
+        if len(values) == 1:
+            return values[0]
+        b = self.b
+        if isinstance(t, C.TensorAttr):
+            total = values[0]
+            for v in values[1:]:
+                total = b.emit(C.AddOp(total, v, site=b.site(), result_type=t))
+            return total
+        if isinstance(t, TupleType):
+            items = [self.combine([b.get(v, i) for v in values], et)
+                     for i, et in enumerate(t.types.data)]
+            return b.emit(C.TupleOp(items, site=b.site()))
+        assert isinstance(t, C.ParamsAttr)
+        decl = self.sweep.diff.decls[t.module_name]
+        fields = []
+        for entry in decl.entries:
+            f = entry.field.data
+            reads = [b.emit(C.FieldOp(v, f, site=b.site(), decl=decl)) for v in values]
+            fields.append(self.combine(reads, C.field_type(t, f, decl)))
+        return b.emit(C.TreeOp(fields, t, site=b.site()))
+
+    # ---- the rules ----
+    def rule(self, op: Operation, dr: SSAValue) -> None:
+        for cls, method in _RULES:
+            if isinstance(op, cls):
+                method(self, op, dr)
+                return
+        raise DifferentiationError(f"{op.site.data}: no derivative rule for {op.name}")
+
+    def e(self, cls, *args, **kw) -> SSAValue:
+        return self.b.emit(cls(*args, site=self.b.site(), **kw))
+
+    def x(self, op, i: int = 0) -> SSAValue:
+        return self.primal(op.operands[i])
+
+    def y(self, op) -> SSAValue:
+        return self.primal(op.results[0])
+
+    def _unary(self, op: C.UnaryOp, dr: SSAValue) -> None:
+        derivative = _UNARY_DERIVATIVES.get(type(op))
+        if derivative is None:  # constant in its operand: heaviside
+            return
+        d = derivative(self, op, dr)
+        if d is not None:
+            self.add(op.operands[0], d)
+
+    def _back_to(self, operand: SSAValue, places: list[int], d: SSAValue,
+                 result: shapes.TensorType) -> SSAValue:
+        """A cotangent of an element-wise result, summed to one operand's shape."""
+        t = operand.type
+        assert isinstance(t, C.TensorAttr)
+        full = len(places) == len(result.axes) and t.shape.prefix == result.prefix
+        if full:
+            return d
+        return self.e(C.SumToOp, d, places, t.shape.prefix, t)
+
+    def _binary(self, op: C.BinaryOp, dr: SSAValue) -> None:
+        if isinstance(op, C.DotOp):
+            return self._dot(op, dr)
+        lhs, rhs = op.operands
+        result, pa, pb = shapes.alignment(lhs.type.shape, rhs.type.shape)
+        da, db = _BINARY_DERIVATIVES[type(op)](self, op, dr)
+        if da is not None:
+            self.add(lhs, self._back_to(lhs, pa, da, result))
+        if db is not None:
+            self.add(rhs, self._back_to(rhs, pb, db, result))
+
+    def _dot(self, op: C.DotOp, dr: SSAValue) -> None:
+        a_t, b_t = op.lhs.type.shape, op.rhs.type.shape
+        keep_a = len(a_t.axes) - 1
+        da = self.e(C.ContractOp, dr, self.x(op, 1),
+                    [keep_a + i for i in range(len(b_t.axes) - 1)],
+                    list(range(1, len(b_t.axes))), False, result_type=op.lhs.type)
+        db = self.e(C.ContractOp, self.x(op, 0), dr, list(range(keep_a)), list(range(keep_a)),
+                    a_t.prefix, result_type=op.rhs.type)
+        self.add(op.lhs, da)
+        self.add(op.rhs, db)
+
+    def _reduce(self, op: C.ReduceOp, dr: SSAValue) -> None:
+        xt = op.operand.type
+        places = _kept_places(xt.shape, op.axis_name)
+        kind = type(op)
+        if kind in (C.SumOp, C.MeanOp):
+            self.add(op.operand, self.e(C.SpreadOp, dr, self.x(op), places, mean=kind is C.MeanOp))
+            return
+        x, y = self.x(op), self.y(op)
+        ys = self.e(C.SpreadOp, y, x, places)
+        if kind is C.LogSumExpOp:
+            soft = self.e(C.ExpOp, self.e(C.SubOp, x, ys, result_type=xt))
+            self.add(op.operand, self.e(C.MulOp, self.e(C.SpreadOp, dr, x, places), soft,
+                                        result_type=xt))
+            return
+        # max and min: the cotangent is split evenly among the values that attain it.
+        gap = self.e(C.SubOp, ys, x, result_type=xt) if kind is C.MaxOp else \
+            self.e(C.SubOp, x, ys, result_type=xt)
+        below = self.e(C.HeavisideOp, gap, 0.0)
+        attains = self.e(C.SubOp, self.b.const(1.0), below, result_type=xt)
+        count = self.e(C.SumOp, attains, op.axis_name)
+        share = self.e(C.DivOp, dr, count, result_type=dr.type)
+        self.add(op.operand, self.e(C.MulOp, self.e(C.SpreadOp, share, x, places), attains,
+                                    result_type=xt))
+
+    def _softmax(self, op: C.SoftmaxOp, dr: SSAValue) -> None:
+        xt, y = op.operand.type, self.y(op)
+        axis = op.axis.data
+        p = self.e(C.MulOp, dr, y, result_type=xt)
+        s = self.e(C.SumOp, p, axis)
+        back = self.e(C.SpreadOp, s, y, _kept_places(xt.shape, axis))
+        self.add(op.operand, self.e(C.MulOp, y, self.e(C.SubOp, dr, back, result_type=xt),
+                                    result_type=xt))
+
+    def _broadcast(self, op: C.BroadcastOp, dr: SSAValue) -> None:
+        source, target = op.operand.type.shape, op.result.type.shape
+        _, places, _ = shapes.alignment(source, target)
+        self.add(op.operand, self._back_to(op.operand, places, dr, target))
+
+    def _tuple(self, op: C.TupleOp, dr: SSAValue) -> None:
+        for i, element in enumerate(op.elements):
+            if differentiable(element.type):
+                self.add(element, self.b.get(dr, i))
+
+    def _get(self, op: C.GetOp, dr: SSAValue) -> None:
+        self.add_sub(op.operand, op.index.value.data, dr)
+
+    def _field(self, op: C.FieldOp, dr: SSAValue) -> None:
+        self.add_sub(op.operand, op.field.data, dr)
+
+    def _call(self, op: C.CallOp, dr: SSAValue) -> None:
+        diff = self.sweep.diff
+        if self.sweep.store:
+            bwd = diff.bwd(op.callee_name)
+            grads = self.e(C.CallOp, bwd, [self.residual(op), dr], dims=op.dim_env)
+        else:
+            vjp = diff.vjp(op.callee_name)
+            args = [self.primal(a) for a in op.arguments]
+            grads = self.e(C.CallOp, vjp, [*args, dr], dims=op.dim_env)
+        i = 0
+        for a in op.arguments:
+            if differentiable(a.type):
+                self.add(a, self.b.get(grads, i))
+                i += 1
+
+    def _fold(self, op: C.FoldOp, dr: SSAValue) -> None:
+        vjp = self.sweep.diff.vjp(op.callee_name)
+        grads = self.e(C.FoldVjpOp, vjp.sym_name.data, self.primal(op.stacked),
+                       self.residual(op), dr, dims=op.dim_env)
+        self.add(op.stacked, self.b.get(grads, 0))
+        self.add(op.acc, self.b.get(grads, 1))
+
+    def _nothing(self, op: Operation, dr: SSAValue) -> None:
+        """Constants, real (of an f64), zeros: no differentiable operand."""
+
+
+def _active_values(src: C.FuncOp, ops: list[Operation]) -> set[SSAValue]:
+    """The values a cotangent can reach: those that depend on a differentiable argument.
+    A constant, an f64's `real`, and what only they feed get none."""
+    active = {a for a in src.args if differentiable(a.type)}
+    for op in ops:
+        if op.results and differentiable(op.results[0].type) and \
+                any(o in active for o in op.operands):
+            active.add(op.results[0])
+    return active
+
+
+def _site_of(op: Operation) -> str:
+    return op.site.data
+
+
+def _kept_places(t: shapes.TensorType, axis: str | None) -> list[int]:
+    """Where the axes a reduction keeps stand in its operand."""
+    if axis is None:
+        return []
+    k = t.index_of(axis)
+    return [i for i in range(len(t.axes)) if i != k]
+
+
+# ---- element-wise derivatives: each returns the operand's cotangent (dr times f') ----
+
+def _mul(r: _Reverse, a: SSAValue, b: SSAValue, t: Attribute) -> SSAValue:
+    return r.e(C.MulOp, a, b, result_type=t)
+
+
+def _d_neg(r, op, dr):
+    return r.e(C.NegOp, dr)
+
+
+def _d_sqrt(r, op, dr):
+    t = op.result.type
+    return r.e(C.DivOp, _mul(r, dr, r.b.const(0.5), t), r.y(op), result_type=t)
+
+
+def _d_exp(r, op, dr):
+    return _mul(r, dr, r.y(op), op.result.type)
+
+
+def _d_log(r, op, dr):
+    return r.e(C.DivOp, dr, r.x(op), result_type=op.result.type)
+
+
+def _d_tanh(r, op, dr):
+    t = op.result.type
+    square = r.e(C.PowIOp, r.y(op), 2)
+    return _mul(r, dr, r.e(C.SubOp, r.b.const(1.0), square, result_type=t), t)
+
+
+def _d_sigmoid(r, op, dr):
+    t, y = op.result.type, r.y(op)
+    slope = _mul(r, y, r.e(C.SubOp, r.b.const(1.0), y, result_type=t), t)
+    return _mul(r, dr, slope, t)
+
+
+def _d_relu(r, op, dr):
+    return _mul(r, dr, r.e(C.HeavisideOp, r.x(op), 0.0), op.result.type)
+
+
+def _d_abs(r, op, dr):
+    t, x = op.result.type, r.x(op)
+    sign = r.e(C.SubOp, r.e(C.HeavisideOp, x, 0.0), r.e(C.HeavisideOp, r.e(C.NegOp, x), 0.0),
+               result_type=t)
+    return _mul(r, dr, sign, t)
+
+
+def _d_gelu(r, op, dr):
+    """gelu'(x) = Φ(x) + x·φ(x), Φ(x) = (1 + erf(x/√2))/2, φ(x) = exp(−x²/2)/√(2π)."""
+    t, x = op.result.type, r.x(op)
+    erf = r.e(C.ErfOp, _mul(r, x, r.b.const(1 / math.sqrt(2.0)), t))
+    cdf = _mul(r, r.e(C.AddOp, r.b.const(1.0), erf, result_type=t), r.b.const(0.5), t)
+    gauss = r.e(C.ExpOp, _mul(r, r.e(C.PowIOp, x, 2), r.b.const(-0.5), t))
+    pdf = _mul(r, gauss, r.b.const(1 / math.sqrt(2.0 * math.pi)), t)
+    slope = r.e(C.AddOp, cdf, _mul(r, x, pdf, t), result_type=t)
+    return _mul(r, dr, slope, t)
+
+
+def _d_erf(r, op, dr):
+    t, x = op.result.type, r.x(op)
+    gauss = r.e(C.ExpOp, r.e(C.NegOp, r.e(C.PowIOp, x, 2)))
+    return _mul(r, dr, _mul(r, gauss, r.b.const(2 / math.sqrt(math.pi)), t), t)
+
+
+def _d_softplus(r, op, dr):
+    return _mul(r, dr, r.e(C.SigmoidOp, r.x(op)), op.result.type)
+
+
+def _d_sin(r, op, dr):
+    return _mul(r, dr, r.e(C.CosOp, r.x(op)), op.result.type)
+
+
+def _d_cos(r, op, dr):
+    return r.e(C.NegOp, _mul(r, dr, r.e(C.SinOp, r.x(op)), op.result.type))
+
+
+def _d_powi(r, op, dr):
+    n, t = op.n.value.data, op.result.type
+    if n == 0:
+        return None
+    if n == 1:
+        return dr
+    base = r.x(op) if n == 2 else r.e(C.PowIOp, r.x(op), n - 1)
+    return _mul(r, dr, _mul(r, base, r.b.const(float(n)), t), t)
+
+
+_UNARY_DERIVATIVES: dict[type, Callable] = {
+    C.NegOp: _d_neg, C.SqrtOp: _d_sqrt, C.ExpOp: _d_exp, C.LogOp: _d_log, C.TanhOp: _d_tanh,
+    C.SigmoidOp: _d_sigmoid, C.ReluOp: _d_relu, C.AbsOp: _d_abs, C.GeluOp: _d_gelu,
+    C.ErfOp: _d_erf, C.SoftplusOp: _d_softplus, C.SinOp: _d_sin, C.CosOp: _d_cos,
+    C.PowIOp: _d_powi,
+}
+
+
+# ---- binary derivatives: each returns the cotangents at the result's shape ----
+
+def _b_add(r, op, dr):
+    return dr, dr
+
+
+def _b_sub(r, op, dr):
+    return dr, r.e(C.NegOp, dr)
+
+
+def _b_mul(r, op, dr):
+    t = op.result.type
+    return _mul(r, dr, r.x(op, 1), t), _mul(r, dr, r.x(op, 0), t)
+
+
+def _b_div(r, op, dr):
+    t, b = op.result.type, r.x(op, 1)
+    da = r.e(C.DivOp, dr, b, result_type=t)
+    db = r.e(C.NegOp, r.e(C.DivOp, _mul(r, dr, r.y(op), t), b, result_type=t))
+    return da, db
+
+
+def _b_extremum(larger: bool):
+    """maximum (larger) or minimum: each side takes the cotangent where it wins, half of it
+    where they tie."""
+    def rule(r, op, dr):
+        t, a, b = op.result.type, r.x(op, 0), r.x(op, 1)
+        a_wins = r.e(C.SubOp, a, b, result_type=t) if larger else \
+            r.e(C.SubOp, b, a, result_type=t)
+        b_wins = r.e(C.NegOp, a_wins)
+        return (_mul(r, dr, r.e(C.HeavisideOp, a_wins, 0.5), t),
+                _mul(r, dr, r.e(C.HeavisideOp, b_wins, 0.5), t))
+    return rule
+
+
+def _b_pow(r, op, dr):
+    """d(aᵇ) = b·aᵇ⁻¹ da + aᵇ·log a db."""
+    t, a, b = op.result.type, r.x(op, 0), r.x(op, 1)
+    lower = r.e(C.PowOp, a, r.e(C.SubOp, b, r.b.const(1.0), result_type=b.type), result_type=t)
+    da = _mul(r, dr, _mul(r, b, lower, t), t)
+    db = _mul(r, dr, _mul(r, r.y(op), r.e(C.LogOp, a), t), t)
+    return da, db
+
+
+_BINARY_DERIVATIVES: dict[type, Callable] = {
+    C.AddOp: _b_add, C.SubOp: _b_sub, C.MulOp: _b_mul, C.DivOp: _b_div,
+    C.MaximumOp: _b_extremum(True), C.MinimumOp: _b_extremum(False), C.PowOp: _b_pow,
+}
+
+_RULES: list[tuple[type, Callable]] = [
+    (C.SoftmaxOp, _Reverse._softmax),
+    (C.UnaryOp, _Reverse._unary),
+    (C.BinaryOp, _Reverse._binary),
+    (C.ReduceOp, _Reverse._reduce),
+    (C.BroadcastOp, _Reverse._broadcast),
+    (C.TupleOp, _Reverse._tuple),
+    (C.GetOp, _Reverse._get),
+    (C.FieldOp, _Reverse._field),
+    (C.CallOp, _Reverse._call),
+    (C.FoldOp, _Reverse._fold),
+    (C.ConstantOp, _Reverse._nothing),
+    (C.RealOp, _Reverse._nothing),
+    (C.ZerosLikeOp, _Reverse._nothing),
+]
+
+
+@dataclass(frozen=True)
+class DifferentiatePass(ModulePass):
+    """psk-differentiate{remat=store entries=loss}: replace every grad, and differentiate
+    the `entries` (comma-separated) too."""
+
+    name = "psk-differentiate"
+
+    remat: str = "store"
+    entries: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        names = [n for n in self.entries.split(",") if n]
+        Differentiator(op, self.remat).run(names)
+
+
