@@ -81,6 +81,9 @@ def parse_dims(items: list[str]) -> dict[str, int]:
         m = re.fullmatch(r"\s*(\w+)\s*=\s*(\d+)\s*", item)
         if m is None:
             raise UsageError(f"presk: --dim {item}: expected NAME=N, e.g. --dim B=4")
+        if int(m.group(2)) == 0:
+            # An empty axis has no mean and no max: the interpreter would fail on it.
+            raise UsageError(f"presk: --dim {item}: a dim is 1 or more")
         dims[m.group(1)] = int(m.group(2))
     return dims
 

@@ -465,6 +465,15 @@ def test_run_malformed_dim() -> None:
     assert line == "presk: --dim B=four: expected NAME=N, e.g. --dim B=4"
 
 
+@pytest.mark.parametrize("name", ["03_activations", "07_train"])
+def test_run_with_a_dim_of_zero(name: str) -> None:
+    """`--dim B=0` ran: a mean over no element printed nan, and a max over none (03's
+    `max(gap)`) was a ValueError traceback."""
+    line = usage_error(presk("run", str(TUTORIAL / f"{name}.psk"), "--entry", "loss",
+                             "--dim", "B=0", "--engine", "f64"))
+    assert line == "presk: --dim B=0: a dim is 1 or more"
+
+
 def test_run_unknown_entry() -> None:
     line = usage_error(presk("run", T07, "--entry", "lose", "--dim", "B=4"))
     assert line == ("presk: no function `lose` (the functions: Linear.apply, RMSNorm.apply, "
