@@ -120,10 +120,15 @@ def initial_weights(fields: list[Field], seed: int) -> dict[str, np.ndarray]:
 def load_tensors(path: str) -> dict[str, np.ndarray]:
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
+    if os.path.isdir(path):
+        raise WeightsError(f"{path}: is a directory, not a safetensors file")
     if not os.path.isfile(path):
         raise WeightsError(f"{path}: no such file")
     try:
         return load_file(path)
+    except TypeError as exc:  # a dtype numpy has not, e.g. bfloat16
+        raise WeightsError(f"{path}: a tensor's dtype cannot be read ({exc}); store F64, "
+                           "F32 or F16") from None
     except (SafetensorError, OSError, ValueError) as exc:
         raise WeightsError(f"{path}: not a safetensors file ({exc})") from None
 
@@ -142,13 +147,20 @@ def check_tensors(tensors: dict[str, np.ndarray], fields: list[Field], path: str
 def save_tensors(tensors: dict[str, np.ndarray], path: str) -> None:
     """Write a safetensors file atomically: a temporary file, then a rename."""
     from safetensors.numpy import save_file
+    if os.path.isdir(path):
+        raise WeightsError(f"{path}: is a directory; give a file name")
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".safetensors", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".safetensors", dir=directory)
+    except OSError as exc:
+        raise WeightsError(f"{path}: cannot write ({exc.strerror or exc})") from None
     os.close(fd)
     try:
         # np.require keeps a 0-d array 0-d (ℝ[]); np.ascontiguousarray would make it [1].
         save_file({k: np.require(v, requirements="C") for k, v in tensors.items()}, tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise WeightsError(f"{path}: cannot write ({exc.strerror or exc})") from None
         raise

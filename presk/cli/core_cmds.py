@@ -148,11 +148,20 @@ def _entry(args: argparse.Namespace, module):
         raise UsageError(f"presk: {exc}") from None
 
 
+def _save(tensors, path: str) -> None:
+    """Write a safetensors file; a path that cannot be written is one line, exit code 2."""
+    from ..analysis.weights import WeightsError, save_tensors
+    try:
+        save_tensors(tensors, path)
+    except WeightsError as exc:
+        raise UsageError(f"presk: {exc}") from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from ..analysis import entry as E
     from ..analysis.interpret import Interpreter
     from ..analysis.numbers import number_system
-    from ..analysis.weights import WeightsError, save_tensors
+    from ..analysis.weights import WeightsError
     module, _ = load_core(args.file)
     entry = _entry(args, module)
     numbers = number_system(None if args.engine == "f64" else args.bits)
@@ -169,7 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for path, value in flat.items():
         print(f"  {path} = {_show(value)}")
     if args.out:
-        save_tensors({k: numbers.to_f64(v) for k, v in flat.items()}, args.out)
+        _save({k: numbers.to_f64(v) for k, v in flat.items()}, args.out)
         print(f"  written to {args.out}")
     return 0
 
@@ -186,13 +195,12 @@ def _show(value: Any) -> str:
 
 def cmd_init(args: argparse.Namespace) -> int:
     from ..analysis import entry as E
-    from ..analysis.weights import save_tensors
     module, _ = load_core(args.file)
     entry = _entry(args, module)
     if not entry.fields:
         raise UsageError(f"presk: `{args.entry}` takes no parameter tree")
     tensors = E.weights(entry, args.seed, None)
-    save_tensors(tensors, args.output)
+    _save(tensors, args.output)
     reals = sum(int(v.size) for v in tensors.values())
     print(f"presk init: {len(tensors)} tensors, {reals} reals, seed {args.seed}, "
           f"into {args.output}")

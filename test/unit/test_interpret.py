@@ -779,3 +779,44 @@ def test_named_axes_align_as_numpy_says(case, numbers) -> None:
     got = numbers.to_f64(Interpreter(module, numbers).run("f", args))
     assert got.shape == np.shape(expected)
     np.testing.assert_allclose(got, expected, rtol=1e-14, atol=0)
+
+
+# ---- files that cannot be read or written: one line, exit code 2, not a traceback ----
+
+def test_out_into_a_missing_directory(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere" / "r.safetensors"
+    done = presk("run", T07, "--entry", "loss", "--dim", "B=4", "--engine", "f64",
+                 "--out", str(path))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"presk: {path}: cannot write (No such file or directory)"]
+    line = usage_error(presk("init", T07, "--entry", "loss", "--dim", "B=4", "-o", str(path)))
+    assert line == f"presk: {path}: cannot write (No such file or directory)"
+
+
+def test_out_onto_a_directory(tmp_path: Path) -> None:
+    line = usage_error(presk("init", T07, "--entry", "loss", "--dim", "B=4", "-o",
+                             str(tmp_path)))
+    assert line == f"presk: {tmp_path}: is a directory; give a file name"
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
+def test_weights_that_are_a_directory(tmp_path: Path) -> None:
+    line = usage_error(presk("run", T07, "--entry", "loss", "--dim", "B=4",
+                             "--weights", str(tmp_path)))
+    assert line == f"presk: {tmp_path}: is a directory, not a safetensors file"
+
+
+def test_weights_in_bfloat16(tmp_path: Path) -> None:
+    """A safetensors file numpy cannot read (BF16, as PyTorch writes) was a TypeError
+    traceback."""
+    import json
+    import struct
+    header = json.dumps({"final.γ": {"dtype": "BF16", "shape": [4],
+                                     "data_offsets": [0, 8]}}).encode()
+    header += b" " * (-len(header) % 8)
+    path = tmp_path / "w.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(8))
+    line = usage_error(presk("run", T07, "--entry", "loss", "--dim", "B=4",
+                             "--weights", str(path)))
+    assert line.startswith(f"presk: {path}: a tensor's dtype cannot be read (")
+    assert line.endswith("); store F64, F32 or F16")
