@@ -126,3 +126,11 @@ def flatten_result(value, path: str = "result") -> dict[str, object]:
             out.update(flatten_result(v, f"{path}.{i}"))
         return out
     return {path: value}
+
+
+def flatten_gradient(entry: Entry, grad) -> dict[str, object]:
+    """The gradient in the entry's first argument, keyed `grad.<path>`."""
+    if isinstance(grad, Tree):
+        return {f"grad.{path}": value for path, value in grad.items()}
+    name = entry.func.arg_name_list[0]
+    return flatten_result(grad, f"grad.{name}")

@@ -109,7 +109,45 @@ def reached(module, entry: str) -> list[str]:
     return [name for name in funcs if name in seen]
 
 
+def differentiate(module, entries: list[str], remat: str) -> None:
+    """Replace every grad, and differentiate `entries`: psk-differentiate."""
+    from ..transforms.differentiate import DifferentiationError, Differentiator
+    try:
+        Differentiator(module, remat).run(entries)
+    except DifferentiationError as exc:
+        print(f"presk: error: {exc}", file=sys.stderr)
+        raise ProgramError() from None
+
+
+def count_ops(module, names: list[str]) -> int:
+    from ..dialects import core as C
+    funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, C.FuncOp)}
+    return sum(len([o for o in funcs[n].body.block.ops if not isinstance(o, C.ReturnOp)])
+               for n in names)
+
+
+def dump_vjp(args: argparse.Namespace) -> int:
+    if not args.entry:
+        raise UsageError("presk dump: --stage vjp needs --entry, e.g. --entry loss")
+    module, _ = load_core(args.file)
+    forward = reached(module, args.entry)
+    differentiate(module, [args.entry], args.remat)
+    if args.format == "mlir":
+        print(module)
+        return 0
+    from ..emit.core_listing import format_module
+    names = [n for n in reached(module, args.entry + ".vjp") if n not in forward]
+    ops, before = count_ops(module, names), count_ops(module, forward)
+    print(f"The vjp of {args.entry} under --remat {args.remat}: {len(names)} functions, "
+          f"{ops} operations, {ops / before:.2f}× the {before} of the forward it reaches "
+          f"({len(forward)} functions).\n")
+    print(format_module(module, names).rstrip("\n"))
+    return 0
+
+
 def dump_core(args: argparse.Namespace) -> int:
+    if args.stage == "vjp":
+        return dump_vjp(args)
     module, program = load_core(args.file)
     if args.format == "mlir":
         print(module)
@@ -163,6 +201,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..analysis.numbers import number_system
     from ..analysis.weights import WeightsError
     module, _ = load_core(args.file)
+    differentiate(module, [args.entry] if args.grad else [], args.remat)
     entry = _entry(args, module)
     numbers = number_system(None if args.engine == "f64" else args.bits)
     try:
@@ -170,9 +209,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         values = E.inputs(entry, args.seed, args.inputs)
     except WeightsError as exc:
         raise UsageError(f"presk: {exc}") from None
-    result = Interpreter(module, numbers).run(
-        args.entry, E.arguments(entry, numbers, params, values), entry.dims)
-    flat = E.flatten_result(result)
+    arguments = E.arguments(entry, numbers, params, values)
+    interpreter = Interpreter(module, numbers)
+    if args.grad:
+        with numbers.context():
+            one = numbers.constant(1.0)
+        result, *grads = interpreter.run(args.entry + ".value_vjp", arguments + [one],
+                                         entry.dims)
+        flat = E.flatten_result(result)
+        flat.update(E.flatten_gradient(entry, grads[0]))
+    else:
+        flat = E.flatten_result(interpreter.run(args.entry, arguments, entry.dims))
     print(f"{args.entry} at " + ", ".join(f"{k} = {v}" for k, v in entry.dims.items())
           + f" in {numbers.name}:" if entry.dims else f"{args.entry} in {numbers.name}:")
     for path, value in flat.items():
@@ -221,6 +268,10 @@ def add_run(sub: Any) -> None:
     p.add_argument("--inputs", help="a safetensors file of inputs keyed by argument path "
                    "(`batch.0`); absent ones are drawn from the seed")
     p.add_argument("--out", help="write the result to this safetensors file")
+    p.add_argument("--grad", action="store_true",
+                   help="also the gradient in the entry's first argument (`grad.<path>`)")
+    p.add_argument("--remat", choices=["store", "recompute"], default="store",
+                   help="with --grad: what the forward sweep keeps for the reverse one")
     p.set_defaults(run=cmd_run)
 
 

@@ -26,8 +26,16 @@ PRESK_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "psk_core": _core,
 }
 
+def _differentiate() -> type[ModulePass]:
+    from presk.transforms.differentiate import DifferentiatePass
+
+    return DifferentiatePass
+
+
 # Passes join this table as they land: name → a function returning the pass class.
-PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
+PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "psk-differentiate": _differentiate,
+}
 
 
 class PreskOptMain(xDSLOptMain):

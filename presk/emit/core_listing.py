@@ -179,8 +179,8 @@ def _spread(op: core.SpreadOp) -> str:
 
 def _contract(op: core.ContractOp) -> str:
     lhs, rhs, prefix = op.axes
-    pairs = ", ".join(f"{i}·{j}" for i, j in zip(lhs, rhs)) + (", ...·..." if prefix else "")
-    return f"contract {value_name(op.lhs)}, {value_name(op.rhs)} over {pairs or 'nothing'}"
+    pairs = [f"{i}·{j}" for i, j in zip(lhs, rhs)] + (["...·..."] if prefix else [])
+    return f"contract {value_name(op.lhs)}, {value_name(op.rhs)} over {', '.join(pairs) or 'nothing'}"
 
 
 def _zeros_like(op: core.ZerosLikeOp) -> str:

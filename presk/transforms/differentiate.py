@@ -170,7 +170,8 @@ class Differentiator:
         result = TupleType([src.result_type, *cts]) if with_value else TupleType(cts)
         suffix = ".value_vjp" if with_value else ".vjp"
         args = list(zip(src.arg_name_list, src.function_type.inputs.data))
-        func = C.FuncOp(name + suffix, args + [("dy", src.result_type)], result, src.dim_names)
+        func = C.FuncOp(name + suffix, args + [(_cotangent_name(src), src.result_type)], result,
+                        src.dim_names)
         b = _Builder(name + suffix, len(args) + 1, func.body.block)
         block_args = list(func.body.block.args)
         t = b.emit(C.CallOp(fwd, block_args[:-1], site=b.site(), dims=_own_dims(src)))
@@ -203,6 +204,16 @@ class Differentiator:
         op.results[0].replace_all_uses_with(result)
         op.detach()
         op.erase()
+
+
+def _cotangent_name(func: C.FuncOp) -> str:
+    """The name of the result's cotangent: `d` and the result's name, `d%7` for loss."""
+    ret = func.body.block.last_op
+    assert isinstance(ret, C.ReturnOp)
+    value = ret.value
+    if isinstance(value.owner, C.CoreOp):
+        return "d" + (_name(value.owner) or value.owner.site.data.rsplit("/", 1)[-1])
+    return "d" + func.arg_name_list[value.index]
 
 
 def _own_dims(func: C.FuncOp) -> dict:
@@ -296,8 +307,7 @@ class _Sweep:
         grads = _Reverse(self, b, primal, residual).run(dy)
         out = b.emit(C.TupleOp(grads, site=b.site()))
         b.block.add_op(C.ReturnOp(out, site=f"{b.name}/%{b.n}"))
-        names = ["res", "dy"]
-        return _func(b.name, src, names, b.block, out.type)
+        return _func(b.name, src, ["res", _cotangent_name(src)], b.block, out.type)
 
 
 def _need(needed: list, b: _Builder, key: tuple, t: Attribute) -> SSAValue:
@@ -480,21 +490,22 @@ class _Reverse:
         lhs, rhs = op.operands
         result, pa, pb = shapes.alignment(lhs.type.shape, rhs.type.shape)
         da, db = _BINARY_DERIVATIVES[type(op)](self, op, dr)
-        if da is not None:
-            self.add(lhs, self._back_to(lhs, pa, da, result))
-        if db is not None:
-            self.add(rhs, self._back_to(rhs, pb, db, result))
+        if lhs in self.active:
+            self.add(lhs, self._back_to(lhs, pa, da(), result))
+        if rhs in self.active:
+            self.add(rhs, self._back_to(rhs, pb, db(), result))
 
     def _dot(self, op: C.DotOp, dr: SSAValue) -> None:
         a_t, b_t = op.lhs.type.shape, op.rhs.type.shape
         keep_a = len(a_t.axes) - 1
-        da = self.e(C.ContractOp, dr, self.x(op, 1),
-                    [keep_a + i for i in range(len(b_t.axes) - 1)],
-                    list(range(1, len(b_t.axes))), False, result_type=op.lhs.type)
-        db = self.e(C.ContractOp, self.x(op, 0), dr, list(range(keep_a)), list(range(keep_a)),
-                    a_t.prefix, result_type=op.rhs.type)
-        self.add(op.lhs, da)
-        self.add(op.rhs, db)
+        if op.lhs in self.active:
+            self.add(op.lhs, self.e(C.ContractOp, dr, self.x(op, 1),
+                                    [keep_a + i for i in range(len(b_t.axes) - 1)],
+                                    list(range(1, len(b_t.axes))), False,
+                                    result_type=op.lhs.type))
+        if op.rhs in self.active:
+            self.add(op.rhs, self.e(C.ContractOp, self.x(op, 0), dr, list(range(keep_a)),
+                                    list(range(keep_a)), a_t.prefix, result_type=op.rhs.type))
 
     def _reduce(self, op: C.ReduceOp, dr: SSAValue) -> None:
         xt = op.operand.type
@@ -687,47 +698,57 @@ _UNARY_DERIVATIVES: dict[type, Callable] = {
 }
 
 
-# ---- binary derivatives: each returns the cotangents at the result's shape ----
+# ---- binary derivatives: each returns two thunks, the cotangents at the result's shape;
+# only those of operands a cotangent can reach are computed ----
 
 def _b_add(r, op, dr):
-    return dr, dr
+    return (lambda: dr), (lambda: dr)
 
 
 def _b_sub(r, op, dr):
-    return dr, r.e(C.NegOp, dr)
+    return (lambda: dr), (lambda: r.e(C.NegOp, dr))
 
 
 def _b_mul(r, op, dr):
     t = op.result.type
-    return _mul(r, dr, r.x(op, 1), t), _mul(r, dr, r.x(op, 0), t)
+    return (lambda: _mul(r, dr, r.x(op, 1), t)), (lambda: _mul(r, dr, r.x(op, 0), t))
 
 
 def _b_div(r, op, dr):
-    t, b = op.result.type, r.x(op, 1)
-    da = r.e(C.DivOp, dr, b, result_type=t)
-    db = r.e(C.NegOp, r.e(C.DivOp, _mul(r, dr, r.y(op), t), b, result_type=t))
-    return da, db
+    t = op.result.type
+
+    def db():
+        scaled = _mul(r, dr, r.y(op), t)
+        return r.e(C.NegOp, r.e(C.DivOp, scaled, r.x(op, 1), result_type=t))
+    return (lambda: r.e(C.DivOp, dr, r.x(op, 1), result_type=t)), db
 
 
 def _b_extremum(larger: bool):
     """maximum (larger) or minimum: each side takes the cotangent where it wins, half of it
     where they tie."""
     def rule(r, op, dr):
-        t, a, b = op.result.type, r.x(op, 0), r.x(op, 1)
-        a_wins = r.e(C.SubOp, a, b, result_type=t) if larger else \
-            r.e(C.SubOp, b, a, result_type=t)
-        b_wins = r.e(C.NegOp, a_wins)
-        return (_mul(r, dr, r.e(C.HeavisideOp, a_wins, 0.5), t),
-                _mul(r, dr, r.e(C.HeavisideOp, b_wins, 0.5), t))
+        t = op.result.type
+
+        def side(first: int):
+            a, b = r.x(op, first), r.x(op, 1 - first)
+            wins = r.e(C.SubOp, a, b, result_type=t) if larger else \
+                r.e(C.SubOp, b, a, result_type=t)
+            return _mul(r, dr, r.e(C.HeavisideOp, wins, 0.5), t)
+        return (lambda: side(0)), (lambda: side(1))
     return rule
 
 
 def _b_pow(r, op, dr):
     """d(aᵇ) = b·aᵇ⁻¹ da + aᵇ·log a db."""
-    t, a, b = op.result.type, r.x(op, 0), r.x(op, 1)
-    lower = r.e(C.PowOp, a, r.e(C.SubOp, b, r.b.const(1.0), result_type=b.type), result_type=t)
-    da = _mul(r, dr, _mul(r, b, lower, t), t)
-    db = _mul(r, dr, _mul(r, r.y(op), r.e(C.LogOp, a), t), t)
+    t = op.result.type
+
+    def da():
+        a, b = r.x(op, 0), r.x(op, 1)
+        less = r.e(C.SubOp, b, r.b.const(1.0), result_type=b.type)
+        return _mul(r, dr, _mul(r, b, r.e(C.PowOp, a, less, result_type=t), t), t)
+
+    def db():
+        return _mul(r, dr, _mul(r, r.y(op), r.e(C.LogOp, r.x(op, 0)), t), t)
     return da, db
 
 
