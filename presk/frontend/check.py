@@ -202,9 +202,11 @@ class FnChecker:
                 raise error("E0402", "`%` applies to naturals", e.span)
             if deps:
                 # Hyperparameters are fixed per call; PSK-Core computes only in ℝ.
+                operand = next((x.dotted for x in (e.lhs, e.rhs) if isinstance(x, A.Name)), "…")
                 raise error("E0402", f"`{_OPS[e.op]}` on a hyperparameter argument: "
                             "arithmetic on f64 and nat is static only", e.span,
-                            "compute in ℝ: real(eps) * 2")
+                            None if e.op == "mod" else
+                            f"compute in ℝ: real({operand}) {_OPS[e.op]} …")
             return (F64 if e.op == "div" else lt), deps
         hint = "convert a hyperparameter with real(…)" if F64 in (lt, rt) or NAT in (lt, rt) else None
         raise error("E0402", f"`{_OPS[e.op]}` cannot combine {_kind(lt)} and {_kind(rt)}",
@@ -306,7 +308,8 @@ class FnChecker:
                 raise error("E0404", str(exc), axes[0].span,
                             f"its axes are named: {', '.join(t.names()) or 'none'}") from None
         if axis is not None and t.index_of(axis) is None:
-            raise error("E0404", f"{t} has no axis `{axis}`", axes[0].span)
+            raise error("E0404", f"{t} has no axis `{axis}`", axes[0].span,
+                        f"its axes are named: {', '.join(t.names()) or 'none'}")
         return t, deps
 
     def _elementwise2(self, e: A.Call, name: str, pos: list[A.Arg]):
