@@ -820,3 +820,9 @@ def test_weights_in_bfloat16(tmp_path: Path) -> None:
                              "--weights", str(path)))
     assert line.startswith(f"presk: {path}: a tensor's dtype cannot be read (")
     assert line.endswith("); store F64, F32 or F16")
+
+
+def test_run_an_entry_with_a_polymorphic_prefix() -> None:
+    line = usage_error(presk("run", str(TUTORIAL / "06_tower.psk"), "--entry", "Tower.apply"))
+    assert line == ("presk: the entry's argument `x` is ℝ[..., model: 4]: its `...` has no "
+                    "value; call the entry from a function with fixed axes")
