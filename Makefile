@@ -24,7 +24,8 @@ test: $(STAMP)
 # Golden files: regenerate them with the commands whose output they hold; tests compare.
 golden: $(STAMP)
 	mkdir -p test/golden
-	$(BIN)/presk dump tutorial/07_train.psk --stage core --entry loss > test/golden/core_loss.txt.tmp
+	$(BIN)/presk dump tutorial/07_train.psk --stage core --entry loss > test/golden/core_loss.txt.tmp \
+	  || { rm -f test/golden/core_loss.txt.tmp; exit 1; }
 	mv test/golden/core_loss.txt.tmp test/golden/core_loss.txt
 
 clean:
