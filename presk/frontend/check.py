@@ -153,10 +153,16 @@ class FnChecker:
                 return self._fields(e, local.type, head, rest), local.deps
             e.ref = LocalRef(head)
             return local.type, local.deps
+        member = self.module.member(head) if self.module else None
+        if rest and isinstance(member, UseInfo):
+            raise error("E0204", f"unknown name `{e.dotted}`", e.span,
+                        f"a sub-module's fields are read through θ: `θ.{e.dotted}`")
+        if rest and member is not None:
+            raise error("E0206", f"`{head}` is {_kind(member.type)}, which has no field "
+                        f"`{rest[0]}`", e.span)
         if rest:
             raise error("E0204", f"unknown name `{e.dotted}`", e.span,
                         did_you_mean(head, self.scope))
-        member = self.module.member(head) if self.module else None
         theta = {"θ": C_INF} if self.module else {}
         if member is not None and hasattr(member, "init"):
             e.ref = ParamRef(member)  # type: ignore[arg-type]
@@ -457,8 +463,12 @@ class FnChecker:
             raise error("E0409", f"a stack applies a function of one tensor; `{fn.name}` takes "
                         f"{_count(params)}", e.span)
         pos = [a for a in e.args if a.keyword is None and a.axis is None]
-        if len(pos) != 1 or len(e.args) != 1:
-            raise error("E0405", f"`{e.callee.dotted}` takes 1 argument, given {len(e.args)}",
+        extra = next((a for a in e.args if a.keyword is not None or a.axis is not None), None)
+        if extra is not None:
+            raise error("E0405", f"`{e.callee.dotted}` takes its one argument by position, "
+                        "with no `axis`", extra.span)
+        if len(pos) != 1:
+            raise error("E0405", f"`{e.callee.dotted}` takes 1 argument, given {len(pos)}",
                         e.span)
         t, d = self.value(pos[0].expr, params[0].type)  # type: ignore[arg-type]
         env = dict(ref.dims)

@@ -12,7 +12,7 @@ import math
 
 from ..shapes import Axis, Size, TensorType
 from . import ast as A
-from .check import BUILTINS, FnChecker
+from .check import BUILTINS, FnChecker, _kind
 from .diagnostics import CompileError, Diagnostic, did_you_mean, error
 from .load import import_target, load_program
 from .program import (
@@ -315,9 +315,17 @@ class Elaborator:
             raise error("E0205", f"unknown function `{path[0]}`", span,
                         did_you_mean(path[0], known))
         head = path[0]
-        member = m.member(head) if m is not None and head not in checker.scope else None
+        if head in checker.scope and head not in info.imports:
+            t = checker.scope[head].type
+            raise error("E0206", f"`{head}` is {_kind(t)}, which has no functions", span,
+                        f"pass the tree to its module's function: `{t.module.name}."
+                        f"{path[-1]}({head}, …)`" if isinstance(t, ParamsT) else None)
+        member = m.member(head) if m is not None else None
         if isinstance(member, UseInfo) and len(path) == 2:
             return self._use_call(member, path[1], span)
+        if isinstance(member, ParamInfo):
+            raise error("E0206", f"`{head}` is a parameter, {member.type}, not a sub-module: "
+                        "it has no functions", span)
         if len(path) == 2 and head in info.imports and path[1] in info.imports[head].fns:
             return FnRef(info.imports[head].fns[path[1]], {}, "explicit", None, [])
         module = self.find_module(info, path[:-1], span)
