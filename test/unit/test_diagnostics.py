@@ -357,6 +357,32 @@ CASES = [
          "E0401", "axis sizes 4 and 5 differ in ℝ[3, 4] and ℝ[5, 2]", "main.psk:2:3"),
     case("power-of-tuple", "fn f(p : (ℝ[], ℝ[])) -> ℝ[] =\n  p ^ 2\n",
          "E0408", "cannot raise (ℝ[], ℝ[]) to a power", "main.psk:2:3"),
+    case("field-of-a-use-without-theta",
+         'import "lin.psk" as lin\nmodule M {\n  use l : lin.Linear{4, 4}\n'
+         "  fn apply(x : ℝ[4]) -> ℝ[4] = l.b\n}\n",
+         "E0204", "unknown name `l.b`", "main.psk:4:32", hint="read through θ: `θ.l.b`",
+         files={"lin.psk": LINEAR}),
+    case("field-of-a-parameter", "module M {\n  param w : ℝ[4] init = zeros\n"
+         "  fn apply(x : ℝ[4]) -> ℝ[4] = w.b\n}\n",
+         "E0206", "`w` is a tensor ℝ[4], which has no field `b`", "main.psk:3:32"),
+    case("function-of-a-parameter", "module M {\n  param p : ℝ[4] init = zeros\n"
+         "  fn apply(x : ℝ[4]) -> ℝ[4] = p.apply(x)\n}\n",
+         "E0206", "`p` is a parameter, ℝ[4], not a sub-module", "main.psk:3:32"),
+    case("function-of-a-tree",
+         'import "lin.psk" as lin\nfn f(θ : params lin.Linear{4, 4}, x : ℝ[4]) -> ℝ[4] =\n'
+         "  θ.apply(x)\n",
+         "E0206", "`θ` is params Linear{4, 4}, which has no functions", "main.psk:3:3",
+         hint="`Linear.apply(θ, …)`", files={"lin.psk": LINEAR}),
+    case("stack-with-axis",
+         'import "lin.psk" as lin\nmodule S {\n  use s : stack{2}(lin.Linear{4, 4})\n'
+         "  fn apply(x : ℝ[..., 4]) -> ℝ[..., 4] = s.apply(axis q)\n}\n",
+         "E0405", "`s.apply` takes its one argument by position", "main.psk:4:50",
+         files={"lin.psk": LINEAR}),
+    case("stack-with-two-arguments",
+         'import "lin.psk" as lin\nmodule S {\n  use s : stack{2}(lin.Linear{4, 4})\n'
+         "  fn apply(x : ℝ[..., 4]) -> ℝ[..., 4] = s.apply(x, x)\n}\n",
+         "E0405", "`s.apply` takes 1 argument, given 2", "main.psk:4:42",
+         files={"lin.psk": LINEAR}),
     # ---- regressions: each of these once gave a traceback or a wrong place ----
     case("static-overflow", "const X : f64 = 10.0 ^ 400\n",
          "E0605", "the value is too large", "main.psk:1:17"),
