@@ -275,20 +275,41 @@ def _fold_scan(it: Interpreter, op: C.FoldScanOp, args: list) -> tuple:
 def _fold_vjp(it: Interpreter, op: C.FoldVjpOp, args: list) -> tuple:
     tree, carries, dy = args
     callee = it.funcs[op.callee_name]
+    return _reverse_fold(len(carries) - 1, lambda i, d: it.call(callee, [tree.at(i), carries[i], d]), dy)
+
+
+def _fold_fwd(it: Interpreter, op: C.FoldFwdOp, args: list) -> tuple:
+    tree, acc = args
+    callee = it.funcs[op.callee_name]
+    steps = []
+    for i in range(len(op.result.type.types.data)):
+        steps.append(it.call(callee, [tree.at(i), acc]))
+        acc = steps[-1][0]
+    return tuple(steps)
+
+
+def _fold_bwd(it: Interpreter, op: C.FoldBwdOp, args: list) -> tuple:
+    _, steps, dy = args
+    callee = it.funcs[op.callee_name]
+    return _reverse_fold(len(steps), lambda i, d: it.call(callee, [steps[i], d]), dy)
+
+
+def _reverse_fold(count: int, step: Callable, dy) -> tuple:
+    """Steps count-1 … 0, each giving (dθᵢ, d); the dθᵢ stacked in step order."""
     grads: list[Tree] = []
-    for i in reversed(range(len(carries) - 1)):
-        d_theta, dy = it.call(callee, [tree.at(i), carries[i], dy])
+    for i in reversed(range(count)):
+        d_theta, dy = step(i, dy)
         grads.append(d_theta)
     grads.reverse()
-    paths = [path for path, _ in grads[0].items()]
-    stacked = {path: np.stack([dict(g.items())[path] for g in grads]) for path in paths}
+    per_step = [dict(g.items()) for g in grads]
+    stacked = {path: np.stack([g[path] for g in per_step]) for path in per_step[0]}
     return Tree(stacked), dy
 
 
 _REVERSE_OPS: dict[type, Callable] = {
     C.SumToOp: _sum_to, C.SpreadOp: _spread, C.ContractOp: _contract,
     C.ZerosLikeOp: _zeros_like, C.TreeOp: _tree, C.FoldScanOp: _fold_scan,
-    C.FoldVjpOp: _fold_vjp,
+    C.FoldVjpOp: _fold_vjp, C.FoldFwdOp: _fold_fwd, C.FoldBwdOp: _fold_bwd,
 }
 
 

@@ -1947,6 +1947,71 @@ class FoldVjpOp(_CallLike):
 
 
 @core_op
+class FoldFwdOp(_CallLike):
+    """A fold whose steps run the step's forward sweep (the callee, a `.fwd`, returning
+    (xᵢ₊₁, residuals…)): its result is the tuple of every step's result, the last one's
+    first element the fold's. What a stored fold's reverse sweep reads."""
+
+    name = "psk_core.fold_fwd"
+
+    stacked = operand_def(ParamsAttr)
+    acc = operand_def()
+    result = result_def(TupleType)
+
+    def __init__(
+        self, callee: FuncOp, stacked: SSAValue | Operation, acc: SSAValue | Operation,
+        *, site: str, name: str | None = None, dims: Mapping[str, Size] | None = None,
+    ):
+        count = _count_of(_value_type(stacked))
+        step = callee.function_type.outputs.data[0]
+        super().__init__(
+            operands=[stacked, acc], result_types=[TupleType([step] * count)],
+            attributes=_site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
+                                   dims=_dims_attr(_ordered_dims(callee, dims or {}))),
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        count = _count_of(self.stacked.type)
+        if len(self.result.type.types) != count:
+            raise VerifyException(f"a fold of {count} steps has {count} step results")
+        lookup_function(self, self.callee_name)
+
+
+@core_op
+class FoldBwdOp(_CallLike):
+    """The reverse of a `fold_fwd`: from the last step to the first, the step's reverse
+    sweep (the callee, a `.bwd`, taking (its fwd's result, dy) and returning (dθᵢ, dx)).
+    Its result is (dθ stacked, dx₀)."""
+
+    name = "psk_core.fold_bwd"
+
+    stacked = operand_def(ParamsAttr)
+    steps = operand_def(TupleType)
+    cotangent = operand_def()
+    result = result_def(TupleType)
+
+    def __init__(
+        self, callee: FuncOp | str, stacked: SSAValue | Operation, steps: SSAValue | Operation,
+        cotangent: SSAValue | Operation, *, site: str, name: str | None = None,
+        dims: Mapping[str, Size] | None = None,
+    ):
+        super().__init__(
+            operands=[stacked, steps, cotangent],
+            result_types=[TupleType([_value_type(stacked), _value_type(cotangent)])],
+            attributes=_site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
+                                   dims=_dims_attr(_ordered_dims(callee, dims or {}))),
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        count = _count_of(self.stacked.type)
+        if len(self.steps.type.types) != count:
+            raise VerifyException(f"a fold of {count} steps has {count} step results")
+        lookup_function(self, self.callee_name)
+
+
+@core_op
 class GradOp(_CallLike):
     """`grad(f)(args)`: f's gradient in its first argument; with `value`, the pair
     (f(args), gradient). psk-differentiate replaces it by a call of `f.value_vjp`."""
@@ -1993,7 +2058,7 @@ Core = Dialect(
         ModuleDeclOp, ParamDeclOp, UseDeclOp, FieldOp,
         FuncOp, ReturnOp, CallOp, FoldOp,
         ErfOp, HeavisideOp, SumToOp, SpreadOp, ContractOp, ZerosLikeOp, TreeOp, FoldScanOp,
-        FoldVjpOp, GradOp,
+        FoldVjpOp, FoldFwdOp, FoldBwdOp, GradOp,
     ],
     [AxisAttr, TensorAttr, ParamsAttr],
 )

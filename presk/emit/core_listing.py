@@ -201,6 +201,16 @@ def _fold_vjp(op: core.FoldVjpOp) -> str:
             f"carries {value_name(op.carries)}; cotangent {value_name(op.cotangent)})")
 
 
+def _fold_fwd(op: core.FoldFwdOp) -> str:
+    return (f"fold_fwd {op.callee_name}{_dims_text(op)}(stacked {value_name(op.stacked)}; "
+            f"acc {value_name(op.acc)})")
+
+
+def _fold_bwd(op: core.FoldBwdOp) -> str:
+    return (f"fold_bwd {op.callee_name}{_dims_text(op)}(stacked {value_name(op.stacked)}; "
+            f"steps {value_name(op.steps)}; cotangent {value_name(op.cotangent)})")
+
+
 def _grad(op: core.GradOp) -> str:
     kind = "value_and_grad" if op.value is not None else "grad"
     args = ", ".join(value_name(a) for a in op.arguments)
@@ -216,6 +226,8 @@ _RHS: dict[type[Operation], Callable] = {
     core.TreeOp: _tree,
     core.FoldScanOp: _fold_scan,
     core.FoldVjpOp: _fold_vjp,
+    core.FoldFwdOp: _fold_fwd,
+    core.FoldBwdOp: _fold_bwd,
     core.GradOp: _grad,
     core.PowIOp: _powi,
     core.SoftmaxOp: _softmax,

@@ -2,8 +2,8 @@
 
 For each function f a gradient reaches it makes, in PSK-Core:
 
-    f.fwd(args…)               -> (y, residuals)      the forward sweep
-    f.bwd(residuals, dy)       -> (dargs…)            the reverse sweep
+    f.fwd(args…)               -> (y, r₁, …, rₖ)      the forward sweep and its residuals
+    f.bwd((y, r₁, …, rₖ), dy)  -> (dargs…)            the reverse sweep
     f.vjp(args…, dy)           -> (dargs…)            fwd, then bwd
     f.value_vjp(args…, dy)     -> (y, dargs…)
 
@@ -63,6 +63,7 @@ class _Builder:
     def __init__(self, name: str, start: int, block: Block | None = None):
         self.name, self.n = name, start
         self.block = block if block is not None else Block()
+        self.constants: dict[float, SSAValue] = {}
 
     def site(self) -> str:
         site = f"{self.name}/%{self.n}"
@@ -74,7 +75,11 @@ class _Builder:
         return op.results[0]
 
     def const(self, value: float) -> SSAValue:
-        return self.emit(C.ConstantOp(value, site=self.site(), result_type=C.TensorAttr.scalar()))
+        """An ℝ[] constant, made once per function."""
+        if value not in self.constants:
+            self.constants[value] = self.emit(C.ConstantOp(value, site=self.site(),
+                                                           result_type=C.TensorAttr.scalar()))
+        return self.constants[value]
 
     def get(self, value: SSAValue, index: int, site: str | None = None,
             name: str | None = None) -> SSAValue:
@@ -160,8 +165,11 @@ class Differentiator:
                     self.bwd(op.callee_name)
                 else:
                     self.vjp(op.callee_name)
-            elif isinstance(op, (C.FoldOp,)):
-                self.vjp(op.callee_name)
+            elif isinstance(op, C.FoldOp):
+                if self.remat == "store":
+                    self.bwd(op.callee_name)
+                else:
+                    self.vjp(op.callee_name)
 
     def _wrapper(self, name: str, with_value: bool) -> C.FuncOp:
         src = self.funcs[name]
@@ -175,8 +183,7 @@ class Differentiator:
         b = _Builder(name + suffix, len(args) + 1, func.body.block)
         block_args = list(func.body.block.args)
         t = b.emit(C.CallOp(fwd, block_args[:-1], site=b.site(), dims=_own_dims(src)))
-        res = b.get(t, 1)
-        grads = b.emit(C.CallOp(bwd, [res, block_args[-1]], site=b.site(), dims=_own_dims(src)))
+        grads = b.emit(C.CallOp(bwd, [t, block_args[-1]], site=b.site(), dims=_own_dims(src)))
         if with_value:
             y = b.get(t, 0)
             items = [y] + [b.get(grads, i) for i in range(len(cts))]
@@ -237,8 +244,8 @@ class _Sweep:
     def _forward(self, b: _Builder, args: list[SSAValue], for_fwd: bool):
         """Clone the forward ops; returns (primal map, residual of each call/fold, y).
 
-        In a store fwd, calls go through the callee's fwd; every clone of a fold is a scan,
-        since the reverse sweep reads its accumulators."""
+        In a store fwd, calls and a fold's steps go through the callee's fwd; otherwise a
+        fold is cloned as a scan, since the reverse sweep reads its accumulators."""
         m: dict[SSAValue, SSAValue] = dict(zip(self.src.args, args))
         resid: dict[Operation, SSAValue] = {}
         for op in self.ops:
@@ -248,7 +255,15 @@ class _Sweep:
                 t = b.emit(C.CallOp(fwd, [m[a] for a in op.arguments], site=b.site(),
                                     dims=op.dim_env))
                 m[op.result] = b.get(t, 0, site=op.site.data, name=_name(op))
-                resid[op] = b.get(t, 1)
+                resid[op] = t
+            elif isinstance(op, C.FoldOp) and self.store:
+                # Each step runs its fwd; their residuals are the fold's.
+                fwd = self.diff.fwd(op.callee_name)
+                steps = b.emit(C.FoldFwdOp(fwd, m[op.stacked], m[op.acc], site=b.site(),
+                                           dims=op.dim_env))
+                last = b.get(steps, len(steps.type.types.data) - 1)
+                m[op.result] = b.get(last, 0, site=op.site.data, name=_name(op))
+                resid[op] = steps
             elif isinstance(op, C.FoldOp):
                 scan = b.emit(C.FoldScanOp(op.callee_name, m[op.stacked], m[op.acc],
                                            site=b.site(), dims=op.dim_env))
@@ -269,8 +284,7 @@ class _Sweep:
         else:
             _, _, y = self._forward(b, args, for_fwd=True)
             residuals = args
-        packed = b.emit(C.TupleOp(residuals, site=b.site()))
-        out = b.emit(C.TupleOp([y, packed], site=b.site()))
+        out = b.emit(C.TupleOp([y, *residuals], site=b.site()))
         b.block.add_op(C.ReturnOp(out, site=f"{b.name}/%{b.n}"))
         return _func(b.name, src, list(src.arg_name_list), b.block, out.type)
 
@@ -287,19 +301,19 @@ class _Sweep:
     # ---- the reverse sweep ----
     def make_bwd(self, fwd: C.FuncOp) -> C.FuncOp:
         src = self.src
-        res_type = fwd.function_type.outputs.data[0].types.data[1]
+        res_type = fwd.function_type.outputs.data[0]
         b = _Builder(self.name + ".bwd", _first_free(fwd))
         res = b.block.insert_arg(res_type, 0)
         dy = b.block.insert_arg(src.result_type, 1)
         if self.store:
             needed = self.diff.residual_keys[self.name]
-            unpacked = {(kind, key): b.get(res, i, site=_residual_site(kind, key, b),
+            unpacked = {(kind, key): b.get(res, i + 1, site=_residual_site(kind, key, b),
                                            name=_res_name(kind, key))
                         for i, (kind, key) in enumerate(needed)}
             primal = lambda v: unpacked[("value", v)]  # noqa: E731
             residual = lambda op: unpacked[("resid", op)]  # noqa: E731
         else:
-            args = [b.get(res, i, site=f"{self.name}/%{i}", name=n)
+            args = [b.get(res, i + 1, site=f"{self.name}/%{i}", name=n)
                     for i, n in enumerate(src.arg_name_list)]
             m, resid, _ = self._forward(b, args, for_fwd=False)
             primal = lambda v: m[v]  # noqa: E731
@@ -572,9 +586,13 @@ class _Reverse:
                 i += 1
 
     def _fold(self, op: C.FoldOp, dr: SSAValue) -> None:
-        vjp = self.sweep.diff.vjp(op.callee_name)
-        grads = self.e(C.FoldVjpOp, vjp.sym_name.data, self.primal(op.stacked),
-                       self.residual(op), dr, dims=op.dim_env)
+        diff = self.sweep.diff
+        if self.sweep.store:
+            grads = self.e(C.FoldBwdOp, diff.bwd(op.callee_name).sym_name.data,
+                           self.primal(op.stacked), self.residual(op), dr, dims=op.dim_env)
+        else:
+            grads = self.e(C.FoldVjpOp, diff.vjp(op.callee_name).sym_name.data,
+                           self.primal(op.stacked), self.residual(op), dr, dims=op.dim_env)
         self.add(op.stacked, self.b.get(grads, 0))
         self.add(op.acc, self.b.get(grads, 1))
 
