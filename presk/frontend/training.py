@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..shapes import TensorType
 from . import ast as A
-from .diagnostics import did_you_mean, error
+from .diagnostics import CompileError, did_you_mean, error
 from .load import display_path
 from .parser import parse_type
 from .program import (
@@ -183,11 +183,20 @@ def _data(el: "Elaborator", info: FileInfo, item: A.TrainItem,
         raise error("E0601", '`data` is a stream: `stream "file.psk.d" |> batch(B = 8)`',
                     item.span)
     seed, dim, size = None, None, None
+    seen: set[str] = set()
     for stage in item.stages:
         args = {a.name: a for a in stage.args}
+        if stage.name in seen:
+            raise error("E0603", f"the stream has two `{stage.name}` stages", stage.span)
+        seen.add(stage.name)
         if stage.name == "shuffle" and set(args) <= {"seed"}:
             seed = _natural(el, info, args["seed"].value, "a seed") if args else 0
-        elif stage.name == "batch" and len(args) == 1:
+        elif stage.name == "shuffle":
+            raise error("E0603", "`shuffle` takes only `seed = N`", stage.span)
+        elif stage.name == "batch" and len(stage.args) != 1:
+            raise error("E0603", f"`batch` binds one dim, given {len(stage.args)}", stage.span,
+                        "write `batch(B = 8)`")
+        elif stage.name == "batch":
             dim, arg = next(iter(args.items()))
             if dim not in info.dims:
                 raise error("E0603", f"`batch({dim} = …)` binds `{dim}`, which is not a dim",
@@ -229,9 +238,16 @@ def _file_sample(path: str, item: A.TrainItem) -> Type:
         header = read_header(path)
     except DataFileError as exc:
         raise error("E0603", str(exc), item.stream_span) from None
-    tree = parse_type(path, header.sample, header.lines.get("sample", 1))
     from .elaborate import Elaborator
-    return Elaborator().type(FileInfo(path, A.SourceFile(path, "", [])), tree, None)
+    try:
+        tree = parse_type(path, header.sample, header.lines.get("sample", 1))
+        return Elaborator().type(FileInfo(path, A.SourceFile(path, "", [])), tree, None)
+    except CompileError as exc:
+        # Its span is in the data file, whose text a diagnostic does not quote: report it
+        # at the stream that names the file.
+        raise error("E0603", f"{header.where('sample')}: the sample type `{header.sample}` "
+                    f"does not read: {exc.diagnostic.message}", item.stream_span,
+                    exc.diagnostic.hint) from None
 
 
 def _same_sample(a: Type, b: Type) -> bool:
