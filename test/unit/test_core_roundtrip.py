@@ -6,8 +6,9 @@ A program is one function (optionally reading a parameter tree) over tensors who
 come from batch (a literal or the dim symbol B), head and model, named or not, with or
 without the polymorphic prefix `...`; its body is a random sequence of element-wise
 unary and binary ops (broadcasting by name and by position), powi, reductions over an
-axis or over everything, softmax, dot, ℝ[] constants and real of an f64 constant. An op
-whose operands do not fit is refused by its constructor and not drawn.
+axis or over everything, softmax, dot, broadcast, ℝ[] constants and real of an f64
+constant. An op whose operands do not fit is refused by its constructor and not drawn.
+Every value the interpreter computes also has the shape its type gives at B = 3.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ BINARY = [C.AddOp, C.SubOp, C.MulOp, C.DivOp, C.MinimumOp, C.MaximumOp, C.PowOp]
 REDUCE = [C.SumOp, C.MeanOp, C.MaxOp, C.MinOp, C.LogSumExpOp]
 # Element-wise ops are drawn most often: they are where broadcasting happens.
 KINDS = ["unary"] * 3 + ["binary"] * 5 + ["powi", "reduce", "reduce", "softmax", "dot",
-                                           "dot", "constant", "real"]
+                                           "dot", "broadcast", "broadcast", "constant",
+                                           "real"]
 CONSTANTS = st.one_of(
     st.sampled_from([0.0, -0.0, 1.0, 0.1, 1e-6, -2.5, 1 / 3, 5e-324, 1e300]),
     st.floats(allow_nan=False, allow_infinity=False, width=64),
@@ -119,6 +121,16 @@ def programs(draw):
                 fits = [y for y in pool if _fits(shapes.broadcast, x, y)]
                 y = draw(st.sampled_from(fits))
                 op = draw(st.sampled_from(BINARY))(x, y, site=b.site(), name=name)
+            elif kind == "broadcast":
+                if draw(st.booleans()):  # often from the value with the fewest axes
+                    x = min(pool, key=lambda v: len(v.type.shape.axes))
+                fits = [y for y in pool if _fits(shapes.broadcast, x, y)]
+                # Mostly to a type with more axes than x: the broadcast adds axes.
+                wider = [y for y in fits if len(y.type.shape.axes) > len(x.type.shape.axes)]
+                y = draw(st.sampled_from(wider if wider and draw(st.booleans()) else fits))
+                target = shapes.broadcast(x.type.shape, y.type.shape)
+                op = C.BroadcastOp(x, C.TensorAttr.from_shape(target), site=b.site(),
+                                   name=name)
             elif kind == "powi":
                 op = C.PowIOp(x, draw(st.integers(0, 3)), site=b.site(), name=name)
             elif kind == "reduce":
@@ -203,3 +215,13 @@ def test_print_parse_print_and_interpret(program) -> None:
     for (site, a), (_, b) in zip(first, second):
         assert _bits(b) == _bits(a), site
     assert _bits(again) == _bits(original)
+    # Each value has the shape its type says: `...` is what the inputs bind it to.
+    types = {op.site.data: op.results[0].type for op in module.ops.last.body.block.ops
+             if op.results}
+    for site, value in first:
+        t = types[site]
+        if isinstance(t, C.TensorAttr):
+            expected = (PREFIX_SHAPE if t.shape.prefix else ()) + tuple(
+                dims.get(a.size, a.size) if isinstance(a.size, str) else a.size
+                for a in t.shape.axes)
+            assert np.shape(value) == expected, (site, t)
