@@ -317,6 +317,7 @@ _UNARY = {
     C.NegOp: "neg", C.SqrtOp: "sqrt", C.ExpOp: "exp", C.LogOp: "log", C.TanhOp: "tanh",
     C.SigmoidOp: "sigmoid", C.ReluOp: "relu", C.GeluOp: "gelu", C.SoftplusOp: "softplus",
     C.AbsOp: "abs", C.SinOp: "sin", C.CosOp: "cos", C.ErfOp: "erf",
+    C.GeluSlopeOp: "gelu_slope",
 }
 _BINARY = {
     C.AddOp: "add", C.SubOp: "sub", C.MulOp: "mul", C.DivOp: "div", C.MinimumOp: "min",

@@ -17,7 +17,7 @@ import gmpy2
 import numpy as np
 
 UNARY_NAMES = ("neg", "sqrt", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "softplus",
-               "abs", "sin", "cos", "erf")
+               "abs", "sin", "cos", "erf", "gelu_slope")
 BINARY_NAMES = ("add", "sub", "mul", "div", "min", "max", "pow")
 REDUCTION_NAMES = ("sum", "mean", "max", "min", "logsumexp")
 
@@ -100,6 +100,8 @@ class F64(Numbers):
             "gelu": lambda x: x * (1.0 + erf(x / math.sqrt(2.0))) / 2.0,
             "softplus": lambda x: np.logaddexp(0.0, x),
             "abs": np.abs, "sin": np.sin, "cos": np.cos, "erf": erf,
+            "gelu_slope": lambda x: (1.0 + erf(x / math.sqrt(2.0))) / 2.0
+            + x * np.exp(-x * x / 2.0) / math.sqrt(2.0 * math.pi),
         }
         self._binary = {
             "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
@@ -134,6 +136,8 @@ class MPFR(Numbers):
                             else gmpy2.log1p(gmpy2.exp(v))),
             "abs": vec(abs), "sin": vec(gmpy2.sin), "cos": vec(gmpy2.cos),
             "erf": vec(gmpy2.erf),
+            "gelu_slope": vec(lambda v: (1 + gmpy2.erf(v / sqrt2())) / 2
+                              + v * gmpy2.exp(-v * v / 2) / gmpy2.sqrt(2 * gmpy2.const_pi())),
         }
         self._binary = {
             "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,

@@ -1680,6 +1680,14 @@ class ErfOp(UnaryOp):
 
 
 @core_op
+class GeluSlopeOp(UnaryOp):
+    """gelu's derivative, Φ(x) + x·φ(x), with Φ(x) = (1 + erf(x/√2))/2 the normal
+    distribution and φ(x) = exp(−x²/2)/√(2π) its density: one operation, one rounding."""
+
+    name = "psk_core.gelu_slope"
+
+
+@core_op
 class HeavisideOp(UnaryOp):
     """1 where the operand is positive, 0 where it is negative, `at_zero` at 0: the
     derivatives of relu, abs, minimum and maximum, with their documented subgradients."""
@@ -2057,7 +2065,7 @@ Core = Dialect(
         DotOp, BroadcastOp, RealOp, ConstantOp, TupleOp, GetOp,
         ModuleDeclOp, ParamDeclOp, UseDeclOp, FieldOp,
         FuncOp, ReturnOp, CallOp, FoldOp,
-        ErfOp, HeavisideOp, SumToOp, SpreadOp, ContractOp, ZerosLikeOp, TreeOp, FoldScanOp,
+        ErfOp, GeluSlopeOp, HeavisideOp, SumToOp, SpreadOp, ContractOp, ZerosLikeOp, TreeOp, FoldScanOp,
         FoldVjpOp, FoldFwdOp, FoldBwdOp, GradOp,
     ],
     [AxisAttr, TensorAttr, ParamsAttr],

@@ -670,14 +670,8 @@ def _d_abs(r, op, dr):
 
 
 def _d_gelu(r, op, dr):
-    """gelu'(x) = Φ(x) + x·φ(x), Φ(x) = (1 + erf(x/√2))/2, φ(x) = exp(−x²/2)/√(2π)."""
-    t, x = op.result.type, r.x(op)
-    erf = r.e(C.ErfOp, _mul(r, x, r.b.const(1 / math.sqrt(2.0)), t))
-    cdf = _mul(r, r.e(C.AddOp, r.b.const(1.0), erf, result_type=t), r.b.const(0.5), t)
-    gauss = r.e(C.ExpOp, _mul(r, r.e(C.PowIOp, x, 2), r.b.const(-0.5), t))
-    pdf = _mul(r, gauss, r.b.const(1 / math.sqrt(2.0 * math.pi)), t)
-    slope = r.e(C.AddOp, cdf, _mul(r, x, pdf, t), result_type=t)
-    return _mul(r, dr, slope, t)
+    """gelu'(x) = Φ(x) + x·φ(x), through erf: psk_core.gelu_slope."""
+    return _mul(r, dr, r.e(C.GeluSlopeOp, r.x(op)), op.result.type)
 
 
 def _d_erf(r, op, dr):
