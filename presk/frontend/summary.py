@@ -105,9 +105,10 @@ def _parameter_counts(program: Program) -> list[str]:
         fields = flatten(fn.params[0].type)
         total = reals(fields)
         count = f"{total} reals" if total is not None else "reals depending on dims"
-        lines += ["", f"The parameters of {fn.name}, its first argument: {len(fields)} tensors, "
+        tensors = f"{len(fields)} tensor{'s' * (len(fields) != 1)}"
+        lines += ["", f"The parameters of {fn.name}, its first argument: {tensors}, "
                   f"{count}."]
-        width = max(len(p) for p, _ in fields)
+        width = max((len(p) for p, _ in fields), default=0)
         for path, t in fields:
             n = t.element_count()
             lines.append(f"  {path:<{width}}  {str(t):<16} {n if n is not None else '-':>8}")
