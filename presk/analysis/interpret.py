@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp, TupleType
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from .. import shapes
 from ..dialects import core as C
@@ -79,18 +79,21 @@ class Interpreter:
              dims: Mapping[str, int] | None = None) -> Any:
         env: dict[SSAValue, Any] = dict(zip(func.body.block.args, args))
         dims = {d: dims[d] for d in func.dim_names if d in dims} if dims else {}
+        prefix = _bound_prefix(func, args)
         for op in func.body.block.ops:
             if isinstance(op, C.ReturnOp):
                 return env[op.operands[0]]
-            value = self.step(op, [env[o] for o in op.operands], dims)
+            value = self.step(op, [env[o] for o in op.operands], dims, prefix)
             env[op.results[0]] = value
             if self.trace is not None:
                 self.trace(op.site.data, value)
         raise InterpretError(f"`{func.sym_name.data}` has no return")
 
     # ---- one operation ----
-    def step(self, op: Operation, args: list[Any], dims: Mapping[str, int] | None = None) -> Any:
-        """One op on its operands' values; `dims` binds the function's dim symbols."""
+    def step(self, op: Operation, args: list[Any], dims: Mapping[str, int] | None = None,
+             prefix: tuple[int, ...] | None = None) -> Any:
+        """One op on its operands' values; `dims` binds the function's dim symbols and
+        `prefix` is the shape its `...` stands for (None when no argument binds it)."""
         ns = self.numbers
         dims = dims or {}
         if isinstance(op, C.ConstantOp):
@@ -116,7 +119,7 @@ class Interpreter:
             index = None if axis is None else self._axis(op.operands[0], args[0], axis)
             return ns.reduce(_REDUCE[type(op)], args[0], index)
         if isinstance(op, C.BroadcastOp):
-            return self._broadcast(op, args[0], dims)
+            return self._broadcast(op, args[0], dims, prefix)
         if isinstance(op, C.TupleOp):
             return tuple(args)
         if type(op) in _REVERSE_OPS:
@@ -158,13 +161,21 @@ class Interpreter:
         return (_place(args[0], lhs.type.shape, la, p, rank),  # type: ignore[attr-defined]
                 _place(args[1], rhs.type.shape, ra, p, rank))  # type: ignore[attr-defined]
 
-    def _broadcast(self, op: C.BroadcastOp, value: np.ndarray,
-                   dims: Mapping[str, int]) -> np.ndarray:
+    def _broadcast(self, op: C.BroadcastOp, value: np.ndarray, dims: Mapping[str, int],
+                   prefix: tuple[int, ...] | None = None) -> np.ndarray:
         source = op.operands[0].type.shape  # type: ignore[attr-defined]
         target = op.results[0].type.shape  # type: ignore[attr-defined]
         _, places, _ = shapes.alignment(source, target)
         p = self._prefix_len(op.operands[0], value)
+        lead: tuple[int, ...] = ()
+        if target.prefix and not source.prefix:
+            # The operand has no `...`: it stands for what the arguments bind it to.
+            if prefix is None:
+                raise InterpretError(f"{op.site.data}: the `...` of {target} is bound by no "
+                                     "argument")
+            lead = prefix
         placed = _place(value, source, places, p, p + len(target.axes))
+        placed = placed.reshape((1,) * len(lead) + placed.shape)
         sizes = []
         for k, a in enumerate(target.axes):
             size = _size(a.size, dims)
@@ -174,13 +185,32 @@ class Interpreter:
                                          f"{target} has no value")
                 size = 1  # the operand has the axis: it gives the size
             sizes.append(size)
-        full = np.broadcast_shapes(placed.shape, (1,) * p + tuple(sizes))
+        full = np.broadcast_shapes(placed.shape, lead + (1,) * p + tuple(sizes))
         return np.broadcast_to(placed, full).copy()
 
 
 def _size(size: shapes.Size, dims: Mapping[str, int]) -> int | None:
     """A literal size, or a dim symbol's value where `dims` has one."""
     return size if isinstance(size, int) else dims.get(size)
+
+
+def _bound_prefix(func: C.FuncOp, args: list[Any]) -> tuple[int, ...] | None:
+    """The shape the function's `...` stands for: the leading axes of an argument whose
+    type has it (through tuples), or None when no argument has it."""
+    def find(t: Attribute, value: Any) -> tuple[int, ...] | None:
+        if isinstance(t, C.TensorAttr) and t.shape.prefix:
+            shape = np.shape(value)
+            return tuple(shape[:len(shape) - len(t.shape.axes)])
+        if isinstance(t, TupleType) and isinstance(value, tuple):
+            for item_type, item in zip(t.types.data, value):
+                if (found := find(item_type, item)) is not None:
+                    return found
+        return None
+
+    for t, value in zip(func.function_type.inputs.data, args):
+        if (found := find(t, value)) is not None:
+            return found
+    return None
 
 
 def _callee_dims(op: C.CallOp | C.FoldOp, dims: Mapping[str, int]) -> dict[str, int]:

@@ -826,3 +826,29 @@ def test_run_an_entry_with_a_polymorphic_prefix() -> None:
     line = usage_error(presk("run", str(TUTORIAL / "06_tower.psk"), "--entry", "Tower.apply"))
     assert line == ("presk: the entry's argument `x` is ℝ[..., model: 4]: its `...` has no "
                     "value; call the entry from a function with fixed axes")
+
+
+def test_broadcast_to_the_prefix_takes_what_the_arguments_bind() -> None:
+    """A broadcast of ℝ[] (or of any value without `...`) to ℝ[..., 4] left out the
+    axes `...` stands for: the value had shape (4,) where the type says (2, 3, 4)."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from presk.dialects import core as Cd
+    T = Cd.TensorAttr.get
+    func = Cd.FuncOp("f", [("x", T(("model", 4), prefix=True)), ("s", T())],
+                     T(("model", 4), prefix=True))
+    x, s = func.body.block.args
+    wide = Cd.BroadcastOp(s, T(("model", 4), prefix=True), site="f/%2")
+    total = Cd.SumOp(wide, None, site="f/%3")
+    out = Cd.MulOp(x, total, site="f/%4")
+    for op in (wide, total, out, Cd.ReturnOp(out, site="f/%5")):
+        func.body.block.add_op(op)
+    module = ModuleOp([func])
+    module.verify()
+    seen = {}
+    xs = np.random.default_rng(1).normal(size=(2, 3, 4))
+    got = Interpreter(module, F64(), trace=lambda k, v: seen.__setitem__(k, v)).run(
+        "f", [xs, np.array(0.5)])
+    assert seen["f/%2"].shape == (2, 3, 4)
+    assert seen["f/%3"] == 0.5 * 24
+    np.testing.assert_array_equal(got, xs * 12.0)
