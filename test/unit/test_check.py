@@ -282,3 +282,20 @@ def test_check_does_not_import_xdsl_or_llvmlite() -> None:
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["Diagnostics: none", "False False"]
+
+
+def test_summary_of_a_tree_without_tensors(workdir: Path, capsys) -> None:
+    """It once raised ValueError (the width of an empty table)."""
+    (workdir / "main.psk").write_text("module Empty {\n}\nfn f(θ : params Empty) -> ℝ[] = 1\n",
+                                      encoding="utf-8")
+    lines = summary(capsys, "main.psk")
+    assert "The parameters of f, its first argument: 0 tensors, 0 reals." in lines
+
+
+def test_summary_counts_one_tensor_in_the_singular(workdir: Path, capsys) -> None:
+    (workdir / "main.psk").write_text("module One {\n  param w : ℝ[3] init = zeros\n}\n"
+                                      "fn f(θ : params One) -> ℝ[] = sum(θ.w)\n",
+                                      encoding="utf-8")
+    lines = summary(capsys, "main.psk")
+    i = lines.index("The parameters of f, its first argument: 1 tensor, 3 reals.")
+    assert lines[i + 1].split() == ["w", "ℝ[3]", "3"]

@@ -55,15 +55,25 @@ def tutorial_copy(tmp_path_factory) -> Path:
     return root
 
 
-def check(path: Path) -> tuple[int, str, str]:
-    """`presk check PATH` in process; any exception but SystemExit escapes the test."""
+def presk(*argv: str) -> tuple[int, str, str]:
+    """`presk ARGV` in process; any exception but SystemExit escapes the test."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            rc = main(["check", str(path)])
+            rc = main(list(argv))
         except SystemExit as exc:
             rc = exc.code
     return rc, out.getvalue(), err.getvalue()
+
+
+def check(path: Path) -> tuple[int, str, str]:
+    """`presk check PATH`; when it passes, the summary and the elab dump must too."""
+    rc, out, err = presk("check", str(path))
+    if rc == 0:
+        for argv in (("check", "--summary", str(path)), ("dump", str(path), "--stage", "elab")):
+            more = presk(*argv)
+            assert more[0] == 0 and more[2] == err, (argv, more)
+    return rc, out, err
 
 
 def visible(line: str) -> str:
