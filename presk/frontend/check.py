@@ -208,7 +208,8 @@ class FnChecker:
                 raise error("E0402", "`%` applies to naturals", e.span)
             if deps:
                 # Hyperparameters are fixed per call; PSK-Core computes only in ℝ.
-                operand = next((x.dotted for x in (e.lhs, e.rhs) if isinstance(x, A.Name)), "…")
+                operand = next((x.dotted for x in (e.lhs, e.rhs) if isinstance(x, A.Name)),
+                               "…")
                 raise error("E0402", f"`{_OPS[e.op]}` on a hyperparameter argument: "
                             "arithmetic on f64 and nat is static only", e.span,
                             None if e.op == "mod" else
@@ -339,10 +340,15 @@ class FnChecker:
         if kind not in GRADIENTS:
             raise error("E0410", "only `grad(f)` and `value_and_grad(f)` are applied to "
                         "arguments", e.func.span)
-        target = e.func.args[0].expr if len(e.func.args) == 1 else None
+        only = e.func.args[0] if len(e.func.args) == 1 else None
+        target = only.expr if only is not None and only.keyword is None else None
         if not isinstance(target, A.Name):
             raise error("E0410", f"`{kind}` takes one function by name: `{kind}(loss)`",
                         e.func.span)
+        name = target.dotted
+        if name in BUILTINS and name not in self.scope:
+            raise error("E0410", f"`{kind}` takes a function of the program, not the builtin "
+                        f"`{name}`", target.span)
         call = A.Call(e.span, callee=target, args=e.args)
         ref = self.el.resolve_callee(self, call)
         if isinstance(ref, FoldRef):

@@ -127,7 +127,8 @@ class CompileError(Exception):
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    others = [c for c in candidates if c != name]  # the name itself is no suggestion
+    close = difflib.get_close_matches(name, others, n=1, cutoff=0.6)
     return f"did you mean `{close[0]}`?" if close else None
 
 

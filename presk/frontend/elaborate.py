@@ -311,6 +311,9 @@ class Elaborator:
                 return FnRef(m.fns[path[0]], {d: d for d in m.dims}, "self", None, [])
             if path[0] in info.fns:
                 return FnRef(info.fns[path[0]], {}, "explicit", None, [])
+            if path[0] in checker.scope:  # a let or an argument that hides a builtin
+                raise error("E0206", f"`{path[0]}` is {_kind(checker.scope[path[0]].type)} here, "
+                            "not a function", span)
             known = list(info.fns) + list(BUILTINS) + (list(m.fns) if m else [])
             raise error("E0205", f"unknown function `{path[0]}`", span,
                         did_you_mean(path[0], known))
