@@ -299,3 +299,10 @@ def test_summary_counts_one_tensor_in_the_singular(workdir: Path, capsys) -> Non
     lines = summary(capsys, "main.psk")
     i = lines.index("The parameters of f, its first argument: 1 tensor, 3 reals.")
     assert lines[i + 1].split() == ["w", "ℝ[3]", "3"]
+
+
+def test_an_argument_named_like_a_function_does_not_hide_it(workdir: Path, capsys) -> None:
+    """Calls look up functions first: `f(f)` calls the function `f` on the argument `f`."""
+    (workdir / "main.psk").write_text("fn f(x : ℝ[]) -> ℝ[] = x\nfn g(f : ℝ[]) -> ℝ[] = f(f)\n",
+                                      encoding="utf-8")
+    assert "g : [f C∞] uses none" in summary(capsys, "main.psk")

@@ -258,6 +258,13 @@ CASES = [
     case("apply-not-a-gradient", "fn h(x : ℝ[a: 3]) -> ℝ[] = sum(x)\n"
          "fn g(x : ℝ[a: 3]) -> ℝ[] = h(x)(x)\n",
          "E0410", "only `grad(f)` and `value_and_grad(f)` are applied", "main.psk:2:28"),
+    case("grad-keyword", "fn h(x : ℝ[a: 3]) -> ℝ[] = sum(x)\n"
+         "fn g(x : ℝ[a: 3]) -> ℝ[a: 3] = grad(x = h)(x)\n",
+         "E0410", "`grad` takes one function by name", "main.psk:2:32"),
+    case("grad-of-builtin", "fn g(x : ℝ[a: 3]) -> ℝ[a: 3] = grad(sum)(x)\n",
+         "E0410", "not the builtin `sum`", "main.psk:1:37"),
+    case("let-hiding-a-builtin", "fn g(x : ℝ[a: 3]) -> ℝ[] =\n  let sum = x\n  sum(sum)\n",
+         "E0206", "`sum` is a tensor ℝ[a: 3] here, not a function", "main.psk:3:3"),
     # ---- optimizers ----
     case("optimizer-unknown", train("optimizer adamw {", "optimizer adam {"),
          "E0501", "unknown optimizer `adam`", "main.psk:9:11", hint="did you mean `adamw`?"),
