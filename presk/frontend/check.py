@@ -7,6 +7,7 @@ builtin such as relu lies on it). Names and calls are resolved in place (`ref`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -132,6 +133,8 @@ class FnChecker:
         return t, deps
 
     def _Number(self, e: A.Number):
+        if not math.isfinite(e.value):
+            raise error("E0605", "the number is out of the range of an f64", e.span)
         return LITERAL, {}
 
     def _TupleExpr(self, e: A.TupleExpr):
@@ -457,7 +460,11 @@ class FnChecker:
                     return binding
         elif _fits(t, declared):
             return binding
-        raise error("E0407", f"argument `{pname}` of `{fn.name}` is {declared}, given {_kind(t)}",
+        literal = arg.operand if isinstance(arg, A.Neg) else arg
+        given = _kind(t)
+        if declared == NAT and isinstance(literal, A.Number):  # typed ℝ[] for not being one
+            given = ("-" if literal is not arg else "") + literal.text + ", not a natural"
+        raise error("E0407", f"argument `{pname}` of `{fn.name}` is {declared}, given {given}",
                     arg.span)
 
     def _fold(self, e: A.Call, ref: FoldRef):
