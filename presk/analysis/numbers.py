@@ -60,6 +60,9 @@ class Numbers(ABC):
         return out
 
     def reduce(self, name: str, x: np.ndarray, axis: int | None) -> np.ndarray:
+        # A value of type ℝ[] may be a bare number: numpy returns a 0-d object array's
+        # reductions and arithmetic as the object itself (an mpfr has no .size).
+        x = np.asarray(x)
         if name == "sum":
             return np.sum(x, axis=axis)
         if name == "mean":
@@ -71,9 +74,10 @@ class Numbers(ABC):
         shifted = self.unary("exp", x - top)
         total = np.sum(shifted, axis=axis, keepdims=True)
         out = top + self.unary("log", total)
-        return out.reshape(()) if axis is None else np.squeeze(out, axis=axis)
+        return np.asarray(out).reshape(()) if axis is None else np.squeeze(out, axis=axis)
 
     def softmax(self, x: np.ndarray, axis: int | None) -> np.ndarray:
+        x = np.asarray(x)
         top = np.max(x, axis=axis, keepdims=True)
         e = self.unary("exp", x - top)
         return e / np.sum(e, axis=axis, keepdims=True)
