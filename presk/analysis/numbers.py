@@ -17,7 +17,7 @@ import gmpy2
 import numpy as np
 
 UNARY_NAMES = ("neg", "sqrt", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "softplus",
-               "abs", "sin", "cos", "erf", "gelu_slope")
+               "abs", "sin", "cos", "erf", "erf_slope", "gelu_slope")
 BINARY_NAMES = ("add", "sub", "mul", "div", "min", "max", "pow")
 REDUCTION_NAMES = ("sum", "mean", "max", "min", "logsumexp")
 
@@ -104,6 +104,7 @@ class F64(Numbers):
             "gelu": lambda x: x * (1.0 + erf(x / math.sqrt(2.0))) / 2.0,
             "softplus": lambda x: np.logaddexp(0.0, x),
             "abs": np.abs, "sin": np.sin, "cos": np.cos, "erf": erf,
+            "erf_slope": lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x),
             "gelu_slope": lambda x: (1.0 + erf(x / math.sqrt(2.0))) / 2.0
             + x * np.exp(-x * x / 2.0) / math.sqrt(2.0 * math.pi),
         }
@@ -134,24 +135,33 @@ class MPFR(Numbers):
             "neg": vec(lambda v: -v), "sqrt": vec(gmpy2.sqrt), "exp": vec(gmpy2.exp),
             "log": vec(gmpy2.log), "tanh": vec(gmpy2.tanh),
             "sigmoid": vec(lambda v: 1 / (1 + gmpy2.exp(-v))),
-            "relu": vec(lambda v: v if v > 0 else gmpy2.mpfr(0)),
+            "relu": vec(lambda v: v if v > 0 or gmpy2.is_nan(v) else gmpy2.mpfr(0)),
             "gelu": vec(lambda v: v * (1 + gmpy2.erf(v / sqrt2())) / 2),
             "softplus": vec(lambda v: v + gmpy2.log1p(gmpy2.exp(-v)) if v > 0
                             else gmpy2.log1p(gmpy2.exp(v))),
             "abs": vec(abs), "sin": vec(gmpy2.sin), "cos": vec(gmpy2.cos),
             "erf": vec(gmpy2.erf),
+            "erf_slope": vec(lambda v: 2 * gmpy2.exp(-v * v) / gmpy2.sqrt(gmpy2.const_pi())),
             "gelu_slope": vec(lambda v: (1 + gmpy2.erf(v / sqrt2())) / 2
                               + v * gmpy2.exp(-v * v / 2) / gmpy2.sqrt(2 * gmpy2.const_pi())),
         }
         self._binary = {
             "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-            "min": np.frompyfunc(lambda a, b: b if b < a else a, 2, 1),
-            "max": np.frompyfunc(lambda a, b: b if b > a else a, 2, 1),
+            "min": np.frompyfunc(_nan_min, 2, 1),
+            "max": np.frompyfunc(_nan_max, 2, 1),
             "pow": np.frompyfunc(lambda a, b: a ** b, 2, 1),
         }
 
     def context(self) -> AbstractContextManager:
         return gmpy2.context(precision=self.bits)
+
+    def reduce(self, name: str, x: np.ndarray, axis: int | None) -> np.ndarray:
+        if name in ("max", "min"):  # NaN propagates, as in f64 (numpy's max and min)
+            x = np.asarray(x)
+            if axis is None:  # a Python-function ufunc reduces one axis at a time
+                x, axis = x.reshape(-1), 0
+            return self._binary[name].reduce(x, axis=axis)
+        return super().reduce(name, x, axis)
 
     def heaviside(self, x: np.ndarray, at_zero: float) -> np.ndarray:
         one, zero, mid = gmpy2.mpfr(1), gmpy2.mpfr(0), gmpy2.mpfr(at_zero)
@@ -176,6 +186,15 @@ class MPFR(Numbers):
     def dot(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         out = np.tensordot(a, b, axes=([a.ndim - 1], [0]))
         return np.asarray(out, dtype=object)
+
+
+def _nan_min(a, b):
+    """min(a, b), NaN when either is NaN: numpy's minimum, which f64 uses."""
+    return a if gmpy2.is_nan(a) else b if gmpy2.is_nan(b) or b < a else a
+
+
+def _nan_max(a, b):
+    return a if gmpy2.is_nan(a) else b if gmpy2.is_nan(b) or b > a else a
 
 
 def number_system(bits: int | None) -> Numbers:

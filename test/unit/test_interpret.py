@@ -852,3 +852,102 @@ def test_broadcast_to_the_prefix_takes_what_the_arguments_bind() -> None:
     assert seen["f/%2"].shape == (2, 3, 4)
     assert seen["f/%3"] == 0.5 * 24
     np.testing.assert_array_equal(got, xs * 12.0)
+
+
+# ---- MPFR and f64 on ℝ[] values and on NaN ----
+
+def _chain_module(arg_types, build):
+    """One function whose body `build` makes from its arguments (a list of ops)."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from presk.dialects import core as Cd
+    func = Cd.FuncOp("f", [(f"a{i}", t) for i, t in enumerate(arg_types)],
+                     Cd.TensorAttr.scalar())
+    ops = build(*func.body.block.args)
+    for op in ops:
+        func.body.block.add_op(op)
+    func.body.block.add_op(Cd.ReturnOp(ops[-1].results[0], site="f/%99"))
+    func.function_type = func.function_type.from_lists(list(arg_types),
+                                                       [ops[-1].results[0].type])
+    module = ModuleOp([func])
+    module.verify()
+    return module
+
+
+def _reductions_of_a_scalar():
+    from presk.dialects import core as Cd
+    T = Cd.TensorAttr.get
+    s = lambda n: f"f/%{n}"  # noqa: E731
+    x = np.random.default_rng(3).normal(size=(3, 4))
+
+    def chain(*kinds):
+        def build(a):
+            ops, v = [], a
+            for i, k in enumerate(kinds):
+                if k == "softmax":
+                    op = Cd.SoftmaxOp(v, "model", site=s(i + 1))
+                else:
+                    op = k(v, None, site=s(i + 1))
+                ops.append(op)
+                v = op.results[0]
+            return ops
+        return build
+    return [
+        ("mean of a mean", chain(Cd.MeanOp, Cd.MeanOp), float(np.mean(x))),
+        ("logsumexp of a sum", chain(Cd.SumOp, Cd.LogSumExpOp), float(np.sum(x))),
+        ("max of a min", chain(Cd.MinOp, Cd.MaxOp), float(np.min(x))),
+        ("sum of a logsumexp", chain(Cd.LogSumExpOp, Cd.SumOp),
+         float(np.log(np.sum(np.exp(x))))),
+    ], T(("batch", 3), ("model", 4)), x
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_reductions_of_a_scalar_in_mpfr(index: int) -> None:
+    """A reduction of a ℝ[] value failed in MPFR: numpy hands a 0-d object array's
+    reduction back as a bare mpfr, which has no .size or .reshape."""
+    cases, t, x = _reductions_of_a_scalar()
+    _, build, expected = cases[index]
+    module = _chain_module([t], build)
+    for numbers in (F64(), MPFR(64), MPFR(128)):
+        with numbers.context():
+            arg = numbers.array(x)
+        got = float(np.asarray(numbers.to_f64(Interpreter(module, numbers).run("f", [arg]))))
+        assert rel(got, expected) <= 1e-14, numbers.name
+
+
+def test_nan_propagates_in_mpfr_as_in_f64() -> None:
+    """relu(NaN) was 0 in MPFR, min/max dropped a NaN on one side, and a max or min
+    reduction over values holding a NaN gave a number: the exact reference disagreed with
+    f64 (numpy's maximum, minimum, max and min propagate NaN)."""
+    from presk.dialects import core as Cd
+    T = Cd.TensorAttr.get
+    t = T(("batch", 2), ("model", 3))
+    nan = float("nan")
+    a = np.array([[nan, 1.0, -2.0], [0.5, nan, 3.0]])
+    b = np.array([[1.0, nan, -3.0], [0.25, 2.0, nan]])
+
+    def outputs(numbers) -> dict[str, np.ndarray]:
+        seen: dict[str, np.ndarray] = {}
+
+        def build(x, y):
+            return [
+                Cd.ReluOp(x, site="f/%2"),
+                Cd.MinimumOp(x, y, site="f/%3"),
+                Cd.MaximumOp(x, y, site="f/%4"),
+                Cd.MaximumOp(y, x, site="f/%5"),
+                Cd.MaxOp(x, "model", site="f/%6"),
+                Cd.MinOp(y, "batch", site="f/%7"),
+                Cd.MaxOp(y, None, site="f/%8"),
+                Cd.MinOp(x, None, site="f/%9"),
+            ]
+        module = _chain_module([t, t], build)
+        with numbers.context():
+            args = [numbers.array(a), numbers.array(b)]
+        Interpreter(module, numbers, trace=lambda k, v: seen.__setitem__(
+            k, np.asarray(numbers.to_f64(np.asarray(v))))).run("f", args)
+        return seen
+
+    f64, mpfr = outputs(F64()), outputs(MPFR(100))
+    assert np.isnan(f64["f/%2"][0, 0]) and np.isnan(f64["f/%8"])  # what numpy does
+    for site in f64:
+        np.testing.assert_array_equal(mpfr[site], f64[site], err_msg=site)
