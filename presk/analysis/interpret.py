@@ -100,7 +100,7 @@ class Interpreter:
             return float(op.number) if not isinstance(op.results[0].type, C.TensorAttr) \
                 else ns.constant(op.number)
         if isinstance(op, C.RealOp):
-            return ns.constant(float(args[0]))
+            return ns.constant(float(args[0]))  # an f64, or a nat
         if isinstance(op, C.HeavisideOp):
             return ns.heaviside(args[0], op.at_zero_value)
         if isinstance(op, C.PowIOp):
@@ -347,7 +347,7 @@ _UNARY = {
     C.NegOp: "neg", C.SqrtOp: "sqrt", C.ExpOp: "exp", C.LogOp: "log", C.TanhOp: "tanh",
     C.SigmoidOp: "sigmoid", C.ReluOp: "relu", C.GeluOp: "gelu", C.SoftplusOp: "softplus",
     C.AbsOp: "abs", C.SinOp: "sin", C.CosOp: "cos", C.ErfOp: "erf",
-    C.GeluSlopeOp: "gelu_slope",
+    C.GeluSlopeOp: "gelu_slope", C.ErfSlopeOp: "erf_slope",
 }
 _BINARY = {
     C.AddOp: "add", C.SubOp: "sub", C.MulOp: "mul", C.DivOp: "div", C.MinimumOp: "min",

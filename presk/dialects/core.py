@@ -1014,11 +1014,11 @@ class BroadcastOp(CoreOp):
 
 @core_op
 class RealOp(CoreOp):
-    """`real(eps)`: a hyperparameter (f64) as ℝ[]."""
+    """`real(eps)`: a hyperparameter (an f64, or a nat) as ℝ[]."""
 
     name = "psk_core.real"
 
-    operand = operand_def(Float64Type)
+    operand = operand_def(Float64Type | IntegerType)
     result = result_def(TensorAttr)
 
     traits = traits_def(Pure())
@@ -1037,18 +1037,19 @@ class RealOp(CoreOp):
 
 @core_op
 class ConstantOp(CoreOp):
-    """A literal real: an f64 (a hyperparameter's value) or ℝ[]."""
+    """A literal: an f64 (a hyperparameter's value), a nat (as i64, its value integral),
+    or ℝ[]."""
 
     name = "psk_core.constant"
 
     value = attr_def(FloatAttr)
-    result = result_def(Float64Type | TensorAttr)
+    result = result_def(Float64Type | IntegerType | TensorAttr)
 
     traits = traits_def(Pure())
 
     def __init__(
         self, value: float, *, site: str, name: str | None = None,
-        result_type: Float64Type | TensorAttr = f64,
+        result_type: Float64Type | IntegerType | TensorAttr = f64,
     ):
         super().__init__(
             result_types=[result_type],
@@ -1065,7 +1066,10 @@ class ConstantOp(CoreOp):
             raise VerifyException(f"the value must be an f64, not {self.value.type}")
         result = self.result.type
         if isinstance(result, TensorAttr) and not result.shape.is_scalar:
-            raise VerifyException(f"a constant is f64 or ℝ[], not {type_text(result)}")
+            raise VerifyException(f"a constant is f64, nat or ℝ[], not {type_text(result)}")
+        if isinstance(result, IntegerType) and not (self.number >= 0 and
+                                                    float(self.number).is_integer()):
+            raise VerifyException(f"a nat constant is a natural, not {self.number}")
 
 
 @core_op
@@ -1688,6 +1692,14 @@ class GeluSlopeOp(UnaryOp):
 
 
 @core_op
+class ErfSlopeOp(UnaryOp):
+    """erf's derivative, 2/√π·exp(−x²), as one operation: exact where the constant 2/√π
+    would be rounded to an f64."""
+
+    name = "psk_core.erf_slope"
+
+
+@core_op
 class HeavisideOp(UnaryOp):
     """1 where the operand is positive, 0 where it is negative, `at_zero` at 0: the
     derivatives of relu, abs, minimum and maximum, with their documented subgradients."""
@@ -2065,7 +2077,7 @@ Core = Dialect(
         DotOp, BroadcastOp, RealOp, ConstantOp, TupleOp, GetOp,
         ModuleDeclOp, ParamDeclOp, UseDeclOp, FieldOp,
         FuncOp, ReturnOp, CallOp, FoldOp,
-        ErfOp, GeluSlopeOp, HeavisideOp, SumToOp, SpreadOp, ContractOp, ZerosLikeOp, TreeOp, FoldScanOp,
+        ErfOp, GeluSlopeOp, ErfSlopeOp, HeavisideOp, SumToOp, SpreadOp, ContractOp, ZerosLikeOp, TreeOp, FoldScanOp,
         FoldVjpOp, FoldFwdOp, FoldBwdOp, GradOp,
     ],
     [AxisAttr, TensorAttr, ParamsAttr],

@@ -130,7 +130,8 @@ class _FunctionLowering:
         return self._constant(e.value, e.ty, name)
 
     def _constant(self, value: float, t, name) -> SSAValue:
-        result_type = f64 if isinstance(t, ScalarT) else C.TensorAttr.scalar()
+        result_type = (i64 if t == NAT else f64) if isinstance(t, ScalarT) \
+            else C.TensorAttr.scalar()
         return self.emit(C.ConstantOp(value, site=self.site(), name=name, result_type=result_type))
 
     def _Neg(self, e: A.Neg, name):

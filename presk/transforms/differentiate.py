@@ -675,9 +675,7 @@ def _d_gelu(r, op, dr):
 
 
 def _d_erf(r, op, dr):
-    t, x = op.result.type, r.x(op)
-    gauss = r.e(C.ExpOp, r.e(C.NegOp, r.e(C.PowIOp, x, 2)))
-    return _mul(r, dr, _mul(r, gauss, r.b.const(2 / math.sqrt(math.pi)), t), t)
+    return _mul(r, dr, r.e(C.ErfSlopeOp, r.x(op)), op.result.type)
 
 
 def _d_softplus(r, op, dr):

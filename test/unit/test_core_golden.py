@@ -104,9 +104,6 @@ fn f(x : ℝ[batch: B, model: 4]) -> ℝ[] =
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a nat argument lowers to an f64 constant where the "
-                   "callee takes i64, and real(n) to psk_core.real of an i64: PSK-Core has "
-                   "no integer constant and real takes only f64 (dialect + lowering)")
 def test_nat_arguments_lower_to_a_module_that_verifies(tmp_path: Path) -> None:
     from presk.frontend.elaborate import elaborate
     from presk.frontend.lower import lower_program

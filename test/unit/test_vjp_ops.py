@@ -488,12 +488,6 @@ def _params(cases: list[Case]):
             for c in cases for remat in REMATS]
 
 
-_ERF_CONSTANT = ("differentiate.py _d_erf multiplies by r.b.const(2 / math.sqrt(math.pi)), an f64 "
-                 "constant: MPFR evaluates erf's vjp with 2/√π rounded to 53 bits, so it is off "
-                 "by ~1e-17 relative at any precision")
-BY_ID["erf"].marks.append(pytest.mark.xfail(strict=True, reason=_ERF_CONSTANT))
-
-
 @pytest.mark.parametrize("case, remat", _params(CASES))
 def test_vjp_matches_finite_differences(case: Case, remat: str, cases_dir: Path) -> None:
     module = build(case, cases_dir, remat)
@@ -535,17 +529,6 @@ def test_every_core_op_the_rules_cover_is_exercised(cases_dir: Path) -> None:
         "heaviside sum_to spread contract zeros_like tree fold_fwd fold_bwd fold_scan "
         "fold_vjp").split()}
     assert wanted_reverse <= reverse, wanted_reverse - reverse
-
-
-def test_erf_vjp_is_right_up_to_its_f64_constant(cases_dir: Path) -> None:
-    """What the xfail above leaves: erf's rule itself is right, to about f64's precision."""
-    case = BY_ID["erf"]
-    module = build(case, cases_dir, "store")
-    _, *grads = value_vjp(module, case.args, MPFR(VJP_BITS))
-    with gmpy2.context(precision=FD_BITS):
-        errors = relative_errors(case, grads, finite_differences(case, cases_dir))
-    print(f"\n[vjp vs FD] erf with its f64 constant: max rel err {max(errors.values()):.3g}")
-    assert max(errors.values()) < 1e-15
 
 
 def test_a_hyperparameter_has_no_cotangent(cases_dir: Path) -> None:
