@@ -39,7 +39,27 @@ def parse_type(path: str, text: str, line: int = 1) -> A.TypeExpr:
     return _transform(_Build(path, text, line - 1), tree).children[0]
 
 
+# The tree builder, the checker and the lowering recurse once or more per level of the
+# syntax tree: deeper than this, Python's recursion limit would end them in a traceback.
+MAX_DEPTH = 150
+
+
+def _check_depth(build: "_Build", tree: lark.Tree) -> None:
+    stack, deep = [(tree, 1)], []
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            deep.append(build._span(node.meta))
+        else:
+            stack += [(c, depth + 1) for c in node.children if isinstance(c, lark.Tree)]
+    if deep:
+        first = min(deep, key=lambda s: (s.line, s.col))
+        raise error("E0001", f"the expression nests more than {MAX_DEPTH} levels deep", first,
+                    "split it with `let`")
+
+
 def _transform(build: "_Build", tree: lark.Tree):
+    _check_depth(build, tree)
     # lark wraps an exception raised inside a rule in VisitError: unwrap our diagnostics.
     try:
         return build.transform(tree)
