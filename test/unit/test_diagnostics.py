@@ -418,6 +418,11 @@ CASES = [
          "E0308", "the size is too large", "main.psk:1:12"),
     case("size-superscript-digit", "fn f(x : ℝ[²]) -> ℝ[] = sum(x)\n",
          "E0202", "unknown dim or const `²`", "main.psk:1:12"),
+    case("nesting-too-deep", "fn f(x : ℝ[]) -> ℝ[] =\n  x" + " + x" * 5000 + "\n",
+         "E0001", "the expression nests more than 150 levels deep", "main.psk:2:3",
+         hint="split it with `let`"),
+    case("calls-nested-too-deep", "fn f(x : ℝ[]) -> ℝ[] =\n  " + "exp(" * 300 + "x" + ")" * 300
+         + "\n", "E0001", "the expression nests more than 150 levels deep", "main.psk:2:295"),
     case("syntax-hint-is-exact", "dim B ]\n",
          "E0001", "unexpected `]`", "main.psk:1:7",
          hint="expected `assert`, `const`, `dim`, `fn`, `import`, `module`, `optimizer`, "
@@ -612,3 +617,8 @@ def test_import_cycle_above_the_working_directory(tmp_path: Path, monkeypatch, c
     assert rc == 1
     assert err.splitlines()[0] == ("../app/b.psk:1:8: error[E0102]: import cycle: "
                                    "../app/a.psk → ../app/b.psk → ../app/a.psk")
+
+
+def test_a_long_sum_within_the_nesting_limit(workdir: Path, capsys) -> None:
+    write(workdir, {"main.psk": "fn f(x : ℝ[]) -> ℝ[] =\n  x" + " + x" * 140 + "\n"})
+    assert run(capsys, "check", "main.psk") == (0, "Diagnostics: none\n", "")
