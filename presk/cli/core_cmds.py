@@ -241,8 +241,9 @@ def _show(value: Any) -> str:
     array = np.asarray(value)
     if array.shape == ():
         return str(array.item())
-    if array.dtype == object:
-        array = np.vectorize(float, otypes=[np.float64])(array)
+    if array.dtype == object:  # MPFR: every digit, as a scalar result prints
+        return np.array2string(array, separator=", ", formatter={"all": str},
+                               max_line_width=100)
     return np.array2string(array, precision=17, separator=", ")
 
 

@@ -1042,3 +1042,21 @@ def test_random_programs_lower_verify_and_agree_in_f64_and_mpfr(tmp_path: Path) 
         if not np.isnan(a):
             assert a == b or abs(a - b) <= 1e-9 * abs(b) + 1e-12, (body, a, b)
     assert accepted >= 200  # the corpus exercises the lowering, not only the checker
+
+
+def test_run_prints_a_tensor_result_with_every_digit_in_mpfr(tmp_path: Path) -> None:
+    """A tensor result printed at f64's 17 digits under MPFR (a scalar printed them all),
+    so `presk run` showed less of the exact value than it had computed."""
+    program = tmp_path / "t.psk"
+    program.write_text("dim B\n"
+                       "fn f(x : ℝ[batch: B, model: 4]) -> (ℝ[], ℝ[batch: B]) =\n"
+                       "  (mean(x), sum(axis model, x))\n", encoding="utf-8")
+    done = presk("run", str(program), "--entry", "f", "--dim", "B=2", "--bits", "128")
+    assert done.returncode == 0, done.stderr
+    lines = [line.strip() for line in done.stdout.splitlines()]
+    assert lines[0] == "f at B = 2 in mpfr128:"
+    x = E.key_rng("input", 0, "x").standard_normal((2, 4))
+    with gmpy2.context(precision=128):
+        exact = [sum((gmpy2.mpfr(float(v)) for v in row), gmpy2.mpfr(0)) for row in x]
+    assert lines[2] == f"result.1 = [{exact[0]}, {exact[1]}]"
+    assert len(str(exact[0])) > 30
