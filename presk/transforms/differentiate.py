@@ -12,9 +12,10 @@ parameter trees, in order); f64 and nat arguments have none. The residuals are w
 crosses from the forward sweep to the reverse one:
 
 - `--remat store`: every primal value the reverse sweep reads, a callee's residuals (its
-  `g.fwd`'s) and a fold's accumulators (`fold_scan`) among them;
+  `g.fwd`'s result) and a fold's step results (`fold_fwd`) among them;
 - `--remat recompute`: f's arguments only; the reverse sweep first computes the forward
-  again from them, and a callee's cotangents come from `g.vjp`, which does the same.
+  again from them (a fold as a `fold_scan`, keeping its accumulators), and a callee's
+  cotangents come from `g.vjp`, which does the same one level down.
 
 Both compute the same operations on the same values, so their gradients have the same bits.
 Cloned forward operations keep their sites; the operation that completes the cotangent of
@@ -160,16 +161,9 @@ class Differentiator:
             if isinstance(op, C.GradOp):
                 raise DifferentiationError(f"`{name}` takes a gradient itself: a second "
                                            "derivative is not supported")
-            if isinstance(op, C.CallOp) and differentiable(op.result.type):
-                if self.remat == "store":
-                    self.bwd(op.callee_name)
-                else:
-                    self.vjp(op.callee_name)
-            elif isinstance(op, C.FoldOp):
-                if self.remat == "store":
-                    self.bwd(op.callee_name)
-                else:
-                    self.vjp(op.callee_name)
+            if isinstance(op, C.FoldOp) or (isinstance(op, C.CallOp) and
+                                             differentiable(op.result.type)):
+                (self.bwd if self.remat == "store" else self.vjp)(op.callee_name)
 
     def _wrapper(self, name: str, with_value: bool) -> C.FuncOp:
         src = self.funcs[name]
@@ -241,22 +235,22 @@ class _Sweep:
         self.result = ret.value
 
     # ---- the forward sweep ----
-    def _forward(self, b: _Builder, args: list[SSAValue], for_fwd: bool):
+    def _forward(self, b: _Builder, args: list[SSAValue], how: str):
         """Clone the forward ops; returns (primal map, residual of each call/fold, y).
 
-        In a store fwd, calls and a fold's steps go through the callee's fwd; otherwise a
-        fold is cloned as a scan, since the reverse sweep reads its accumulators."""
+        `how` is "store" (calls and a fold's steps through the callee's fwd, keeping their
+        residuals), "scan" (a fold as a scan, whose accumulators a recomputing reverse sweep
+        reads) or "plain" (a clone)."""
         m: dict[SSAValue, SSAValue] = dict(zip(self.src.args, args))
         resid: dict[Operation, SSAValue] = {}
         for op in self.ops:
-            if isinstance(op, C.CallOp) and self.store and for_fwd and \
-                    differentiable(op.result.type):
+            if isinstance(op, C.CallOp) and how == "store" and differentiable(op.result.type):
                 fwd = self.diff.fwd(op.callee_name)
                 t = b.emit(C.CallOp(fwd, [m[a] for a in op.arguments], site=b.site(),
                                     dims=op.dim_env))
                 m[op.result] = b.get(t, 0, site=op.site.data, name=_name(op))
                 resid[op] = t
-            elif isinstance(op, C.FoldOp) and self.store:
+            elif isinstance(op, C.FoldOp) and how == "store":
                 # Each step runs its fwd; their residuals are the fold's.
                 fwd = self.diff.fwd(op.callee_name)
                 steps = b.emit(C.FoldFwdOp(fwd, m[op.stacked], m[op.acc], site=b.site(),
@@ -264,7 +258,7 @@ class _Sweep:
                 last = b.get(steps, len(steps.type.types.data) - 1)
                 m[op.result] = b.get(last, 0, site=op.site.data, name=_name(op))
                 resid[op] = steps
-            elif isinstance(op, C.FoldOp):
+            elif isinstance(op, C.FoldOp) and how == "scan":
                 scan = b.emit(C.FoldScanOp(op.callee_name, m[op.stacked], m[op.acc],
                                            site=b.site(), dims=op.dim_env))
                 count = len(scan.type.types.data) - 1
@@ -279,10 +273,10 @@ class _Sweep:
         b = _Builder(self.name + ".fwd", _first_free(src))
         args = [b.block.insert_arg(a.type, i) for i, a in enumerate(src.args)]
         if self.store:
-            m, resid, y = self._forward(b, args, for_fwd=True)
+            m, resid, y = self._forward(b, args, "store")
             residuals = self._store_residuals(m, resid)
         else:
-            _, _, y = self._forward(b, args, for_fwd=True)
+            _, _, y = self._forward(b, args, "plain")
             residuals = args
         out = b.emit(C.TupleOp([y, *residuals], site=b.site()))
         b.block.add_op(C.ReturnOp(out, site=f"{b.name}/%{b.n}"))
@@ -315,7 +309,7 @@ class _Sweep:
         else:
             args = [b.get(res, i + 1, site=f"{self.name}/%{i}", name=n)
                     for i, n in enumerate(src.arg_name_list)]
-            m, resid, _ = self._forward(b, args, for_fwd=False)
+            m, resid, _ = self._forward(b, args, "scan")
             primal = lambda v: m[v]  # noqa: E731
             residual = lambda op: resid[op]  # noqa: E731
         grads = _Reverse(self, b, primal, residual).run(dy)
