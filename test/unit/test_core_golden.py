@@ -110,3 +110,16 @@ def test_nat_arguments_lower_to_a_module_that_verifies(tmp_path: Path) -> None:
     path = tmp_path / "nat.psk"
     path.write_text(NAT_ARGUMENT, encoding="utf-8")
     lower_program(elaborate(str(path))).verify()
+    # And it computes what it says: real(n) at n = 2 (the default), K = 3 and 5.
+    import numpy as np
+
+    from presk.analysis.interpret import Interpreter
+    from presk.analysis.numbers import F64, MPFR
+    module = lower_program(elaborate(str(path)))
+    x = np.random.default_rng(0).normal(size=(3, 4))
+    expected = float(np.mean(x * 2.0) + np.mean(x * 3.0) + np.mean(x * 5.0))
+    for numbers in (F64(), MPFR(80)):
+        with numbers.context():
+            arg = numbers.array(x)
+        got = float(Interpreter(module, numbers).run("f", [arg], {"B": 3}))
+        assert abs(got - expected) <= 1e-15 * abs(expected) + 1e-300
