@@ -22,8 +22,15 @@ def _core() -> Dialect:
 
 
 # Each dialect is loaded when a file first names it, so that the driver starts fast.
+def _realize() -> Dialect:
+    from presk.dialects.realize import Realize
+
+    return Realize
+
+
 PRESK_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "psk_core": _core,
+    "psk_realize": _realize,
 }
 
 def _differentiate() -> type[ModulePass]:
