@@ -14,7 +14,7 @@ psk_core.func @f() -> !psk_core.tensor<...> attributes {arg_names = []} {
   %0 = psk_core.constant {site = "f/%0", value = 1.0 : f64} : !psk_core.tensor<...>
   psk_core.return %0 {site = "f/return"} : !psk_core.tensor<...>
 }
-// CHECK: f/%0: psk_core.constant: a constant is f64 or ℝ[], not ℝ[...]
+// CHECK: f/%0: psk_core.constant: a constant is f64, nat or ℝ[], not ℝ[...]
 
 // -----
 
