@@ -1,0 +1,149 @@
+"""The realization artifact: a float type per site and per parameter path.
+
+Format `presk-realization/1` (docs/artifacts.md):
+
+    {"format": "presk-realization/1", "entry": "loss",
+     "sites": {"RMSNorm.apply/%10": "f32", …}, "params": {"blocks.proj.w": "f32", …}}
+
+A site or parameter absent from it is f64. Commands take it as a path, as `@path`, or
+inline (a JSON object's text); `load_realization` refuses a malformed one with a
+RealizationError whose message is one line (the CLI prints it and exits with code 2).
+Pure Python: no xDSL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+
+FORMAT = "presk-realization/1"
+TYPES = ("f64", "f32", "bf16")
+_SITE = re.compile(r".+/%\d+")
+
+
+class RealizationError(Exception):
+    """A realization that cannot be read or does not fit: one line for the user."""
+
+
+@dataclass
+class Realization:
+    """Types by site (`RMSNorm.apply/%10`) and by parameter path (`blocks.proj.w`);
+    what neither lists is f64."""
+
+    entry: str | None = None
+    sites: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+
+    def site_type(self, site: str) -> str:
+        return self.sites.get(site, "f64")
+
+    def param_type(self, path: str) -> str:
+        return self.params.get(path, "f64")
+
+    def to_json(self) -> dict:
+        out: dict = {"format": FORMAT}
+        if self.entry is not None:
+            out["entry"] = self.entry
+        out["sites"] = dict(self.sites)
+        out["params"] = dict(self.params)
+        return out
+
+    def summary(self) -> str:
+        """`f64+9sites+4params`, or `all-f64`."""
+        narrowed = {k: v for k, v in self.sites.items() if v != "f64"}
+        params = {k: v for k, v in self.params.items() if v != "f64"}
+        if not narrowed and not params:
+            return "all-f64"
+        return f"f64+{len(narrowed)}sites+{len(params)}params"
+
+
+ALL_F64 = Realization()
+
+
+def load_realization(spec: str | None) -> Realization:
+    """From `None` (all f64), `@path`, a path, or inline JSON text."""
+    if spec is None:
+        return Realization()
+    text, where = _read(spec)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RealizationError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
+                               f"{exc.colno})") from None
+    return parse_realization(data, where)
+
+
+def _read(spec: str) -> tuple[str, str]:
+    stripped = spec.strip()
+    if stripped.startswith("{"):
+        return stripped, "the inline realization"
+    path = spec[1:] if spec.startswith("@") else spec
+    if os.path.isdir(path):
+        raise RealizationError(f"{path}: is a directory, not a realization file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(), path
+    except FileNotFoundError:
+        raise RealizationError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RealizationError(f"{path}: cannot read ({exc})") from None
+
+
+def parse_realization(data: object, where: str = "the realization") -> Realization:
+    if not isinstance(data, dict):
+        raise RealizationError(f"{where}: a realization is a JSON object, not "
+                               f"{type(data).__name__}")
+    fmt = data.get("format")
+    if not isinstance(fmt, str):
+        raise RealizationError(f"{where}: no \"format\" field (expected \"{FORMAT}\")")
+    kind, _, version = fmt.partition("/")
+    if kind != "presk-realization":
+        raise RealizationError(f"{where}: is a {fmt} artifact, not a realization "
+                               f"(\"{FORMAT}\")")
+    if version != FORMAT.split("/")[1]:
+        raise RealizationError(f"{where}: realization format version {version or '?'} is not "
+                               f"supported (this presk reads \"{FORMAT}\")")
+    if unknown := sorted(set(data) - {"format", "entry", "sites", "params"}):
+        raise RealizationError(f"{where}: unknown field \"{unknown[0]}\"")
+    entry = data.get("entry")
+    if entry is not None and not isinstance(entry, str):
+        raise RealizationError(f"{where}: \"entry\" is a function's name, a string")
+    sites = _types(data.get("sites", {}), "sites", where)
+    for site in sites:
+        if not _SITE.fullmatch(site):
+            raise RealizationError(f"{where}: site \"{site}\" is not of the form "
+                                   "<function>/%<n>")
+    params = _types(data.get("params", {}), "params", where)
+    return Realization(entry, sites, params)
+
+
+def _types(obj: object, what: str, where: str) -> dict[str, str]:
+    if not isinstance(obj, dict):
+        raise RealizationError(f"{where}: \"{what}\" maps names to types, an object")
+    out = {}
+    for key, value in obj.items():
+        if value not in TYPES:
+            raise RealizationError(f"{where}: {what} \"{key}\" has type {json.dumps(value)}, "
+                                   f"not one of {', '.join(TYPES)}")
+        out[key] = value
+    return out
+
+
+def save_realization(realization: Realization, path: str) -> None:
+    """Write atomically: a temporary file, then a rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".json", dir=directory)
+    except OSError as exc:
+        raise RealizationError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(realization.to_json(), f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
