@@ -120,6 +120,10 @@ def _argument(path: str, t: Attribute, numbers: Numbers, values: dict[str, np.nd
 
 
 def flatten_result(value, path: str = "result") -> dict[str, object]:
+    """A result's tensors by path: a tuple's items `.0`, `.1`…, a tree's tensors by their
+    paths in it (`result.blocks.proj.w`, the gradient `grad(loss)` returns)."""
+    if isinstance(value, Tree):
+        return {f"{path}.{p}": v for p, v in value.items()}
     if isinstance(value, tuple):
         out: dict[str, object] = {}
         for i, v in enumerate(value):

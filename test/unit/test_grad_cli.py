@@ -163,13 +163,6 @@ def test_grad_is_replaced_by_a_call_of_value_vjp(tmp_path: Path) -> None:
     assert calls == ["loss.value_vjp"] * 4
 
 
-_TREE_RESULT = ("presk/cli/core_cmds.py cmd_run with presk/analysis/entry.py flatten_result: an entry "
-                "whose result is a parameter tree (grad(loss)(θ, batch)) printed `result = "
-                "Tree(data={…})`, and --out ended in TypeError: float() argument must be … not "
-                "'Tree' (exit code 1, a traceback)")
-
-
-@pytest.mark.xfail(strict=True, reason=_TREE_RESULT)
 @pytest.mark.parametrize("entry, prefix", [("g", "result."), ("vg", "result.1.")])
 def test_an_entry_returning_a_gradient_tree(tmp_path: Path, entry: str, prefix: str) -> None:
     """grad(loss) and value_and_grad(loss) returned whole: the tree's tensors by path."""
