@@ -28,9 +28,16 @@ def _realize() -> Dialect:
     return Realize
 
 
+def _kernel() -> Dialect:
+    from presk.dialects.kernel import Kernel
+
+    return Kernel
+
+
 PRESK_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "psk_core": _core,
     "psk_realize": _realize,
+    "psk_kernel": _kernel,
 }
 
 def _differentiate() -> type[ModulePass]:
