@@ -40,6 +40,10 @@ def prepare(module: ModuleOp, name: str, dims: dict[str, int]) -> Entry:
     missing = [d for d in func.dim_names if d not in dims]
     if missing:
         raise WeightsError(f"`{name}` needs " + " ".join(f"--dim {d}=N" for d in missing))
+    unknown = [d for d in dims if d not in func.dim_names]
+    if unknown:
+        have = ", ".join(func.dim_names) or "none"
+        raise WeightsError(f"`{name}` has no dim {', '.join(unknown)} (its dims: {have})")
     fields: list[Field] = []
     inputs: dict[str, tuple[int, ...]] = {}
     for arg_name, t in zip(func.arg_name_list, func.function_type.inputs.data):
@@ -87,6 +91,10 @@ def weights(entry: Entry, seed: int, path: str | None) -> dict[str, np.ndarray]:
 def inputs(entry: Entry, seed: int, path: str | None) -> dict[str, np.ndarray]:
     """Inputs from a file where it has them, the rest standard normal from the seed."""
     given = load_tensors(path) if path is not None else {}
+    unknown = sorted(set(given) - set(entry.inputs))
+    if unknown:
+        raise WeightsError(f"{path}: `{unknown[0]}` is not an input of the entry (its inputs: "
+                           + ", ".join(entry.inputs) + ")")
     out = {}
     for name, shape in entry.inputs.items():
         if name in given:

@@ -465,6 +465,21 @@ def test_run_malformed_dim() -> None:
     assert line == "presk: --dim B=four: expected NAME=N, e.g. --dim B=4"
 
 
+def test_run_with_a_dim_the_entry_lacks() -> None:
+    line = usage_error(presk("run", T07, "--entry", "loss", "--dim", "B=4", "--dim", "Q=3"))
+    assert line == "presk: `loss` has no dim Q (its dims: B)"
+
+
+def test_run_with_inputs_that_are_not_the_entrys(tmp_path: Path) -> None:
+    from presk.analysis.weights import save_tensors
+    path = tmp_path / "in.safetensors"
+    save_tensors({"batch.0": np.zeros((4, 4)), "batch.2": np.zeros((4, 4))}, str(path))
+    line = usage_error(presk("run", T07, "--entry", "loss", "--dim", "B=4", "--inputs",
+                             str(path)))
+    assert line == (f"presk: {path}: `batch.2` is not an input of the entry (its inputs: "
+                    "batch.0, batch.1)")
+
+
 @pytest.mark.parametrize("name", ["03_activations", "07_train"])
 def test_run_with_a_dim_of_zero(name: str) -> None:
     """`--dim B=0` ran: a mean over no element printed nan, and a max over none (03's
