@@ -46,9 +46,23 @@ def _differentiate() -> type[ModulePass]:
     return DifferentiatePass
 
 
+def _core_to_realize() -> type[ModulePass]:
+    from presk.conversion.core_to_realize import ConvertCoreToRealizePass
+
+    return ConvertCoreToRealizePass
+
+
+def _fuse() -> type[ModulePass]:
+    from presk.transforms.fuse import FusePass
+
+    return FusePass
+
+
 # Passes join this table as they land: name → a function returning the pass class.
 PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "psk-differentiate": _differentiate,
+    "convert-psk-core-to-realize": _core_to_realize,
+    "psk-fuse": _fuse,
 }
 
 

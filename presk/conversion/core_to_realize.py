@@ -1,0 +1,671 @@
+"""convert-psk-core-to-realize: record one entry of a PSK-Core module at concrete dims,
+under a realization, as PSK-Realize.
+
+`record(core_module, entry, dims, realization)` returns a new builtin module holding one
+`psk_realize.func` per INSTANCE: a Core function at one set of dims, argument types and
+hyperparameter values (f64 and nat arguments are not arguments of an instance: their
+values are part of it, `real eps` becomes a constant). Arguments are tensors only: a
+parameter tree is flattened to its leaves in declaration order (named by path,
+`θ.norm.γ`), a tuple to its elements (`batch.0`).
+
+Shapes are evaluated, not values: every Core value gets its concrete shape (dims bound,
+`...` replaced by the axes the arguments bind it to) and a type from the realization
+(docs/artifacts.md states the rule: a listed site's type; a follower takes its readers'
+type; a carried value the type of what it carries; anything else f64). An op reading an
+operand of another type reads it through an explicit `convert` under the op's site; a
+bf16 site computes in f32 and is converted to bf16.
+
+Binary ops carry their broadcast placements, computed from the Core op's SYMBOLIC types
+(presk.shapes.alignment) plus the prefix length, never from the concrete shapes: at
+concrete sizes ℝ[4] against ℝ[..., model: 4] would be ambiguous.
+
+Instances: the one that runs most often per call of the entry keeps the Core function's
+name, the others take `_2`, `_3` in that order (ties: the first recorded first). A fold
+whose iteration i's instance does not return its accumulator's type has iteration i
+recorded apart (`slice` of each stacked leaf at i, a `call`), until the instance repeats;
+the rest is one `fold` over i..n-1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import Float64Type, IntegerType, ModuleOp, TupleType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import VerifyException
+
+from presk import shapes
+from presk.analysis.realization import Realization, RealizationError, load_realization
+from presk.dialects import core as C
+from presk.dialects import realize as R
+from presk.shapes import Axis, TensorType
+
+
+class RecordError(Exception):
+    """An entry that cannot be recorded (a missing dim, an op not supported yet)."""
+
+
+# --------------------------------------------------------------------------------------
+# Core op classification
+# --------------------------------------------------------------------------------------
+
+UNARY: dict[type, type] = {
+    C.NegOp: R.NegOp, C.SqrtOp: R.SqrtOp, C.ExpOp: R.ExpOp, C.LogOp: R.LogOp,
+    C.TanhOp: R.TanhOp, C.SigmoidOp: R.SigmoidOp, C.ReluOp: R.ReluOp, C.GeluOp: R.GeluOp,
+    C.SoftplusOp: R.SoftplusOp, C.AbsOp: R.AbsOp, C.SinOp: R.SinOp, C.CosOp: R.CosOp,
+    C.ErfOp: R.ErfOp, C.ErfSlopeOp: R.ErfSlopeOp, C.GeluSlopeOp: R.GeluSlopeOp,
+}
+BINARY: dict[type, type] = {
+    C.AddOp: R.AddOp, C.SubOp: R.SubOp, C.MulOp: R.MulOp, C.DivOp: R.DivOp,
+    C.MinimumOp: R.MinimumOp, C.MaximumOp: R.MaximumOp, C.PowOp: R.PowOp,
+}
+REDUCE: dict[type, type] = {
+    C.SumOp: R.SumOp, C.MeanOp: R.MeanOp, C.MaxOp: R.MaxOp, C.MinOp: R.MinOp,
+    C.LogSumExpOp: R.LogSumExpOp,
+}
+_COMPUTE = (C.SoftmaxOp, C.DotOp, C.ContractOp, C.SumToOp, C.SpreadOp, C.BroadcastOp)
+
+
+def core_elementwise(op: Operation) -> bool:
+    """A Core op that computes element-wise on reals (softmax and dot are not)."""
+    return type(op) in UNARY or type(op) in BINARY or isinstance(op, (C.PowIOp, C.HeavisideOp))
+
+
+def core_compute(op: Operation) -> bool:
+    """A Core op that computes on reals: one launch once realized."""
+    return core_elementwise(op) or type(op) in REDUCE or isinstance(op, _COMPUTE)
+
+
+def _same_shape(a: Attribute, b: Attribute) -> bool:
+    if not isinstance(a, C.TensorAttr) or not isinstance(b, C.TensorAttr):
+        return False
+    x, y = a.shape, b.shape
+    return x.prefix == y.prefix and [s.size for s in x.axes] == [s.size for s in y.axes]
+
+
+def _compute_type(t: str) -> str:
+    return "f32" if t == "bf16" else t
+
+
+def site_types(func: C.FuncOp, realization: Realization) -> dict[str, str]:
+    """The type of every computed value of a Core function: a listed site's own; a
+    follower's (an element-wise value, not listed, every reader element-wise of its shape
+    and all of one type) its readers' compute type; anything else f64."""
+    types: dict[str, str] = {}
+    for op in reversed(list(func.body.block.ops)):
+        if not core_compute(op) and not isinstance(op, (C.RealOp, C.ConstantOp)):
+            continue
+        site = op.site.data  # type: ignore[attr-defined]
+        if site in realization.sites:
+            types[site] = realization.sites[site]
+            continue
+        if core_elementwise(op):
+            readers = [u.operation for u in op.results[0].uses]
+            if readers and all(core_elementwise(r) and _same_shape(r.results[0].type,
+                                                                    op.results[0].type)
+                               for r in readers):
+                kinds = {_compute_type(types.get(r.site.data, "f64")) for r in readers}  # type: ignore[attr-defined]
+                if len(kinds) == 1:
+                    types[site] = kinds.pop()
+                    continue
+        types[site] = "f64"
+    return types
+
+
+# --------------------------------------------------------------------------------------
+# Values at record time
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """An f64 or nat hyperparameter: a value of the instance, not an argument."""
+
+    value: float | int
+
+
+@dataclass(frozen=True)
+class PTree:
+    """A parameter tree: its leaves in declaration order, by path below it."""
+
+    items: tuple[tuple[str, Any], ...]
+
+    def field(self, name: str) -> Any:
+        for path, leaf in self.items:
+            if path == name:
+                return leaf
+        sub = tuple((p[len(name) + 1:], v) for p, v in self.items if p.startswith(name + "."))
+        if not sub:
+            raise RecordError(f"a parameter tree has no field `{name}`")
+        return PTree(sub)
+
+
+Value = Union[SSAValue, tuple, PTree, Hyper]
+
+
+def _leaves(value: Any, name: str) -> list[tuple[str, Any]]:
+    """The tensor leaves of a value (SSA values or types), with their argument names."""
+    if isinstance(value, PTree):
+        return [(f"{name}.{p}", v) for p, v in value.items]
+    if isinstance(value, tuple):
+        return [leaf for i, v in enumerate(value) for leaf in _leaves(v, f"{name}.{i}")]
+    if isinstance(value, Hyper):
+        return []
+    return [(name, value)]
+
+
+def _hypers(value: Any) -> list[Any]:
+    if isinstance(value, tuple):
+        return [h for v in value for h in _hypers(v)]
+    return [value.value] if isinstance(value, Hyper) else []
+
+
+def _spec(value: Any) -> Any:
+    """The value with each tensor replaced by its type: what an instance is keyed by."""
+    if isinstance(value, PTree):
+        return PTree(tuple((p, _spec(v)) for p, v in value.items))
+    if isinstance(value, tuple):
+        return tuple(_spec(v) for v in value)
+    if isinstance(value, SSAValue):
+        return value.type
+    return value
+
+
+def _type_key(t: Attribute) -> tuple:
+    assert isinstance(t, R.RTensorType)
+    return (R.element_name(t), t.sizes)
+
+
+def _sliced(t: R.RTensorType) -> R.RTensorType:
+    from xdsl.dialects.builtin import ArrayAttr
+    return R.RTensorType(t.element, ArrayAttr(t.axes.data[1:]))
+
+
+@dataclass
+class Instance:
+    func: R.FuncOp
+    source: str
+    results: list[R.RTensorType]
+    result_form: Any  # the Core result type, to rebuild a tuple or tree from leaves
+    order: int
+    temp: str = ""
+    runs: int = 0
+    callers: list[Operation] = field(default_factory=list)  # call and fold ops naming it
+    callees: list[tuple["Instance", int]] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------
+# The recorder
+# --------------------------------------------------------------------------------------
+
+
+class Recorder:
+    def __init__(self, core: ModuleOp, realization: Realization):
+        self.core = core
+        self.realization = realization
+        self.funcs = {op.sym_name.data: op for op in core.ops if isinstance(op, C.FuncOp)}
+        self.decls = {op.sym_name.data: op for op in core.ops if isinstance(op, C.ModuleDeclOp)}
+        self.instances: dict[tuple, Instance] = {}
+        self.ordered: list[Instance] = []
+        self._types: dict[str, dict[str, str]] = {}
+
+    # ---- the entry ----
+    def record(self, entry: str, dims: dict[str, int]) -> ModuleOp:
+        if entry not in self.funcs:
+            raise RecordError(f"no function `{entry}` (the functions: {', '.join(self.funcs)})")
+        func = self.funcs[entry]
+        self._check_realization()
+        missing = [d for d in func.dim_names if d not in dims]
+        if missing:
+            raise RecordError(f"`{entry}` needs " + " ".join(f"--dim {d}=N" for d in missing))
+        env = {d: dims[d] for d in func.dim_names}
+        args = [self._entry_arg(n, t, env) for n, t in zip(func.arg_name_list,
+                                                           func.function_type.inputs.data)]
+        top = self.instance(entry, env, args, entry=True)
+        self._count_runs(top)
+        self._name_instances(top)
+        return ModuleOp([inst.func for inst in self.ordered])
+
+    def _check_realization(self) -> None:
+        for site in self.realization.sites:
+            fn, _, number = site.rpartition("/%")
+            if fn not in self.funcs:
+                raise RealizationError(f"the realization's site `{site}` names no function of "
+                                       "the program")
+            known = {op.site.data for op in self.funcs[fn].body.block.ops  # type: ignore[attr-defined]
+                     if op.results}
+            if site not in known:
+                raise RealizationError(f"the realization's site `{site}`: {fn} computes no "
+                                       f"value %{number}")
+
+    def _entry_arg(self, name: str, t: Attribute, env: dict[str, int]) -> Any:
+        if isinstance(t, C.ParamsAttr):
+            from presk.analysis.weights import WeightsError, tree_fields
+            try:
+                fields = tree_fields(self.core, t, env)
+            except WeightsError as exc:
+                raise RecordError(str(exc)) from None
+            known = {f.path for f in fields}
+            for path in self.realization.params:
+                if path not in known:
+                    raise RealizationError(f"the realization's parameter `{path}` is not a "
+                                           f"parameter of `{name}` (its parameters: "
+                                           f"{', '.join(sorted(known))})")
+            return PTree(tuple(
+                (f.path, R.RTensorType.get(self.realization.param_type(f.path), f.shape))
+                for f in fields))
+        if isinstance(t, TupleType):
+            return tuple(self._entry_arg(f"{name}.{i}", e, env)
+                         for i, e in enumerate(t.types.data))
+        if isinstance(t, C.TensorAttr):
+            shape = t.shape
+            if shape.prefix:
+                raise RecordError(f"the entry's argument `{name}` is {shape}: its `...` has no "
+                                  "value; record a function with fixed axes")
+            return R.RTensorType.from_shape("f64", shape.substitute(env))
+        raise RecordError(f"the entry's argument `{name}` is {C.type_text(t)}: an entry takes "
+                          "tensors, tuples and parameter trees")
+
+    # ---- instances ----
+    def instance(self, name: str, dims: dict[str, int], specs: list[Any],
+                 entry: bool = False) -> Instance:
+        """The instance of Core function `name` at `dims` for arguments of these specs
+        (types in place of tensors, Hyper values), recorded on first use."""
+        func = self.funcs[name]
+        leaves = [(n, t) for a, spec in zip(func.arg_name_list, specs) for n, t in _leaves(spec, a)]
+        key = (name, tuple(sorted(dims.items())), tuple(_type_key(t) for _, t in leaves),
+               tuple(h for s in specs for h in _hypers(s)))
+        if key in self.instances:
+            return self.instances[key]
+        prefix = _bound_prefix(func, specs)
+        arg_types = [self._arg_type(func, a, spec, dims, prefix) for a, spec in
+                     zip(func.function_type.inputs.data, specs)]
+        flat = [(n, t) for a, spec in zip(func.arg_name_list, arg_types)
+                for n, t in _leaves(spec, a)]
+        self._serial = getattr(self, "_serial", 0) + 1
+        temp = f"{name}#{self._serial}"
+        rfunc = R.FuncOp.make(temp, name, flat, [], dims, entry=entry)
+        block = rfunc.body.block
+        it = iter(block.args)
+        values = [_bind(spec, it) for spec in arg_types]
+        body = _Body(self, func, block, dims, prefix, self._site_types(name))
+        results, form = body.run(values)
+        from xdsl.dialects.builtin import FunctionType
+        rfunc.attributes["function_type"] = FunctionType.from_lists(
+            [a.type for a in block.args], [r.type for r in results])
+        inst = Instance(rfunc, name, [r.type for r in results], form, len(self.ordered), temp)
+        inst.callees = body.callees
+        self.instances[key] = inst
+        self.ordered.append(inst)
+        return inst
+
+    def _arg_type(self, func: C.FuncOp, declared: Attribute, spec: Any, dims: dict[str, int],
+                  prefix: tuple[Axis, ...] | None) -> Any:
+        """An argument's spec with its tensors named as the callee declares them."""
+        if isinstance(declared, C.TensorAttr) and isinstance(spec, R.RTensorType):
+            try:
+                shape = _concrete(declared.shape, dims, prefix)
+            except RecordError:
+                return spec
+            if tuple(int(a.size) for a in shape.axes) != spec.sizes:
+                return spec
+            return R.RTensorType.from_shape(spec.element, shape)
+        if isinstance(declared, TupleType) and isinstance(spec, tuple):
+            return tuple(self._arg_type(func, d, s, dims, prefix)
+                         for d, s in zip(declared.types.data, spec))
+        return spec
+
+    def _site_types(self, name: str) -> dict[str, str]:
+        if name not in self._types:
+            self._types[name] = site_types(self.funcs[name], self.realization)
+        return self._types[name]
+
+    # ---- after recording ----
+    def _count_runs(self, top: Instance) -> None:
+        def visit(inst: Instance, times: int) -> None:
+            inst.runs += times
+            for callee, n in inst.callees:
+                visit(callee, times * n)
+        visit(top, 1)
+
+    def _name_instances(self, top: Instance) -> None:
+        by_source: dict[str, list[Instance]] = {}
+        for inst in self.ordered:
+            by_source.setdefault(inst.source, []).append(inst)
+        from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
+        for source, insts in by_source.items():
+            insts.sort(key=lambda i: (-i.runs, i.order))
+            for k, inst in enumerate(insts):
+                inst.func.attributes["sym_name"] = StringAttr(source if k == 0 else
+                                                              f"{source}_{k + 1}")
+        by_temp = {i.temp: i for i in self.ordered}
+        for inst in self.ordered:
+            for op in inst.func.walk():
+                if isinstance(op, (R.CallOp, R.FoldOp)):
+                    target = by_temp[op.callee_name]
+                    op.attributes["callee"] = SymbolRefAttr(target.func.sym_name.data)
+
+
+def _bind(spec: Any, args) -> Any:
+    """A value of this spec made of the next block arguments."""
+    if isinstance(spec, PTree):
+        return PTree(tuple((p, next(args)) for p, _ in spec.items))
+    if isinstance(spec, tuple):
+        return tuple(_bind(s, args) for s in spec)
+    if isinstance(spec, Hyper):
+        return spec
+    return next(args)
+
+
+def _bound_prefix(func: C.FuncOp, specs: list[Any]) -> tuple[Axis, ...] | None:
+    """What the function's `...` stands for: the leading axes of the first argument whose
+    declared type has it."""
+    def find(t: Attribute, spec: Any) -> tuple[Axis, ...] | None:
+        if isinstance(t, C.TensorAttr) and t.shape.prefix and isinstance(spec, R.RTensorType):
+            axes = spec.axis_list
+            return axes[:len(axes) - len(t.shape.axes)]
+        if isinstance(t, TupleType) and isinstance(spec, tuple):
+            for item_type, item in zip(t.types.data, spec):
+                if (found := find(item_type, item)) is not None:
+                    return found
+        return None
+
+    for t, spec in zip(func.function_type.inputs.data, specs):
+        if (found := find(t, spec)) is not None:
+            return found
+    return None
+
+
+def _concrete(shape: TensorType, dims: dict[str, int],
+              prefix: tuple[Axis, ...] | None) -> TensorType:
+    axes = []
+    for a in shape.axes:
+        size = dims.get(a.size, a.size) if isinstance(a.size, str) else a.size
+        if not isinstance(size, int):
+            raise RecordError(f"the size `{a.size}` has no value")
+        axes.append(Axis(a.name, size))
+    if shape.prefix:
+        if prefix is None:
+            raise RecordError(f"the `...` of {shape} is bound by no argument")
+        return TensorType(tuple(prefix) + tuple(axes), False)
+    return TensorType(tuple(axes), False)
+
+
+# --------------------------------------------------------------------------------------
+# One instance's body
+# --------------------------------------------------------------------------------------
+
+
+class _Body:
+    def __init__(self, rec: Recorder, func: C.FuncOp, block: Block, dims: dict[str, int],
+                 prefix: tuple[Axis, ...] | None, types: dict[str, str]):
+        self.rec, self.func, self.block = rec, func, block
+        self.dims, self.prefix, self.types = dims, prefix, types
+        self.callees: list[tuple[Instance, int]] = []
+
+    def emit(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def run(self, args: list[Value]) -> tuple[list[SSAValue], Any]:
+        env: dict[SSAValue, Any] = dict(zip(self.func.body.block.args, args))
+        for op in self.func.body.block.ops:
+            if isinstance(op, C.ReturnOp):
+                value = env[op.value]
+                leaves = [v for _, v in _leaves(value, "r")]
+                if _hypers(value):
+                    raise RecordError(f"{op.site.data}: a function returning an f64 or nat is "
+                                      "not recorded")
+                self.emit(R.ReturnOp(leaves, site=op.site.data))
+                return leaves, op.value.type
+            try:
+                env[op.results[0]] = self.step(op, [env[o] for o in op.operands])
+            except (VerifyException, shapes.ShapeError) as exc:
+                raise RecordError(f"{op.site.data}: {exc}") from None  # type: ignore[attr-defined]
+        raise RecordError(f"{self.func.sym_name.data} has no return")
+
+    # ---- types ----
+    def conc(self, t: Attribute, element: str) -> R.RTensorType:
+        assert isinstance(t, C.TensorAttr)
+        try:
+            return R.RTensorType.from_shape(element, _concrete(t.shape, self.dims, self.prefix))
+        except RecordError as exc:
+            raise RecordError(f"{exc}") from None
+
+    def plen(self, t: Attribute) -> int:
+        """How many leading axes a Core type's `...` stands for here."""
+        assert isinstance(t, C.TensorAttr)
+        return len(self.prefix or ()) if t.shape.prefix else 0
+
+    def read(self, value: SSAValue, element: str, site: str,
+             cache: dict[SSAValue, SSAValue]) -> SSAValue:
+        """The operand as the op reads it: converted when its type differs."""
+        t = value.type
+        assert isinstance(t, R.RTensorType)
+        if R.element_name(t) == element:
+            return value
+        if value not in cache:
+            cache[value] = self.emit(R.ConvertOp(value, element, site=site)).results[0]
+        return cache[value]
+
+    # ---- one Core op ----
+    def step(self, op: Operation, args: list[Any]) -> Any:
+        site = op.site.data  # type: ignore[attr-defined]
+        name = op.source_name.data if getattr(op, "source_name", None) is not None else None  # type: ignore[attr-defined]
+        if isinstance(op, C.GetOp):
+            return args[0][op.index.value.data]
+        if isinstance(op, C.TupleOp):
+            return tuple(args)
+        if isinstance(op, C.FieldOp):
+            return args[0].field(op.field.data)
+        if isinstance(op, C.ConstantOp):
+            if isinstance(op.result.type, (Float64Type, IntegerType)):
+                number = op.number
+                return Hyper(int(number) if isinstance(op.result.type, IntegerType) else number)
+            return self.emit(R.ConstantOp(op.number, self.types.get(site, "f64"), site=site,
+                                          name=name)).results[0]
+        if isinstance(op, C.RealOp):
+            hyper = args[0]
+            if not isinstance(hyper, Hyper):
+                raise RecordError(f"{site}: real of a value that is not a hyperparameter")
+            return self.emit(R.ConstantOp(float(hyper.value), self.types.get(site, "f64"),
+                                          site=site, name=name)).results[0]
+        if isinstance(op, C.CallOp):
+            return self._call(op, args, site, name)
+        if isinstance(op, C.FoldOp):
+            return self._fold(op, args, site, name)
+        if core_compute(op):
+            return self._compute(op, args, site, name)
+        raise RecordError(f"{site}: {op.name} is not recorded at PSK-Realize yet")
+
+    def _compute(self, op: Operation, args: list[Any], site: str, name: str | None) -> SSAValue:
+        stored = self.types.get(site, "f64")
+        element = _compute_type(stored)
+        result_t = self.conc(op.results[0].type, element)
+        cache: dict[SSAValue, SSAValue] = {}
+        tensor_args = args if not isinstance(op, C.SpreadOp) else args[:1]
+        xs = [self.read(a, element, site, cache) for a in tensor_args]
+        new = self._make(op, xs, args, result_t, site, name)
+        value = self.emit(new).results[0]
+        if stored != element:
+            value = self.emit(R.ConvertOp(value, stored, site=site)).results[0]
+        return value
+
+    def _make(self, op: Operation, xs: list[SSAValue], args: list[Any],
+              result_t: R.RTensorType, site: str, name: str | None) -> Operation:
+        kw = {"site": site, "name": name}
+        t = type(op)
+        if t in UNARY:
+            return UNARY[t](xs[0], result_type=result_t, **kw)
+        if isinstance(op, C.PowIOp):
+            return R.PowIOp(xs[0], op.n.value.data, **kw)
+        if isinstance(op, C.HeavisideOp):
+            return R.HeavisideOp(xs[0], op.at_zero_value, **kw)
+        if t in BINARY:
+            lhs, rhs = op.operands
+            res, la, ra = shapes.alignment(lhs.type.shape, rhs.type.shape)  # type: ignore[attr-defined]
+            p = len(self.prefix or ()) if res.prefix else 0
+            lmap = (list(range(p)) if lhs.type.shape.prefix else []) + [p + i for i in la]  # type: ignore[attr-defined]
+            rmap = (list(range(p)) if rhs.type.shape.prefix else []) + [p + i for i in ra]  # type: ignore[attr-defined]
+            return BINARY[t](xs[0], xs[1], lmap, rmap, result_t, **kw)
+        if t in REDUCE:
+            axis = op.axis_name  # type: ignore[attr-defined]
+            index = None
+            if axis is not None:
+                index = self.plen(op.operands[0].type) + \
+                    op.operands[0].type.shape.index_of(axis)  # type: ignore[attr-defined]
+            return REDUCE[t](xs[0], index, result_t, axis_name=axis, **kw)
+        if isinstance(op, C.SoftmaxOp):
+            axis = op.axis.data
+            index = self.plen(op.operand.type) + op.operand.type.shape.index_of(axis)
+            return R.SoftmaxOp(xs[0], index, axis_name=axis, **kw)
+        if isinstance(op, C.DotOp):
+            return R.DotOp(xs[0], xs[1], result_t, **kw)
+        if isinstance(op, C.ContractOp):
+            return self._contract(op, xs, result_t, kw)
+        if isinstance(op, C.SumToOp):
+            p = self.plen(op.operand.type)
+            keep = (list(range(p)) if op.keep_prefix is not None else []) + \
+                [p + k for k in op.kept]
+            return R.SumToOp(xs[0], keep, result_t, **kw)
+        if isinstance(op, C.SpreadOp):
+            p = self.plen(op.like.type)
+            places = (list(range(p)) if op.operand.type.shape.prefix else []) + \
+                [p + k for k in op.place_list]
+            like = args[1]
+            return R.SpreadOp(xs[0], like, places, result_t, mean=op.mean is not None, **kw)
+        if isinstance(op, C.BroadcastOp):
+            source, target = op.operand.type.shape, op.result.type.shape
+            _, places, _ = shapes.alignment(source, target)
+            pt = self.plen(op.result.type)
+            m = (list(range(pt)) if source.prefix else []) + [pt + x for x in places]
+            return R.BroadcastOp(xs[0], m, result_t, **kw)
+        raise RecordError(f"{site}: {op.name} is not recorded at PSK-Realize yet")
+
+    def _contract(self, op: C.ContractOp, xs: list[SSAValue], result_t: R.RTensorType,
+                  kw: dict) -> Operation:
+        lhs, rhs, prefix = op.axes
+        pa, pb = self.plen(op.lhs.type), self.plen(op.rhs.type)
+        la = [pa + i for i in lhs] + (list(range(pa)) if prefix else [])
+        ra = [pb + j for j in rhs] + (list(range(pb)) if prefix else [])
+        a_rank = R._ttype(xs[0]).rank
+        b_rank = R._ttype(xs[1]).rank
+        rest_a = a_rank - len(la)
+        n = rest_a + b_rank - len(ra)
+        perm = None
+        if pb and not prefix:  # b's prefix leads the result, as Core's type says
+            perm = list(range(rest_a, rest_a + pb)) + list(range(rest_a)) + \
+                list(range(rest_a + pb, n))
+        return R.ContractOp(xs[0], xs[1], la, ra, result_t, perm=perm, **kw)
+
+    # ---- calls and folds ----
+    def _callee_dims(self, op: C.CallOp | C.FoldOp) -> dict[str, int]:
+        out = {}
+        for k, v in op.dim_env.items():
+            size = self.dims.get(v, v) if isinstance(v, str) else v
+            if not isinstance(size, int):
+                raise RecordError(f"{op.site.data}: the dim {k} = {v} has no value")
+            out[k] = size
+        return out
+
+    def _rebuild(self, form: Attribute, leaves: list[SSAValue], inst: Instance) -> Any:
+        it = iter(leaves)
+
+        def build(t: Attribute) -> Any:
+            if isinstance(t, TupleType):
+                return tuple(build(e) for e in t.types.data)
+            if isinstance(t, C.ParamsAttr):
+                from presk.analysis.weights import tree_fields
+                fields = tree_fields(self.rec.core, t, self.dims)
+                return PTree(tuple((f.path, next(it)) for f in fields))
+            return next(it)
+        return build(form)
+
+    def _call(self, op: C.CallOp, args: list[Any], site: str, name: str | None) -> Any:
+        inst = self.rec.instance(op.callee_name, self._callee_dims(op), [_spec(a) for a in args])
+        leaves = [v for a in args for _, v in _leaves(a, "a")]
+        call = self.emit(R.CallOp(inst.func.sym_name.data, leaves, inst.results, site=site,
+                                  name=name))
+        self.callees.append((inst, 1))
+        return self._rebuild(inst.result_form, list(call.results), inst)
+
+    def _fold(self, op: C.FoldOp, args: list[Any], site: str, name: str | None) -> Any:
+        tree, acc = args
+        if not isinstance(tree, PTree) or not isinstance(acc, SSAValue):
+            raise RecordError(f"{site}: a fold over a stacked tree with one tensor accumulator "
+                              "is recorded; this one's accumulator is not a tensor")
+        stacked = [v for _, v in tree.items]
+        counts = {R._ttype(v).sizes[0] for v in stacked if R._ttype(v).rank}
+        count = C.size_value(op.count)
+        count = self.dims.get(count, count) if isinstance(count, str) else count
+        if not isinstance(count, int) or (counts and counts != {count}):
+            raise RecordError(f"{site}: the fold's count {count} is not its stack's")
+        dims = self._callee_dims(op)
+        sliced = PTree(tuple((p, _sliced(v.type)) for p, v in tree.items))
+        i = 0
+        while i < count:
+            inst = self.rec.instance(op.callee_name, dims, [sliced, acc.type])
+            if len(inst.results) != 1:
+                raise RecordError(f"{site}: the fold's step returns {len(inst.results)} values")
+            if R.fits(inst.results[0], acc.type):
+                fold = self.emit(R.FoldOp(inst.func.sym_name.data, stacked, acc, i, count,
+                                          site=site, name=name))
+                self.callees.append((inst, count - i))
+                return fold.results[0]
+            slices = [self.emit(R.SliceOp(v, i, site=site)).results[0] for v in stacked]
+            call = self.emit(R.CallOp(inst.func.sym_name.data, [*slices, acc], inst.results,
+                                      site=site, name=name))
+            self.callees.append((inst, 1))
+            acc = call.results[0]
+            i += 1
+        return acc
+
+
+# --------------------------------------------------------------------------------------
+# The entry points
+# --------------------------------------------------------------------------------------
+
+
+def record(core_module: ModuleOp, entry: str, dims: dict[str, int],
+           realization: Realization | None = None) -> ModuleOp:
+    """The entry recorded at `dims` under `realization` (None: all f64), as a new
+    module of psk_realize instances, verified."""
+    module = Recorder(core_module, realization or Realization()).record(entry, dims)
+    module.verify()
+    return module
+
+
+def parse_dims_text(text: str) -> dict[str, int]:
+    """`B=4,C=2` or `B=4 C=2`."""
+    dims: dict[str, int] = {}
+    for item in text.replace(",", " ").split():
+        k, _, v = item.partition("=")
+        if not v.strip().isdigit():
+            raise RecordError(f"dims: `{item}` is not NAME=N")
+        dims[k.strip()] = int(v)
+    return dims
+
+
+@dataclass(frozen=True)
+class ConvertCoreToRealizePass(ModulePass):
+    """`convert-psk-core-to-realize{entry=loss dims="B=4" realize="path.json"}`: the
+    module's Core functions replaced by the entry's instances."""
+
+    name = "convert-psk-core-to-realize"
+
+    entry: str = "loss"
+    dims: str = ""
+    realize: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        realization = load_realization(self.realize)
+        new = record(op, self.entry, parse_dims_text(self.dims), realization)
+        for old in list(op.ops):
+            old.detach()
+            old.erase()
+        for inst in list(new.ops):
+            inst.detach()
+            op.body.block.add_op(inst)
