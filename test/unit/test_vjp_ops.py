@@ -526,7 +526,7 @@ def test_every_core_op_the_rules_cover_is_exercised(cases_dir: Path) -> None:
             "constant tuple get field call fold").split()}
     assert wanted_forward <= forward, wanted_forward - forward
     wanted_reverse = {"psk_core." + n for n in (
-        "heaviside sum_to spread contract zeros_like tree fold_fwd fold_bwd fold_scan "
+        "heaviside gelu_slope erf_slope sum_to spread contract zeros_like tree fold_fwd fold_bwd fold_scan "
         "fold_vjp").split()}
     assert wanted_reverse <= reverse, wanted_reverse - reverse
 
