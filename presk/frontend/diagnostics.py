@@ -19,6 +19,7 @@ CODES: dict[str, str] = {
     "E0002": "the file is not valid UTF-8",
     "E0003": "the file holds no declaration",
     "E0004": "a file cannot be read",
+    "E0005": "the program nests too deeply (expressions, calls, modules or imports)",
     # imports and names
     "E0101": "an imported file does not exist or is not a file",
     "E0102": "an import cycle",

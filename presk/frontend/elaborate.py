@@ -21,6 +21,10 @@ from .program import (
 )
 from .types import F64, NAT, ParamsT, TupleT, Type, stacked
 
+# Checking a function checks its callees first, and a module's instance its sub-modules:
+# deeper chains than this would reach Python's recursion limit.
+MAX_NESTING = 64
+
 INITIALIZERS = {
     "zeros": set(), "ones": set(), "normal": {"mean", "std"}, "uniform": {"low", "high"},
     "xavier_uniform": {"gain"}, "xavier_normal": {"gain"},
@@ -46,8 +50,9 @@ class Elaborator:
         for info in self.files:
             for m in info.modules.values():
                 self._module_members(m)
+        acyclic: set[ModuleInfo] = set()
         for m in (m for f in self.files for m in f.modules.values()):
-            self._check_use_cycles(m, [])
+            self._check_use_cycles(m, [], acyclic)
         for info in self.files:
             for fn in self._file_functions(info):
                 self._signature(fn)
@@ -248,12 +253,21 @@ class Elaborator:
             args[arg.name] = float(self.static_value(info, arg.value, {}))
         return args
 
-    def _check_use_cycles(self, m: ModuleInfo, path: list[ModuleInfo]) -> None:
+    def _check_use_cycles(self, m: ModuleInfo, path: list[ModuleInfo],
+                          acyclic: set[ModuleInfo]) -> None:
+        """A module may not contain itself; `acyclic` holds the modules already explored
+        (without it, a module using another twice at each of n levels costs 2ⁿ)."""
+        if m in acyclic:
+            return
         if m in path:
             names = " → ".join(x.name for x in path[path.index(m):] + [m])
             raise error("E0306", f"module `{m.name}` contains itself: {names}", m.decl.name_span)
+        if len(path) >= MAX_NESTING:
+            raise error("E0005", f"modules nest more than {MAX_NESTING} deep: "
+                        f"{_chain([*path, m])} → …", m.decl.name_span)
         for u in m.uses:
-            self._check_use_cycles(u.target.module, path + [m])
+            self._check_use_cycles(u.target.module, path + [m], acyclic)
+        acyclic.add(m)
 
     # ---- functions ----
     def _signature(self, fn: FnInfo) -> None:
@@ -295,6 +309,9 @@ class Elaborator:
         if fn in self._checking:
             names = " → ".join(f.name for f in self._checking[self._checking.index(fn):] + [fn])
             raise error("E0206", f"recursion is not supported: {names}", span)
+        if len(self._checking) >= MAX_NESTING:
+            raise error("E0005", f"calls nest more than {MAX_NESTING} functions deep: "
+                        f"{_chain([*self._checking, fn])} → …", span)
         self._checking.append(fn)
         checker = FnChecker(self, fn)
         checker.run()
@@ -429,7 +446,24 @@ def elaborate(main_path: str, sources: dict[str, str] | None = None) -> Program:
     Raises CompileError with the first error; `sources` receives every file read, so the
     caller can render it.
     """
-    return Elaborator().run(main_path, sources if sources is not None else {})
+    el = Elaborator()
+    try:
+        return el.run(main_path, sources if sources is not None else {})
+    except RecursionError:
+        # Within MAX_NESTING calls and MAX_DEPTH levels of expression each, but both at
+        # once: the chain of functions being checked says where.
+        chain = el._checking
+        if not chain:
+            raise
+        raise error("E0005", "the program nests too deeply to check: calls "
+                    + _chain(chain) + ", each deep inside an expression",
+                    chain[-1].decl.name_span, "split the expressions with `let`") from None
+
+
+def _chain(items) -> str:
+    """`a → b → … → z` of the first two and the last of a long chain of named things."""
+    names = [x.name for x in items]
+    return " → ".join(names if len(names) <= 4 else [*names[:2], "…", names[-1]])
 
 
 __all__ = ["elaborate", "Elaborator", "CompileError", "INITIALIZERS"]

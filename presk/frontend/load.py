@@ -9,6 +9,9 @@ from .diagnostics import error, source_lines
 from .parser import parse_file
 
 
+MAX_IMPORT_NESTING = 64
+
+
 class InputError(Exception):
     """The file named on the command line cannot be read: one line, exit code 2."""
 
@@ -72,6 +75,10 @@ def load_program(main_path: str, sources: dict[str, str]) -> list[A.SourceFile]:
             raise error("E0102", "import cycle: " + " → ".join(cycle), span)
         if key in done:
             return key
+        if len(stack) >= MAX_IMPORT_NESTING:
+            names = [shown for _, shown in stack]
+            raise error("E0005", f"imports nest more than {MAX_IMPORT_NESTING} files deep: "
+                        + " → ".join([*names[:2], "…", names[-1], display_path(path)]), span)
         shown = display_path(path)
         text = read_source(shown if span is not None else path, span, shown, sources)
         sources[shown] = text

@@ -54,7 +54,7 @@ def _check_depth(build: "_Build", tree: lark.Tree) -> None:
             stack += [(c, depth + 1) for c in node.children if isinstance(c, lark.Tree)]
     if deep:
         first = min(deep, key=lambda s: (s.line, s.col))
-        raise error("E0001", f"the expression nests more than {MAX_DEPTH} levels deep", first,
+        raise error("E0005", f"the expression nests more than {MAX_DEPTH} levels deep", first,
                     "split it with `let`")
 
 
