@@ -62,7 +62,8 @@ Semantics a consumer needs (the kernel stage, interpreters):
 Python API (stable): RTensorType (.element, .axes, .sizes, .shape, .rank, .count,
 .with_element, get, scalar), rtype_text, element_name, ELEMENT_TYPES, fits; op classes
 below (each constructor takes `site=` and optional `name=`), FuncOp.make, GroupOp.make;
-is_compute, is_elementwise, is_arithmetic, funcs, entry_func, instance_runs, lookup_instance.
+is_compute, is_elementwise, is_arithmetic, funcs, entry_func, instance_runs, launch_count,
+lookup_instance.
 """
 
 from __future__ import annotations
@@ -1363,3 +1364,11 @@ Realize = Dialect(
     ],
     [RTensorType],
 )
+
+
+def launch_count(module: Operation) -> int:
+    """The compute ops (a group counts once) one call of the entry executes: each
+    instance's top-level compute ops times the number of times it runs."""
+    runs = instance_runs(module)
+    return sum(runs[f.func_name] * sum(1 for op in f.body.block.ops if is_compute(op))
+               for f in funcs(module))
