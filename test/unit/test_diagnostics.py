@@ -419,10 +419,23 @@ CASES = [
     case("size-superscript-digit", "fn f(x : ℝ[²]) -> ℝ[] = sum(x)\n",
          "E0202", "unknown dim or const `²`", "main.psk:1:12"),
     case("nesting-too-deep", "fn f(x : ℝ[]) -> ℝ[] =\n  x" + " + x" * 5000 + "\n",
-         "E0001", "the expression nests more than 150 levels deep", "main.psk:2:3",
+         "E0005", "the expression nests more than 150 levels deep", "main.psk:2:3",
          hint="split it with `let`"),
     case("calls-nested-too-deep", "fn f(x : ℝ[]) -> ℝ[] =\n  " + "exp(" * 300 + "x" + ")" * 300
-         + "\n", "E0001", "the expression nests more than 150 levels deep", "main.psk:2:295"),
+         + "\n", "E0005", "the expression nests more than 150 levels deep", "main.psk:2:295"),
+    case("function-chain-too-long",
+         "".join(f"fn f{i}(x : ℝ[]) -> ℝ[] = f{i + 1}(x)\n" for i in range(300))
+         + "fn f300(x : ℝ[]) -> ℝ[] = x\n",
+         "E0005", "calls nest more than 64 functions deep: f0 → f1 → … → f64 → …",
+         "main.psk:64:26"),
+    case("module-chain-too-long",
+         "".join(f"module M{i} {{\n  use u : M{i + 1}\n}}\n" for i in range(1000))
+         + "module M1000 {\n  param w : ℝ[2] init = zeros\n}\n",
+         "E0005", "modules nest more than 64 deep: M0 → M1 → … → M64 → …", "main.psk:193:8"),
+    case("import-chain-too-long", 'import "i1.psk" as m\n',
+         "E0005", "imports nest more than 64 files deep: main.psk → i1.psk → … → i63.psk → "
+         "i64.psk", "i63.psk:1:8",
+         files={f"i{i}.psk": f'import "i{i + 1}.psk" as m\n' for i in range(1, 100)}),
     case("syntax-hint-is-exact", "dim B ]\n",
          "E0001", "unexpected `]`", "main.psk:1:7",
          hint="expected `assert`, `const`, `dim`, `fn`, `import`, `module`, `optimizer`, "
@@ -622,3 +635,21 @@ def test_import_cycle_above_the_working_directory(tmp_path: Path, monkeypatch, c
 def test_a_long_sum_within_the_nesting_limit(workdir: Path, capsys) -> None:
     write(workdir, {"main.psk": "fn f(x : ℝ[]) -> ℝ[] =\n  x" + " + x" * 140 + "\n"})
     assert run(capsys, "check", "main.psk") == (0, "Diagnostics: none\n", "")
+
+
+def test_deep_expressions_in_a_chain_of_calls(workdir: Path, capsys) -> None:
+    """Each limit holds, but together they exceed Python's recursion limit: the error is
+    at the function being checked when it was reached (which one depends on the stack the
+    caller already uses)."""
+    write(workdir, {"main.psk": "".join(f"fn f{i}(x : ℝ[]) -> ℝ[] =\n  f{i + 1}(x)"
+                                        + " + x" * 140 + "\n" for i in range(20))
+                    + "fn f20(x : ℝ[]) -> ℝ[] = x\n"})
+    rc, out, err = run(capsys, "check", "main.psk")
+    assert (rc, out) == (1, "")
+    lines = err.split("\n")
+    head = re.fullmatch(r"main\.psk:(\d+):4: error\[E0005\]: the program nests too deeply to "
+                        r"check: calls f0 → f1 → .*f(\d+), each deep inside an expression",
+                        lines[0])
+    assert head, lines[0]
+    assert lines[1] == f"{head[1]} | fn f{head[2]}(x : ℝ[]) -> ℝ[] ="
+    assert lines[3].strip() == "= hint: split the expressions with `let`"
