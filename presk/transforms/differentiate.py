@@ -315,7 +315,16 @@ class _Sweep:
         grads = _Reverse(self, b, primal, residual).run(dy)
         out = b.emit(C.TupleOp(grads, site=b.site()))
         b.block.add_op(C.ReturnOp(out, site=f"{b.name}/%{b.n}"))
+        _drop_unread(b.block)
         return _func(b.name, src, ["res", _cotangent_name(src)], b.block, out.type)
+
+
+def _drop_unread(block: Block) -> None:
+    """Erase what nothing reads: a recomputing reverse sweep clones the whole forward, and
+    needs only part of it. (Every op here is pure; a call's callee is too.)"""
+    for op in reversed(list(block.ops)):
+        if op.results and not any(r.uses for r in op.results):
+            block.erase_op(op)
 
 
 def _need(needed: list, b: _Builder, key: tuple, t: Attribute) -> SSAValue:

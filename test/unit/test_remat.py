@@ -181,16 +181,7 @@ def unread(name: str, remat: str) -> list[str]:
     return out
 
 
-_DEAD = ("differentiate.py _Sweep.make_bwd under recompute clones the whole forward "
-         "(_forward) into .bwd, values the reverse sweep never reads included: in 07, "
-         "RMSNorm.apply.bwd's y (RMSNorm.apply/%10 mul), Linear.apply.bwd's y (/%5 add), "
-         "Block.apply.bwd's y (/%8 add, and the Linear.apply call feeding only it), "
-         "Tower.apply.bwd's final norm (/%6 call, which RMSNorm.apply.vjp computes again), "
-         "loss.bwd's mean (/%7); the op-count of --remat recompute includes them")
-
-
-@pytest.mark.parametrize("remat", [
-    "store", pytest.param("recompute", marks=pytest.mark.xfail(strict=True, reason=_DEAD))])
+@pytest.mark.parametrize("remat", ["store", "recompute"])
 @pytest.mark.parametrize("name", LOSSES)
 def test_no_sweep_computes_a_value_it_never_reads(name: str, remat: str) -> None:
     assert unread(name, remat) == []
