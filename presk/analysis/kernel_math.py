@@ -61,6 +61,9 @@ def _table(dtype: type) -> dict[str, Fn]:
         "softplus": _unary(lambda v: np.logaddexp(zero, v), dtype),
         "erf": _erf_f64 if dtype is np.float64 else _erf_f32,
         "pow": lambda a, b: np.asarray(np.power(_c(a, dtype), _c(b, dtype)), dtype=dtype),
+        # 1 where x > 0, 0 where x < 0, h where x = 0 (NaN stays NaN): exact.
+        "heaviside": lambda x, h: np.asarray(np.heaviside(_c(x, dtype), _c(h, dtype)),
+                                             dtype=dtype),
     }
 
 

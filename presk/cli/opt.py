@@ -58,11 +58,18 @@ def _fuse() -> type[ModulePass]:
     return FusePass
 
 
+def _realize_to_kernel() -> type[ModulePass]:
+    from presk.conversion.realize_to_kernel import ConvertRealizeToKernelPass
+
+    return ConvertRealizeToKernelPass
+
+
 # Passes join this table as they land: name → a function returning the pass class.
 PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "psk-differentiate": _differentiate,
     "convert-psk-core-to-realize": _core_to_realize,
     "psk-fuse": _fuse,
+    "convert-psk-realize-to-kernel": _realize_to_kernel,
 }
 
 
