@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any, Callable, NoReturn
 
-from . import core_cmds, data_cmd
+from . import core_cmds, data_cmd, realize_cmds
 from .common import ProgramError, UsageError, elaborate_or_report
 
 
@@ -39,8 +39,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_dump(args: argparse.Namespace) -> int:
     if args.stage in ("core", "vjp"):
         return core_cmds.dump_core(args)
+    if args.stage == "realize":
+        return realize_cmds.dump_realize(args)
     if args.entry or args.format != "listing":
-        raise UsageError("presk dump: --entry and --format apply to --stage core and vjp")
+        raise UsageError("presk dump: --entry and --format apply to --stage core, vjp and "
+                         "realize")
     program = elaborate_or_report(args.file)
     from ..frontend.summary import elab_listing
     print(elab_listing(program))
@@ -59,15 +62,17 @@ def _add_check(sub: Any) -> None:
 def _add_dump(sub: Any) -> None:
     p = sub.add_parser("dump", help="print the program at a stage of the compiler")
     p.add_argument("file", help="the program's main .psk file")
-    p.add_argument("--stage", required=True, choices=["elab", "core", "vjp"],
+    p.add_argument("--stage", required=True, choices=["elab", "core", "vjp", "realize"],
                    help="elab: the elaborated program and its module instances; core: the "
-                   "program in PSK-Core; vjp: the entry's reverse sweep")
+                   "program in PSK-Core; vjp: the entry's reverse sweep; realize: the entry "
+                   "recorded at --dim values under --realize, with its fusion groups")
     p.add_argument("--entry", help="with --stage core: only the functions this one reaches; "
                    "with --stage vjp: the function to differentiate")
     p.add_argument("--format", choices=["listing", "mlir"], default="listing",
                    help="with --stage core or vjp: the listing (default) or the MLIR text")
     p.add_argument("--remat", choices=["store", "recompute"], default="store",
                    help="with --stage vjp: what the forward sweep keeps for the reverse one")
+    realize_cmds.add_to_dump(p)
     p.set_defaults(run=cmd_dump)
 
 
