@@ -129,6 +129,12 @@ class FnChecker:
     def expr(self, e: A.Expr) -> tuple[Type | _Literal, Deps]:
         method: Callable = getattr(self, "_" + type(e).__name__)
         t, deps = method(e)
+        if isinstance(t, TensorType):
+            names = t.names()
+            twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+            if twice is not None:  # an unnamed axis took the name of the axis it met
+                raise error("E0401", f"the result, {t}, would have the axis `{twice}` twice",
+                            e.span, "name the axes apart")
         e.ty = t
         return t, deps
 

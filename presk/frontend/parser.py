@@ -261,6 +261,11 @@ class _Build(Transformer):
         if dots not in ([], [0]):
             raise error("E0308", "`...` may only stand first in a tensor type, once",
                         self._span(meta))
+        named = [a for a in axes if a != "..." and a.name is not None]
+        for i, a in enumerate(named):
+            if any(b.name == a.name for b in named[:i]):
+                raise error("E0308", f"the axis name `{a.name}` appears twice", a.span,
+                            "each axis of a tensor has its own name, or none")
         return A.TensorTypeExpr([a for a in axes if a != "..."], bool(dots), self._span(meta))
 
     def prefix_axis(self, meta, c):
