@@ -1,0 +1,159 @@
+"""The subcommands on PSK-Kernel: `presk dump --stage kernel` and `presk run --engine kernel`.
+
+The pipeline: the program's PSK-Core → `record` (convert-psk-core-to-realize) at the
+entry's dims under a realization → `psk-fuse` → convert-psk-realize-to-kernel. Heavy
+imports happen inside the functions, never for `presk check`.
+
+Python API:
+  kernel_pipeline(core_module, entry, dims, realization=None, fuse=True) -> Pipeline
+  run_kernel(core_module, entry, dims, params, values, realization=None) -> KernelRun
+  dump_kernel(args) -> int      args: file, entry, dim (["B=4"]), realize (None, a path,
+                                @path or inline JSON); optional format ("listing"|"mlir"),
+                                fuse (default True)
+  run_kernel_cmd(args) -> int   args as `presk run` (file, entry, dim, seed, weights,
+                                inputs, out) plus realize
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from .common import ProgramError, UsageError
+
+
+@dataclass
+class Pipeline:
+    realize: Any  # the PSK-Realize module (fused unless fuse=False)
+    kernel: Any  # the PSK-Kernel module
+    realization_name: str  # `all-f64`, `f64+9sites+4params`
+
+
+def _realization(spec):
+    """A Realization from None, a path, `@path`, inline JSON, or a Realization."""
+    from ..analysis.realization import Realization, RealizationError, load_realization
+    if spec is None or isinstance(spec, Realization):
+        return spec or Realization()
+    try:
+        return load_realization(spec)
+    except RealizationError as exc:
+        raise UsageError(f"presk: {exc}") from None
+
+
+def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=None,
+                    fuse: bool = True) -> Pipeline:
+    """Record `entry` at `dims` under `realization` (None: all f64; a Realization, a path,
+    `@path` or inline JSON), fuse, and convert to PSK-Kernel."""
+    from ..conversion.core_to_realize import RecordError, record
+    from ..conversion.realize_to_kernel import KernelConversionError, realize_to_kernel
+    from ..transforms.fuse import fuse_module
+    real = _realization(realization)
+    try:
+        realize = record(core_module, entry, dims, real)
+    except RecordError as exc:
+        raise UsageError(f"presk: {exc}") from None
+    if fuse:
+        fuse_module(realize)
+    try:
+        kernel = realize_to_kernel(realize)
+    except KernelConversionError as exc:
+        print(f"presk: error: {exc}", file=sys.stderr)
+        raise ProgramError() from None
+    return Pipeline(realize, kernel, real.summary())
+
+
+# ---- presk dump --stage kernel ----
+
+def dump_kernel(args: argparse.Namespace) -> int:
+    from ..emit.kernel_listing import format_listing
+    from .core_cmds import load_core, parse_dims
+    if not getattr(args, "entry", None):
+        raise UsageError("presk dump: --stage kernel needs --entry, e.g. --entry loss")
+    module, _ = load_core(args.file)
+    dims = parse_dims(getattr(args, "dim", None) or [])
+    pipe = kernel_pipeline(module, args.entry, dims, getattr(args, "realize", None),
+                           getattr(args, "fuse", True))
+    if getattr(args, "format", "listing") == "mlir":
+        print(pipe.kernel)
+    else:
+        print(format_listing(pipe.kernel, pipe.realization_name).rstrip("\n"))
+    return 0
+
+
+# ---- presk run --engine kernel ----
+
+@dataclass
+class KernelRun:
+    result: dict[str, Any]  # path (`result`, `result.0`) → float64 array (0-d for a scalar)
+    outputs: list[Any]  # the entry host's output buffers as stored (bf16 as uint16 bits)
+    stats: Any  # presk.analysis.kernel_interpret.Stats
+    pipeline: Pipeline
+
+
+def entry_inputs(realize_module, params: dict[str, Any], values: dict[str, Any]) -> list:
+    """The entry host's input buffers: each argument of the Realize entry (`θ.w` from
+    `params["w"]`, `batch.0` from `values`) rounded to nearest even into its type."""
+    import numpy as np
+
+    from ..analysis.kernel_interpret import element_name, to_storage
+    from ..dialects import realize as R
+    entry = R.entry_func(realize_module)
+    out = []
+    for name, arg in zip(entry.arg_name_list, entry.args):
+        if name in values:
+            value = values[name]
+        else:
+            head, _, path = name.partition(".")
+            if path not in params:
+                raise UsageError(f"presk: no value for the entry's argument `{name}`")
+            value = params[path]
+        t = arg.type
+        array = np.asarray(value, dtype=np.float64)
+        if array.shape != t.sizes:
+            raise UsageError(f"presk: `{name}` has shape {list(array.shape)}, the entry takes "
+                             f"{list(t.sizes)}")
+        out.append(to_storage(array, element_name(t.element)))
+    return out
+
+
+def run_kernel(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
+               values: dict[str, Any], realization=None, fuse: bool = True,
+               trace=None) -> KernelRun:
+    """Run `entry` through the kernel interpreter: the result by path, as float64."""
+    from ..analysis.kernel_interpret import KernelInterpreter, to_f64
+    from ..dialects import realize as R
+    pipe = kernel_pipeline(core_module, entry, dims, realization, fuse)
+    interp = KernelInterpreter(pipe.kernel, trace=trace)
+    host = R.entry_func(pipe.realize).func_name
+    outputs = interp.run(host, entry_inputs(pipe.realize, params, values))
+    flat = {"result": to_f64(outputs[0])} if len(outputs) == 1 else \
+        {f"result.{i}": to_f64(o) for i, o in enumerate(outputs)}
+    return KernelRun(flat, outputs, interp.stats, pipe)
+
+
+def run_kernel_cmd(args: argparse.Namespace) -> int:
+    """`presk run FILE --entry E --dim … --engine kernel [--realize …]`: print as `presk
+    run` does, with the run's launches."""
+    from ..analysis import entry as E
+    from ..analysis.weights import WeightsError
+    from .core_cmds import _entry, _save, _show, load_core
+    module, _ = load_core(args.file)
+    entry = _entry(args, module)
+    try:
+        params = E.weights(entry, args.seed, getattr(args, "weights", None))
+        values = E.inputs(entry, args.seed, getattr(args, "inputs", None))
+    except WeightsError as exc:
+        raise UsageError(f"presk: {exc}") from None
+    run = run_kernel(module, args.entry, entry.dims, params, values,
+                     getattr(args, "realize", None))
+    dims = ", ".join(f"{k} = {v}" for k, v in entry.dims.items())
+    print(f"{args.entry}{' at ' + dims if dims else ''} in the kernel interpreter under "
+          f"{run.pipeline.realization_name} ({run.stats.launches} launches):")
+    for path, value in run.result.items():
+        print(f"  {path} = {_show(value)}")
+    if getattr(args, "out", None):
+        _save(dict(run.result), args.out)
+        print(f"  written to {args.out}")
+    return 0
