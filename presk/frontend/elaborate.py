@@ -133,8 +133,12 @@ class Elaborator:
                 return const.value
             if name in info.dims:
                 raise error("E0605", f"`{name}` is a dim, unbound here", e.span)
+            later = next((d for d in info.ast.decls
+                          if isinstance(d, A.ConstDecl) and d.name == name), None)
             raise error("E0204", f"unknown const `{name}`", e.span,
-                        did_you_mean(name, info.consts))
+                        f"`{name}` is declared at line {later.span.line}: a const uses the consts "
+                        "declared before it" if later is not None
+                        else did_you_mean(name, info.consts))
         if isinstance(e, A.Binary) and e.op in _STATIC_OPS:
             lhs = self.static_value(info, e.lhs, dims)
             rhs = self.static_value(info, e.rhs, dims)
