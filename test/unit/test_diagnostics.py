@@ -326,6 +326,9 @@ CASES = [
          caret="  | ^^^^^^^^^^^^^"),
     case("const-not-static", "dim B\nconst D : nat = B + 1\n",
          "E0605", "`B` is a dim, unbound here", "main.psk:2:17"),
+    case("const-used-before-its-declaration", "const A : nat = B + 1\nconst B : nat = 1\n",
+         "E0204", "unknown const `B`", "main.psk:1:17",
+         hint="`B` is declared at line 2: a const uses the consts declared before it"),
     case("const-division-by-zero", "const N : nat = 4\nconst D : nat = N / (N - 4)\n",
          "E0605", "division by zero", "main.psk:2:17"),
     # ---- more of the same kinds, at other places ----
