@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from presk.dialects import realize as R
 from presk.dialects.realize import rtype_text

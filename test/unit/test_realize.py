@@ -322,7 +322,6 @@ def test_fuse_limit_one_fuses_nothing(core):
 
 
 def test_dump_realize_cli(core, capsys):
-    from presk.cli.main import main
     import argparse
     from presk.cli.realize_cmds import add_to_dump, dump_realize
     p = argparse.ArgumentParser()
@@ -341,7 +340,6 @@ def test_dump_realize_cli(core, capsys):
     assert "fold 1..2 Block.apply(stacked θ.blocks.norm.γ, θ.blocks.proj.w, θ.blocks.proj.b; " \
            "acc %3)" in out
     assert "Over one call, fusion takes 39 launches to 30." in out
-    del main
 
 
 # ---- the recorded program computes what Core computes ----
