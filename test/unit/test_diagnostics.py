@@ -472,6 +472,10 @@ CASES = [
          hint="compute in ℝ: real(s) * …"),
     case("hyperparameter-modulo", "fn f(x : ℝ[], n : nat) -> ℝ[] =\n  x * real(n % 2)\n",
          "E0402", "`%` on a hyperparameter argument", "main.psk:2:12"),
+    case("crlf-line-endings", "dim B\r\nfn f(x : ℝ[]) -> ℝ[] =\r\n  y\r\n",
+         "E0204", "unknown name `y`", "main.psk:3:3", source="3 |   y", caret="  |   ^"),
+    case("tab-before-the-span", "fn f(x : ℝ[]) -> ℝ[] =\n\tx +\tq\n",
+         "E0204", "unknown name `q`", "main.psk:2:6", source="2 |  x + q", caret="  |      ^"),
     case("invalid-utf8-after-bom", b"\xef\xbb\xbfdim B \xff\n",
          "E0002", "byte 0xff at offset 9", "main.psk:1:7", source="1 | dim B \ufffd"),
 ]
