@@ -14,7 +14,8 @@ semantics per type.
 * Math functions come from the one table of presk/analysis/kernel_math.py.
 
 `KernelInterpreter(module).run(host, inputs)` returns the host's outputs; `trace` is
-called with (site, stored value as float64) after every launch, convert and fill.
+called with (site, stored value as float64) after every launch and fill (a convert is
+not traced: its site is the site of the op that reads it).
 """
 
 from __future__ import annotations
@@ -202,7 +203,6 @@ class KernelInterpreter:
             dst = env[op.dest]
             dst[...] = to_storage(env[op.source], element_name(op.dest.type.element))
             st.converts += 1
-            self._traced(op, dst)
         elif isinstance(op, K.CopyOp):
             env[op.dest][...] = env[op.source]
         elif isinstance(op, K.FillOp):
