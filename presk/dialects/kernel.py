@@ -485,7 +485,8 @@ class KernelOp(_BufferFunction):
                 raise VerifyException("a kernel reads only its inputs")
         if missing := [i for i, a in enumerate(self.args) if a in outputs and a not in written]:
             raise VerifyException(f"output %{missing[0]} is never stored")
-        if self.layout.kind.data == "tiled" and "dot" not in self.title.data:
+        if self.layout.kind.data == "tiled" and \
+                not self.title.data.startswith(("dot", "contract")):
             raise VerifyException("only a contraction is tiled")
 
 

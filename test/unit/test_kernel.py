@@ -399,3 +399,187 @@ def test_listing_all_f64_names_the_realization():
     text = format_listing(pipe.kernel, pipe.realization_name)
     assert text.startswith("-- 9 kernels, 27 launches, all-f64\n"
                            "-- fusion: 39 launches without it, 12 saved (31%)\n")
+
+
+# --------------------------------------------------------------------------------------
+# Every kind of nest, from hand-built PSK-Realize, against numpy
+# --------------------------------------------------------------------------------------
+
+
+def _realize_one(arg_types, result_type, build):
+    from xdsl.dialects.builtin import ModuleOp
+
+    from presk.dialects import realize as R
+    func = R.FuncOp.make("f", "f", [(f"a{i}", t) for i, t in enumerate(arg_types)],
+                         [result_type], entry=True)
+    block = func.body.block
+    ops = build(*block.args)
+    for op in ops:
+        block.add_op(op)
+    block.add_op(R.ReturnOp([ops[-1].results[0]], site="f/%99"))
+    module = ModuleOp([func])
+    module.verify()
+    return module
+
+
+def _run_one(module, inputs):
+    from presk.analysis.kernel_interpret import element_name, to_f64
+    from presk.conversion.realize_to_kernel import realize_to_kernel
+    from presk.dialects import realize as R
+    kernel = realize_to_kernel(module)
+    func = R.entry_func(module)
+    args = [to_storage(x, element_name(a.type.element)) for x, a in zip(inputs, func.args)]
+    out = KernelInterpreter(kernel).run("f", args)[0]
+    return to_f64(out), kernel
+
+
+def _t(element, *sizes):
+    from presk.dialects import realize as R
+    return R.RTensorType.get(element, list(sizes))
+
+
+def _seq_sum(terms):
+    acc = np.zeros_like(terms[0])
+    for t in terms:
+        acc = acc + t
+    return acc
+
+
+def test_every_unary_in_f64_gives_the_core_interpreters_bits():
+    from presk.dialects import realize as R
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.standard_normal(29) * 3, [0.0, -0.0, 40.0, -40.0]])
+    f64 = F64()
+    t = _t("f64", x.size)
+    for cls, name in [(R.NegOp, "neg"), (R.ExpOp, "exp"), (R.TanhOp, "tanh"),
+                      (R.SigmoidOp, "sigmoid"), (R.ReluOp, "relu"), (R.GeluOp, "gelu"),
+                      (R.SoftplusOp, "softplus"), (R.AbsOp, "abs"), (R.SinOp, "sin"),
+                      (R.CosOp, "cos"), (R.ErfOp, "erf"), (R.ErfSlopeOp, "erf_slope"),
+                      (R.GeluSlopeOp, "gelu_slope")]:
+        module = _realize_one([t], t, lambda a, cls=cls: [cls(a, site="f/%1")])
+        got, _ = _run_one(module, [x])
+        with np.errstate(all="ignore"):
+            want = f64.unary(name, x)
+        assert ulps(got, want) == 0, name
+    pos = np.abs(x) + 0.5
+    for cls, name in [(R.SqrtOp, "sqrt"), (R.LogOp, "log")]:
+        got, _ = _run_one(_realize_one([t], t, lambda a, cls=cls: [cls(a, site="f/%1")]), [pos])
+        assert ulps(got, f64.unary(name, pos)) == 0, name
+    got, _ = _run_one(_realize_one([t], t, lambda a: [R.HeavisideOp(a, 0.5, site="f/%1")]), [x])
+    assert np.array_equal(got, np.heaviside(x, 0.5))
+    got, _ = _run_one(_realize_one([t], t, lambda a: [R.PowIOp(a, 3, site="f/%1")]), [x])
+    assert np.array_equal(got, x * x * x)
+
+
+def test_binary_with_broadcast_maps_and_pow():
+    from presk.dialects import realize as R
+    rng = np.random.default_rng(12)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal(3)
+    ta, tb, tr = _t("f32", 3, 4), _t("f32", 3), _t("f32", 3, 4)
+    for cls, fn in [(R.SubOp, np.subtract), (R.DivOp, np.divide), (R.MinimumOp, np.minimum),
+                    (R.MaximumOp, np.maximum)]:
+        module = _realize_one([ta, tb], tr, lambda x, y, cls=cls: [
+            cls(x, y, [0, 1], [0], tr, site="f/%1")])
+        got, _ = _run_one(module, [a, b])
+        want = fn(a.astype(np.float32), b.astype(np.float32)[:, None])
+        assert np.array_equal(got, want.astype(np.float64)), cls.name
+    module = _realize_one([ta, tb], tr, lambda x, y: [R.PowOp(x, y, [0, 1], [0], tr, site="f/%1")])
+    got, _ = _run_one(module, [np.abs(a), b])
+    want = np.power(np.abs(a).astype(np.float32), b.astype(np.float32)[:, None])
+    assert np.array_equal(got, want.astype(np.float64))
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, None])
+def test_reductions_over_an_axis_or_all(axis):
+    from presk.dialects import realize as R
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((3, 4, 5))
+    t = _t("f64", 3, 4, 5)
+    sizes = [3, 4, 5]
+    rsizes = [] if axis is None else [s for i, s in enumerate(sizes) if i != axis]
+    rt = _t("f64", *rsizes)
+    moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
+    terms = [moved[..., k] for k in range(moved.shape[-1])]
+    total = _seq_sum(terms)
+    top = terms[0]
+    low = terms[0]
+    for term in terms[1:]:
+        top, low = np.maximum(top, term), np.minimum(low, term)
+    lse = top + np.log(_seq_sum([np.exp(term - top) for term in terms]))
+    for cls, want in [(R.SumOp, total), (R.MeanOp, total / len(terms)), (R.MaxOp, top),
+                      (R.MinOp, low), (R.LogSumExpOp, lse)]:
+        module = _realize_one([t], rt, lambda a, cls=cls: [cls(a, axis, rt, site="f/%1")])
+        got, _ = _run_one(module, [x])
+        assert ulps(got, want) == 0, cls.name
+
+
+def test_softmax_along_the_middle_axis():
+    from presk.dialects import realize as R
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((3, 5, 2)) * 4
+    t = _t("f64", 3, 5, 2)
+    got, kernel = _run_one(_realize_one([t], t, lambda a: [R.SoftmaxOp(a, 1, site="f/%1")]), [x])
+    terms = [x[:, k, :] for k in range(5)]
+    top = terms[0]
+    for term in terms[1:]:
+        top = np.maximum(top, term)
+    total = _seq_sum([np.exp(term - top) for term in terms])
+    want = np.exp(x - top[:, None, :]) / total[:, None, :]
+    assert ulps(got, want) == 0
+    assert count(kernel).launches == 1
+
+
+def test_contract_sum_to_spread_broadcast():
+    from presk.dialects import realize as R
+    rng = np.random.default_rng(15)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 3, 5))
+    ta, tb = _t("f64", 2, 3, 4), _t("f64", 4, 3, 5)
+    tr = _t("f64", 5, 2)  # a's rest (2) then b's rest (5), permuted
+    module = _realize_one([ta, tb], tr, lambda x, y: [
+        R.ContractOp(x, y, [2, 1], [0, 1], tr, perm=[1, 0], site="f/%1")])
+    got, kernel = _run_one(module, [a, b])
+    want = _seq_sum([np.multiply.outer(b[k, j, :], a[:, j, k])
+                     for k in range(4) for j in range(3)])
+    assert ulps(got, want) == 0
+    assert not next(iter(K.kernels(kernel).values())).layout.is_default
+    module = _realize_one([ta], _t("f64", 3), lambda x: [
+        R.SumToOp(x, [1], _t("f64", 3), site="f/%1")])
+    got, _ = _run_one(module, [a])
+    assert ulps(got, _seq_sum([a[i, :, k] for i in range(2) for k in range(4)])) == 0
+    v = rng.standard_normal(3)
+    like = _t("f64", 2, 3, 4)
+    module = _realize_one([_t("f64", 3), like], like, lambda x, y: [
+        R.SpreadOp(x, y, [1], like, mean=True, site="f/%1")])
+    got, _ = _run_one(module, [v, a])
+    assert np.array_equal(got, np.broadcast_to((v / 8.0)[None, :, None], (2, 3, 4)))
+    module = _realize_one([_t("f32", 3)], _t("f32", 3, 2), lambda x: [
+        R.BroadcastOp(x, [0], _t("f32", 3, 2), site="f/%1")])
+    got, _ = _run_one(module, [v])
+    assert np.array_equal(got, np.broadcast_to(v.astype(np.float32)[:, None], (3, 2)))
+
+
+def test_widening_reads_fold_into_the_kernel_and_narrowing_converts_are_host_ops():
+    """An f32 value read by an f64 op is widened in the kernel (no host convert, no
+    buffer); an f64 value read by an f32 op is converted on the host; a bf16 result is
+    rounded by the store."""
+    from presk.dialects import realize as R
+    rng = np.random.default_rng(16)
+    x32, y64 = rng.standard_normal(6), rng.standard_normal(6)
+    t32, t64, tb = _t("f32", 6), _t("f64", 6), _t("bf16", 6)
+
+    def build(x, y):
+        wide = R.ConvertOp(x, "f64", site="f/%2")
+        total = R.AddOp(wide, y, [0], [0], t64, site="f/%2")
+        narrow = R.ConvertOp(total, "f32", site="f/%3")
+        square = R.MulOp(narrow, narrow, [0], [0], t32, site="f/%3")
+        store = R.ConvertOp(square, "bf16", site="f/%3")
+        return [wide, total, narrow, square, store]
+
+    got, kernel = _run_one(_realize_one([t32, t64], tb, build), [x32, y64])
+    host = K.hosts(kernel)["f"]
+    converts = [op for op in K.host_ops(host) if isinstance(op, K.ConvertOp)]
+    assert [(c.source.type.listing(), c.dest.type.listing()) for c in converts] == [
+        ("f64[6]", "f32[6]"), ("f32[6]", "bf16[6]")]
+    total = x32.astype(np.float32).astype(np.float64) + y64
+    square = total.astype(np.float32) * total.astype(np.float32)
+    assert np.array_equal(got, bf16_to_f32(bf16_round(square)).astype(np.float64))
