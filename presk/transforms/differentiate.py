@@ -93,12 +93,18 @@ def _first_free(func: C.FuncOp) -> int:
     return max(numbers)
 
 
+Signed = tuple[SSAValue, bool]
+"""A cotangent contribution and whether it is negated: negations are carried, not computed,
+until a constant absorbs them, a subtraction does, or the true value is needed. Negation is
+exact in IEEE arithmetic, so this changes no bit of the result."""
+
+
 @dataclass
 class _Acc:
     """A cotangent being accumulated: whole contributions, and per field or tuple item."""
 
-    parts: list[SSAValue] = field(default_factory=list)
-    sub: dict[object, list[SSAValue]] = field(default_factory=dict)
+    parts: list[Signed] = field(default_factory=list)
+    sub: dict[object, list[Signed]] = field(default_factory=dict)
 
 
 class Differentiator:
@@ -374,52 +380,67 @@ class _Reverse:
         self.sweep, self.b, self.primal, self.residual = sweep, b, primal, residual
         self.acc: dict[SSAValue, _Acc] = {}
         self.active = _active_values(sweep.src, sweep.ops)
+        self.sign = False  # whether the cotangent the current rule reads is negated
 
     def run(self, dy: SSAValue) -> list[SSAValue]:
-        self.acc[self.sweep.result] = _Acc([dy])
+        self.acc[self.sweep.result] = _Acc([(dy, False)])
         for op in reversed(self.sweep.ops):
             if not op.results or op.results[0] not in self.acc:
                 continue
             r = op.results[0]
-            dr = self.total(r, _site_of(op), _name(op) or op.site.data.rsplit("/", 1)[-1])
+            dr, self.sign = self.total(r, _site_of(op),
+                                       _name(op) or op.site.data.rsplit("/", 1)[-1])
             self.rule(op, dr)
         grads = []
         for i, arg in enumerate(self.sweep.src.args):
             if differentiable(arg.type):
                 name = self.sweep.src.arg_name_list[i]
-                grads.append(self.total(arg, f"{self.sweep.name}/%{i}", name))
+                value, neg = self.total(arg, f"{self.sweep.name}/%{i}", name)
+                grads.append(self._negate(value) if neg else value)
         return grads
 
     # ---- accumulation ----
-    def add(self, v: SSAValue, contribution: SSAValue) -> None:
+    def add(self, v: SSAValue, contribution: SSAValue, flip: bool = False) -> None:
+        """Add to v's cotangent: the current cotangent's sign, flipped by `flip`."""
         if v in self.active:
-            self.acc.setdefault(v, _Acc()).parts.append(contribution)
+            self.acc.setdefault(v, _Acc()).parts.append((contribution, self.sign != flip))
 
     def add_sub(self, v: SSAValue, key, contribution: SSAValue) -> None:
         if v in self.active:
-            self.acc.setdefault(v, _Acc()).sub.setdefault(key, []).append(contribution)
+            self.acc.setdefault(v, _Acc()).sub.setdefault(key, []).append(
+                (contribution, self.sign))
 
-    def total(self, v: SSAValue, site: str, name: str) -> SSAValue:
-        """The whole cotangent of v; its op is marked as the adjoint of v's site."""
+    def true(self, dr: SSAValue) -> SSAValue:
+        """The current cotangent with its sign applied (a callee needs the true value)."""
+        if self.sign:
+            dr, self.sign = self._negate(dr), False
+        return dr
+
+    def _negate(self, v: SSAValue) -> SSAValue:
+        return self.b.emit(C.NegOp(v, site=self.b.site()))
+
+    def total(self, v: SSAValue, site: str, name: str) -> Signed:
+        """The whole cotangent of v, and its sign; its op is marked as the adjoint of v's
+        site (`adjoint_negated` when it holds −∂L/∂v)."""
         acc = self.acc.pop(v, _Acc())
-        value = self._materialize(acc, v)
+        value, neg = self._materialize(acc, v)
         owner = value.owner
         if isinstance(owner, C.CoreOp) and owner.parent_block() is self.b.block:
-            marks = [s.data for s in owner.attributes["adjoint"].data] \
-                if "adjoint" in owner.attributes else []
-            owner.attributes["adjoint"] = ArrayAttr([StringAttr(s) for s in marks + [site]])
+            key = "adjoint_negated" if neg else "adjoint"
+            marks = [s.data for s in owner.attributes[key].data] \
+                if key in owner.attributes else []
+            owner.attributes[key] = ArrayAttr([StringAttr(s) for s in marks + [site]])
             if owner.source_name is None:
-                owner.attributes["name"] = StringAttr("d" + name)
-        return value
+                owner.attributes["name"] = StringAttr(("-d" if neg else "d") + name)
+        return value, neg
 
-    def _materialize(self, acc: _Acc, v: SSAValue) -> SSAValue:
-        t = v.type
+    def _materialize(self, acc: _Acc, v: SSAValue) -> Signed:
         parts = list(acc.parts)
         if acc.sub:
-            parts.append(self._from_sub(acc.sub, v))
+            parts.append((self._from_sub(acc.sub, v), False))
         if not parts:
-            return self.b.emit(C.ZerosLikeOp(self.primal(v), site=self.b.site()))
-        return self.combine(parts, t)
+            return self.b.emit(C.ZerosLikeOp(self.primal(v), site=self.b.site())), False
+        return self.combine(parts, v.type)
 
     def _from_sub(self, sub: dict, v: SSAValue) -> SSAValue:
         t, b = v.type, self.b
@@ -427,7 +448,7 @@ class _Reverse:
             items = []
             for i, et in enumerate(t.types.data):
                 vals = sub.get(i)
-                items.append(self.combine(vals, et) if vals else
+                items.append(self.combine_true(vals, et) if vals else
                              b.emit(C.ZerosLikeOp(b.get(self.primal(v), i), site=b.site())))
             return b.emit(C.TupleOp(items, site=b.site()))
         assert isinstance(t, C.ParamsAttr)
@@ -437,34 +458,50 @@ class _Reverse:
             f = entry.field.data
             vals = sub.get(f)
             if vals:
-                fields.append(self.combine(vals, C.field_type(t, f, decl)))
+                fields.append(self.combine_true(vals, C.field_type(t, f, decl)))
             else:
                 read = b.emit(C.FieldOp(self.primal(v), f, site=b.site(), decl=decl))
                 fields.append(b.emit(C.ZerosLikeOp(read, site=b.site())))
         return b.emit(C.TreeOp(fields, t, site=b.site()))
 
-    def combine(self, values: list[SSAValue], t: Attribute) -> SSAValue:
-        """The sum of cotangents of one value: tensors add, trees and tuples field-wise."""
-        if len(values) == 1:
-            return values[0]
+    def combine_true(self, values: list[Signed], t: Attribute) -> SSAValue:
+        value, neg = self.combine(values, t)
+        return self._negate(value) if neg else value
+
+    def combine(self, values: list[Signed], t: Attribute) -> Signed:
+        """The sum of cotangents of one value: tensors add (a negated one subtracts), trees
+        and tuples field-wise, from their true values."""
         b = self.b
         if isinstance(t, C.TensorAttr):
-            total = values[0]
-            for v in values[1:]:
-                total = b.emit(C.AddOp(total, v, site=b.site(), result_type=t))
-            return total
+            plus = [v for v, neg in values if not neg]
+            minus = [v for v, neg in values if neg]
+            if not plus:
+                return self._sum(minus, t), True
+            total = self._sum(plus, t)
+            for v in minus:
+                total = b.emit(C.SubOp(total, v, site=b.site(), result_type=t))
+            return total, False
+        true = [self._negate(v) if neg else v for v, neg in values]
+        if len(true) == 1:
+            return true[0], False
         if isinstance(t, TupleType):
-            items = [self.combine([b.get(v, i) for v in values], et)
+            items = [self.combine_true([(b.get(v, i), False) for v in true], et)
                      for i, et in enumerate(t.types.data)]
-            return b.emit(C.TupleOp(items, site=b.site()))
+            return b.emit(C.TupleOp(items, site=b.site())), False
         assert isinstance(t, C.ParamsAttr)
         decl = self.sweep.diff.decls[t.module_name]
         fields = []
         for entry in decl.entries:
             f = entry.field.data
-            reads = [b.emit(C.FieldOp(v, f, site=b.site(), decl=decl)) for v in values]
-            fields.append(self.combine(reads, C.field_type(t, f, decl)))
-        return b.emit(C.TreeOp(fields, t, site=b.site()))
+            reads = [(b.emit(C.FieldOp(v, f, site=b.site(), decl=decl)), False) for v in true]
+            fields.append(self.combine_true(reads, C.field_type(t, f, decl)))
+        return b.emit(C.TreeOp(fields, t, site=b.site())), False
+
+    def _sum(self, values: list[SSAValue], t: Attribute) -> SSAValue:
+        total = values[0]
+        for v in values[1:]:
+            total = self.b.emit(C.AddOp(total, v, site=self.b.site(), result_type=t))
+        return total
 
     # ---- the rules ----
     def rule(self, op: Operation, dr: SSAValue) -> None:
@@ -489,7 +526,8 @@ class _Reverse:
             return
         d = derivative(self, op, dr)
         if d is not None:
-            self.add(op.operands[0], d)
+            value, flip = d
+            self.add(op.operands[0], value, flip)
 
     def _back_to(self, operand: SSAValue, places: list[int], d: SSAValue,
                  result: shapes.TensorType) -> SSAValue:
@@ -507,10 +545,10 @@ class _Reverse:
         lhs, rhs = op.operands
         result, pa, pb = shapes.alignment(lhs.type.shape, rhs.type.shape)
         da, db = _BINARY_DERIVATIVES[type(op)](self, op, dr)
-        if lhs in self.active:
-            self.add(lhs, self._back_to(lhs, pa, da(), result))
-        if rhs in self.active:
-            self.add(rhs, self._back_to(rhs, pb, db(), result))
+        for operand, places, thunk in ((lhs, pa, da), (rhs, pb, db)):
+            if operand in self.active:
+                value, flip = thunk()
+                self.add(operand, self._back_to(operand, places, value, result), flip)
 
     def _dot(self, op: C.DotOp, dr: SSAValue) -> None:
         a_t, b_t = op.lhs.type.shape, op.rhs.type.shape
@@ -563,6 +601,7 @@ class _Reverse:
         self.add(op.operand, self._back_to(op.operand, places, dr, target))
 
     def _tuple(self, op: C.TupleOp, dr: SSAValue) -> None:
+        dr = self.true(dr)
         for i, element in enumerate(op.elements):
             if differentiable(element.type):
                 self.add(element, self.b.get(dr, i))
@@ -574,6 +613,7 @@ class _Reverse:
         self.add_sub(op.operand, op.field.data, dr)
 
     def _call(self, op: C.CallOp, dr: SSAValue) -> None:
+        dr = self.true(dr)
         diff = self.sweep.diff
         if self.sweep.store:
             bwd = diff.bwd(op.callee_name)
@@ -589,6 +629,7 @@ class _Reverse:
                 i += 1
 
     def _fold(self, op: C.FoldOp, dr: SSAValue) -> None:
+        dr = self.true(dr)
         diff = self.sweep.diff
         if self.sweep.store:
             grads = self.e(C.FoldBwdOp, diff.bwd(op.callee_name).sym_name.data,
@@ -626,71 +667,78 @@ def _kept_places(t: shapes.TensorType, axis: str | None) -> list[int]:
     return [i for i in range(len(t.axes)) if i != k]
 
 
-# ---- element-wise derivatives: each returns the operand's cotangent (dr times f') ----
+# ---- element-wise derivatives: each returns the operand's cotangent (dr times f') and
+# whether it flips the cotangent's sign; a constant factor takes the current sign instead,
+# which leaves the contribution unsigned (flip = r.sign) ----
 
 def _mul(r: _Reverse, a: SSAValue, b: SSAValue, t: Attribute) -> SSAValue:
     return r.e(C.MulOp, a, b, result_type=t)
 
 
+def _signed(r: _Reverse, c: float) -> SSAValue:
+    """A constant factor that absorbs the current cotangent's sign."""
+    return r.b.const(-c if r.sign else c)
+
+
 def _d_neg(r, op, dr):
-    return r.e(C.NegOp, dr)
+    return dr, True
 
 
 def _d_sqrt(r, op, dr):
     t = op.result.type
-    return r.e(C.DivOp, _mul(r, dr, r.b.const(0.5), t), r.y(op), result_type=t)
+    return r.e(C.DivOp, _mul(r, dr, _signed(r, 0.5), t), r.y(op), result_type=t), r.sign
 
 
 def _d_exp(r, op, dr):
-    return _mul(r, dr, r.y(op), op.result.type)
+    return _mul(r, dr, r.y(op), op.result.type), False
 
 
 def _d_log(r, op, dr):
-    return r.e(C.DivOp, dr, r.x(op), result_type=op.result.type)
+    return r.e(C.DivOp, dr, r.x(op), result_type=op.result.type), False
 
 
 def _d_tanh(r, op, dr):
     t = op.result.type
     square = r.e(C.PowIOp, r.y(op), 2)
-    return _mul(r, dr, r.e(C.SubOp, r.b.const(1.0), square, result_type=t), t)
+    return _mul(r, dr, r.e(C.SubOp, r.b.const(1.0), square, result_type=t), t), False
 
 
 def _d_sigmoid(r, op, dr):
     t, y = op.result.type, r.y(op)
     slope = _mul(r, y, r.e(C.SubOp, r.b.const(1.0), y, result_type=t), t)
-    return _mul(r, dr, slope, t)
+    return _mul(r, dr, slope, t), False
 
 
 def _d_relu(r, op, dr):
-    return _mul(r, dr, r.e(C.HeavisideOp, r.x(op), 0.0), op.result.type)
+    return _mul(r, dr, r.e(C.HeavisideOp, r.x(op), 0.0), op.result.type), False
 
 
 def _d_abs(r, op, dr):
     t, x = op.result.type, r.x(op)
     sign = r.e(C.SubOp, r.e(C.HeavisideOp, x, 0.0), r.e(C.HeavisideOp, r.e(C.NegOp, x), 0.0),
                result_type=t)
-    return _mul(r, dr, sign, t)
+    return _mul(r, dr, sign, t), False
 
 
 def _d_gelu(r, op, dr):
     """gelu'(x) = Φ(x) + x·φ(x), through erf: psk_core.gelu_slope."""
-    return _mul(r, dr, r.e(C.GeluSlopeOp, r.x(op)), op.result.type)
+    return _mul(r, dr, r.e(C.GeluSlopeOp, r.x(op)), op.result.type), False
 
 
 def _d_erf(r, op, dr):
-    return _mul(r, dr, r.e(C.ErfSlopeOp, r.x(op)), op.result.type)
+    return _mul(r, dr, r.e(C.ErfSlopeOp, r.x(op)), op.result.type), False
 
 
 def _d_softplus(r, op, dr):
-    return _mul(r, dr, r.e(C.SigmoidOp, r.x(op)), op.result.type)
+    return _mul(r, dr, r.e(C.SigmoidOp, r.x(op)), op.result.type), False
 
 
 def _d_sin(r, op, dr):
-    return _mul(r, dr, r.e(C.CosOp, r.x(op)), op.result.type)
+    return _mul(r, dr, r.e(C.CosOp, r.x(op)), op.result.type), False
 
 
 def _d_cos(r, op, dr):
-    return r.e(C.NegOp, _mul(r, dr, r.e(C.SinOp, r.x(op)), op.result.type))
+    return _mul(r, dr, r.e(C.SinOp, r.x(op)), op.result.type), True
 
 
 def _d_powi(r, op, dr):
@@ -698,9 +746,9 @@ def _d_powi(r, op, dr):
     if n == 0:
         return None
     if n == 1:
-        return dr
+        return dr, False
     base = r.x(op) if n == 2 else r.e(C.PowIOp, r.x(op), n - 1)
-    return _mul(r, dr, _mul(r, base, r.b.const(float(n)), t), t)
+    return _mul(r, dr, _mul(r, base, _signed(r, float(n)), t), t), r.sign
 
 
 _UNARY_DERIVATIVES: dict[type, Callable] = {
@@ -711,20 +759,21 @@ _UNARY_DERIVATIVES: dict[type, Callable] = {
 }
 
 
-# ---- binary derivatives: each returns two thunks, the cotangents at the result's shape;
-# only those of operands a cotangent can reach are computed ----
+# ---- binary derivatives: each returns two thunks, the cotangents at the result's shape
+# with their sign flips; only those of operands a cotangent can reach are computed ----
 
 def _b_add(r, op, dr):
-    return (lambda: dr), (lambda: dr)
+    return (lambda: (dr, False)), (lambda: (dr, False))
 
 
 def _b_sub(r, op, dr):
-    return (lambda: dr), (lambda: r.e(C.NegOp, dr))
+    return (lambda: (dr, False)), (lambda: (dr, True))
 
 
 def _b_mul(r, op, dr):
     t = op.result.type
-    return (lambda: _mul(r, dr, r.x(op, 1), t)), (lambda: _mul(r, dr, r.x(op, 0), t))
+    return ((lambda: (_mul(r, dr, r.x(op, 1), t), False)),
+            (lambda: (_mul(r, dr, r.x(op, 0), t), False)))
 
 
 def _b_div(r, op, dr):
@@ -732,8 +781,8 @@ def _b_div(r, op, dr):
 
     def db():
         scaled = _mul(r, dr, r.y(op), t)
-        return r.e(C.NegOp, r.e(C.DivOp, scaled, r.x(op, 1), result_type=t))
-    return (lambda: r.e(C.DivOp, dr, r.x(op, 1), result_type=t)), db
+        return r.e(C.DivOp, scaled, r.x(op, 1), result_type=t), True
+    return (lambda: (r.e(C.DivOp, dr, r.x(op, 1), result_type=t), False)), db
 
 
 def _b_extremum(larger: bool):
@@ -746,7 +795,7 @@ def _b_extremum(larger: bool):
             a, b = r.x(op, first), r.x(op, 1 - first)
             wins = r.e(C.SubOp, a, b, result_type=t) if larger else \
                 r.e(C.SubOp, b, a, result_type=t)
-            return _mul(r, dr, r.e(C.HeavisideOp, wins, 0.5), t)
+            return _mul(r, dr, r.e(C.HeavisideOp, wins, 0.5), t), False
         return (lambda: side(0)), (lambda: side(1))
     return rule
 
@@ -758,10 +807,10 @@ def _b_pow(r, op, dr):
     def da():
         a, b = r.x(op, 0), r.x(op, 1)
         less = r.e(C.SubOp, b, r.b.const(1.0), result_type=b.type)
-        return _mul(r, dr, _mul(r, b, r.e(C.PowOp, a, less, result_type=t), t), t)
+        return _mul(r, dr, _mul(r, b, r.e(C.PowOp, a, less, result_type=t), t), t), False
 
     def db():
-        return _mul(r, dr, _mul(r, r.y(op), r.e(C.LogOp, r.x(op, 0)), t), t)
+        return _mul(r, dr, _mul(r, r.y(op), r.e(C.LogOp, r.x(op, 0)), t), t), False
     return da, db
 
 
