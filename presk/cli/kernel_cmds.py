@@ -139,6 +139,9 @@ def run_kernel_cmd(args: argparse.Namespace) -> int:
     from ..analysis import entry as E
     from ..analysis.weights import WeightsError
     from .core_cmds import _entry, _save, _show, load_core
+    if getattr(args, "grad", False):
+        raise UsageError("presk run: --grad is not run by the kernel engine yet (PSK-Realize "
+                         "does not record a vjp); use --engine f64 or mpfr")
     module, _ = load_core(args.file)
     entry = _entry(args, module)
     try:

@@ -983,6 +983,8 @@ class HostOp(_BufferFunction):
 
     function = attr_def(StringAttr)
     arg_names = opt_attr_def(ArrayAttr[StringAttr])
+    entry = opt_attr_def(UnitAttr)
+    """On the host of the entry the module was recorded for."""
 
     traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), NoTerminator())
 
