@@ -202,6 +202,9 @@ def _save(tensors, path: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.engine == "kernel":
+        from .kernel_cmds import run_kernel_cmd
+        return run_kernel_cmd(args)
     from ..analysis import entry as E
     from ..analysis.interpret import Interpreter
     from ..analysis.numbers import number_system
@@ -267,8 +270,12 @@ def add_run(sub: Any) -> None:
     p.add_argument("--entry", required=True, help="the function to run, e.g. loss")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="a dim's value, e.g. --dim B=4 (repeatable)")
-    p.add_argument("--engine", choices=["mpfr", "f64"], default="mpfr",
-                   help="mpfr (exact, the default) or f64 (IEEE binary64)")
+    p.add_argument("--engine", choices=["mpfr", "f64", "kernel"], default="mpfr",
+                   help="mpfr (exact, the default), f64 (IEEE binary64, on PSK-Core) or "
+                   "kernel (the loop nests of PSK-Kernel, each value in its realized type)")
+    p.add_argument("--realize", metavar="REALIZATION",
+                   help="with --engine kernel: the realization (a path, @path or inline JSON, "
+                   "format presk-realization/1); absent: all f64")
     p.add_argument("--bits", type=_bits, default=128, help="MPFR precision (default 128)")
     p.add_argument("--seed", type=int, default=0, help="seed of initial weights and inputs")
     p.add_argument("--weights", help="a safetensors file of parameters keyed by path")

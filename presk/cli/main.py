@@ -41,9 +41,12 @@ def cmd_dump(args: argparse.Namespace) -> int:
         return core_cmds.dump_core(args)
     if args.stage == "realize":
         return realize_cmds.dump_realize(args)
+    if args.stage == "kernel":
+        from .kernel_cmds import dump_kernel
+        return dump_kernel(args)
     if args.entry or args.format != "listing":
-        raise UsageError("presk dump: --entry and --format apply to --stage core, vjp and "
-                         "realize")
+        raise UsageError("presk dump: --entry and --format apply to --stage core, vjp, "
+                         "realize and kernel")
     program = elaborate_or_report(args.file)
     from ..frontend.summary import elab_listing
     print(elab_listing(program))
@@ -62,10 +65,12 @@ def _add_check(sub: Any) -> None:
 def _add_dump(sub: Any) -> None:
     p = sub.add_parser("dump", help="print the program at a stage of the compiler")
     p.add_argument("file", help="the program's main .psk file")
-    p.add_argument("--stage", required=True, choices=["elab", "core", "vjp", "realize"],
+    p.add_argument("--stage", required=True,
+                   choices=["elab", "core", "vjp", "realize", "kernel"],
                    help="elab: the elaborated program and its module instances; core: the "
                    "program in PSK-Core; vjp: the entry's reverse sweep; realize: the entry "
-                   "recorded at --dim values under --realize, with its fusion groups")
+                   "recorded at --dim values under --realize, with its fusion groups; kernel: "
+                   "its loop nests and host")
     p.add_argument("--entry", help="with --stage core: only the functions this one reaches; "
                    "with --stage vjp: the function to differentiate")
     p.add_argument("--format", choices=["listing", "mlir"], default="listing",
