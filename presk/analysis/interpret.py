@@ -242,7 +242,7 @@ def _sum_to(it: Interpreter, op: C.SumToOp, args: list) -> np.ndarray:
     kept = set(op.kept)
     axes = [i for i in range(p) if op.keep_prefix is None] + \
         [p + k for k in range(np.ndim(x) - p) if k not in kept]
-    return np.sum(x, axis=tuple(axes)) if axes else x
+    return it.numbers.sum(x, tuple(axes)) if axes else x
 
 
 def _spread(it: Interpreter, op: C.SpreadOp, args: list) -> np.ndarray:
@@ -260,9 +260,11 @@ def _contract(it: Interpreter, op: C.ContractOp, args: list) -> np.ndarray:
     a, b = args
     lhs, rhs, prefix = op.axes
     pa, pb = it._prefix_len(op.lhs, a), it._prefix_len(op.rhs, b)
-    a_axes = [pa + i for i in lhs] + (list(range(pa)) if prefix else [])
-    b_axes = [pb + j for j in rhs] + (list(range(pb)) if prefix else [])
-    out = np.tensordot(a, b, axes=(a_axes, b_axes))
+    # The pairs in the lhs's row-major order: the order a loop nest over them takes.
+    pairs = sorted(list(zip(range(pa), range(pb)) if prefix else []) +
+                   [(pa + i, pb + j) for i, j in zip(lhs, rhs)])
+    a_axes, b_axes = [i for i, _ in pairs], [j for _, j in pairs]
+    out = it.numbers.contract(a, b, a_axes, b_axes)
     if pb and not prefix:  # b's prefix leads the result, as its type says
         rest_a = np.ndim(a) - len(a_axes)
         order = list(range(rest_a, rest_a + pb)) + list(range(rest_a)) + \

@@ -4,6 +4,11 @@
 numpy object arrays of `mpfr` at `bits` of precision: the exact reference every later
 stage (autodiff checks, the precision analysis, the native backend) is measured against.
 Both take arrays already aligned by the interpreter and return arrays.
+
+Sums run in index order, one term after another from zero, and a contraction adds its
+products k ascending, a product then a sum: the order every loop nest of PSK-Kernel
+follows, so the f64 interpreter computes the kernels' bits (numpy's own sums are pairwise
+and BLAS may fuse a multiply-add).
 """
 
 from __future__ import annotations
@@ -59,32 +64,62 @@ class Numbers(ABC):
             out = out * x
         return out
 
+    def sum(self, x: np.ndarray, axes: tuple[int, ...] | None = None,
+            keepdims: bool = False) -> np.ndarray:
+        """Σ over `axes` (all when None), in row-major order, one term after another."""
+        x = np.asarray(x)
+        axes = tuple(range(x.ndim)) if axes is None else tuple(a % max(x.ndim, 1) for a in axes)
+        kept = [i for i in range(x.ndim) if i not in axes]
+        moved = np.transpose(x, kept + list(axes)).reshape(
+            [x.shape[i] for i in kept] + [-1 if axes else 1])
+        total = self.array(np.zeros(moved.shape[:-1]))
+        for k in range(moved.shape[-1]):
+            total = total + moved[..., k]
+        if keepdims:
+            total = np.reshape(total, [1 if i in axes else n for i, n in enumerate(x.shape)])
+        return total
+
     def reduce(self, name: str, x: np.ndarray, axis: int | None) -> np.ndarray:
         # A value of type ℝ[] may be a bare number: numpy returns a 0-d object array's
         # reductions and arithmetic as the object itself (an mpfr has no .size).
         x = np.asarray(x)
+        axes = None if axis is None else (axis,)
         if name == "sum":
-            return np.sum(x, axis=axis)
+            return self.sum(x, axes)
         if name == "mean":
             count = x.size if axis is None else x.shape[axis]
-            return np.sum(x, axis=axis) / self.constant(float(count))
+            return self.sum(x, axes) / self.constant(float(count))
         if name in ("max", "min"):
             return np.max(x, axis=axis) if name == "max" else np.min(x, axis=axis)
         top = np.max(x, axis=axis, keepdims=True)
         shifted = self.unary("exp", x - top)
-        total = np.sum(shifted, axis=axis, keepdims=True)
-        out = top + self.unary("log", total)
+        out = top + self.unary("log", self.sum(shifted, axes, keepdims=True))
         return np.asarray(out).reshape(()) if axis is None else np.squeeze(out, axis=axis)
 
     def softmax(self, x: np.ndarray, axis: int | None) -> np.ndarray:
         x = np.asarray(x)
         top = np.max(x, axis=axis, keepdims=True)
         e = self.unary("exp", x - top)
-        return e / np.sum(e, axis=axis, keepdims=True)
+        return e / self.sum(e, None if axis is None else (axis,), keepdims=True)
 
     def dot(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Contract a's last axis with b's first."""
-        return np.tensordot(a, b, axes=([a.ndim - 1], [0]))
+        a, b = np.asarray(a), np.asarray(b)
+        return self.contract(a, b, [a.ndim - 1], [0])
+
+    def contract(self, a: np.ndarray, b: np.ndarray, a_axes: list[int],
+                 b_axes: list[int]) -> np.ndarray:
+        """Σₖ a[…, k] · b[k, …] over the paired axes, k in row-major order: the result has
+        a's other axes, then b's."""
+        a, b = np.asarray(a), np.asarray(b)
+        a_rest = [i for i in range(a.ndim) if i not in a_axes]
+        b_rest = [j for j in range(b.ndim) if j not in b_axes]
+        left = np.transpose(a, a_rest + list(a_axes)).reshape([a.shape[i] for i in a_rest] + [-1])
+        right = np.transpose(b, list(b_axes) + b_rest).reshape([-1] + [b.shape[j] for j in b_rest])
+        total = self.array(np.zeros(left.shape[:-1] + right.shape[1:]))
+        for k in range(left.shape[-1]):
+            total = total + np.multiply.outer(left[..., k], right[k])
+        return total
 
 
 def _f64_erf() -> Callable[[np.ndarray], np.ndarray]:
@@ -183,9 +218,6 @@ class MPFR(Numbers):
         x = np.asarray(x, dtype=object)
         return np.array([float(v) for v in x.reshape(-1)], dtype=np.float64).reshape(x.shape)
 
-    def dot(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        out = np.tensordot(a, b, axes=([a.ndim - 1], [0]))
-        return np.asarray(out, dtype=object)
 
 
 def _nan_min(a, b):

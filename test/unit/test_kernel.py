@@ -583,3 +583,21 @@ def test_widening_reads_fold_into_the_kernel_and_narrowing_converts_are_host_ops
     total = x32.astype(np.float32).astype(np.float64) + y64
     square = total.astype(np.float32) * total.astype(np.float32)
     assert np.array_equal(got, bf16_to_f32(bf16_round(square)).astype(np.float64))
+
+
+@pytest.mark.parametrize("B", [4, 5, 8])
+@pytest.mark.parametrize("name", ["03_activations", "04_mlp", "05_stack", "07_train"])
+def test_kernel_interpreter_equals_core_f64_bit_for_bit(name: str, B: int) -> None:
+    """Under all-f64 every kernel computes what PSK-Core's f64 interpreter does, in the same
+    order (sums in index order, k ascending): the same bits, fused or not."""
+    from presk.cli.kernel_cmds import run_kernel
+    from presk.frontend.elaborate import elaborate
+    from presk.frontend.lower import lower_program
+    module = lower_program(elaborate(str(Path(__file__).parents[2] / "tutorial" / f"{name}.psk")))
+    entry = E.prepare(module, "loss", {"B": B})
+    params, values = E.weights(entry, 0, None), E.inputs(entry, 0, None)
+    numbers = F64()
+    core_loss = Interpreter(module, numbers).run(
+        "loss", E.arguments(entry, numbers, params, values), entry.dims)
+    kernel_loss = run_kernel(module, "loss", {"B": B}, params, values, None).result["result"]
+    assert np.float64(kernel_loss).tobytes() == np.float64(core_loss).tobytes()
