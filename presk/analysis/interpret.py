@@ -247,7 +247,7 @@ def _sum_to(it: Interpreter, op: C.SumToOp, args: list) -> np.ndarray:
 
 def _spread(it: Interpreter, op: C.SpreadOp, args: list) -> np.ndarray:
     x, like = args
-    source, target = op.operand.type.shape, op.like.type.shape
+    source = op.operand.type.shape
     p = it._prefix_len(op.like, like)
     placed = _place(x, source, op.place_list, p, np.ndim(like))
     out = np.broadcast_to(placed, np.shape(like))

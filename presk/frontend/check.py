@@ -19,7 +19,7 @@ from .program import (
     C0, C_INF, DISCONTINUOUS, BuiltinRef, GradRef, ConstRef, FieldRef, FnInfo, FnRef, FoldRef, LocalRef, ParamRef,
     UseInfo, UseRef,
 )
-from .types import F64, NAT, ParamsT, ScalarT, TupleT, Type, stacked, substitute
+from .types import F64, NAT, ParamsT, ScalarT, TupleT, Type, substitute
 
 if TYPE_CHECKING:
     from .elaborate import Elaborator
@@ -382,9 +382,9 @@ class FnChecker:
 
     def _arguments(self, e: A.Call, fn: FnInfo, skip_theta: bool) -> list:
         """Match positional and keyword arguments to the callee's parameters."""
+        # An explicit call passes θ as its first argument; a sibling's or a sub-module's
+        # call supplies it.
         params = [p for p in fn.params if not (skip_theta and p.implicit)]
-        if not skip_theta and params and params[0].implicit:
-            params[0] = params[0]  # an explicit θ: the first argument is the tree
         slots: list = [None] * len(params)
         names = [p.name for p in params]
         positional = [x for x in e.args if x.keyword is None and x.axis is None]
@@ -538,6 +538,3 @@ def _fits(actual: Type, declared: Type | None) -> bool:
         return len(actual.items) == len(declared.items) and all(
             _fits(a, d) for a, d in zip(actual.items, declared.items))
     return actual == declared
-
-
-__all__ = ["FnChecker", "BUILTINS", "UseInfo", "stacked"]

@@ -13,7 +13,7 @@ import math
 from ..shapes import Axis, Size, TensorType
 from . import ast as A
 from .check import BUILTINS, FnChecker, _kind
-from .diagnostics import CompileError, Diagnostic, did_you_mean, error
+from .diagnostics import Diagnostic, did_you_mean, error
 from .load import import_target, load_program
 from .program import (
     ConstInfo, FileInfo, FnInfo, FnParamInfo, FnRef, FoldRef, Instance, ModuleInfo, ParamInfo,
@@ -380,13 +380,9 @@ class Elaborator:
             raise error("E0204", f"`{t.instance_name()}` has no field `{name}`", span,
                         did_you_mean(name, names)
                         or ("its fields: " + ", ".join(names) if names else "it has no field"))
-        env = t.env()
         if isinstance(member, ParamInfo):
-            return stacked(member.type.substitute(env), t.stack)
-        inner = member.target
-        sub = lambda s: env.get(s, s) if isinstance(s, str) else s  # noqa: E731
-        return ParamsT(inner.module, tuple(sub(d) for d in inner.dims),
-                       t.stack + tuple(sub(s) for s in inner.stack))
+            return stacked(member.type.substitute(t.env()), t.stack)
+        return t.subtree(member.target)
 
     # ---- instances ----
     def _instances(self) -> list[Instance]:
@@ -397,11 +393,9 @@ class Elaborator:
             key = (id(t.module), t.dims)
             if key in out:
                 return
-            env = t.env()
             for u in t.module.uses:
-                inner = u.target
-                visit(ParamsT(inner.module, tuple(env.get(d, d) if isinstance(d, str) else d
-                                                  for d in inner.dims)))
+                inner = t.subtree(u.target)
+                visit(ParamsT(inner.module, inner.dims))
             out[key] = Instance(ParamsT(t.module, t.dims), flatten(ParamsT(t.module, t.dims)))
 
         for info in self.files:
@@ -468,6 +462,3 @@ def _chain(items) -> str:
     """`a → b → … → z` of the first two and the last of a long chain of named things."""
     names = [x.name for x in items]
     return " → ".join(names if len(names) <= 4 else [*names[:2], "…", names[-1]])
-
-
-__all__ = ["elaborate", "Elaborator", "CompileError", "INITIALIZERS"]

@@ -182,12 +182,7 @@ def flatten(t: ParamsT, prefix: str = "") -> list[tuple[str, TensorType]]:
     for p in module.params:
         out.append((prefix + p.name, stacked(p.type.substitute(env), t.stack)))
     for u in module.uses:
-        inner = u.target
-        sub = ParamsT(inner.module, tuple(env.get(d, d) if isinstance(d, str) else d
-                                          for d in inner.dims),
-                      t.stack + tuple(env.get(s, s) if isinstance(s, str) else s
-                                      for s in inner.stack))
-        out += flatten(sub, prefix + u.name + ".")
+        out += flatten(t.subtree(u.target), prefix + u.name + ".")
     return out
 
 

@@ -59,6 +59,13 @@ class ParamsT:
     def unstacked(self) -> "ParamsT":
         return ParamsT(self.module, self.dims, self.stack[1:])
 
+    def subtree(self, target: "ParamsT") -> "ParamsT":
+        """A use's target (written in this module's dims) as a subtree of this tree: at this
+        tree's dims, stacked as this tree is, then as the use is."""
+        inner = substitute(target, self.env())
+        assert isinstance(inner, ParamsT)
+        return ParamsT(inner.module, inner.dims, self.stack + inner.stack)
+
 
 Type = Union[TensorType, TupleT, ParamsT, ScalarT]
 

@@ -26,7 +26,6 @@ with dy = 1. The rules, and the subgradients at kinks, are documented in docs/au
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable
 
