@@ -158,7 +158,6 @@ def dump_core(args: argparse.Namespace) -> int:
     if args.format == "mlir":
         print(module)
         return 0
-    from ..dialects import core as C
     from ..emit.core_listing import format_module
     names = None
     if args.entry:
@@ -167,7 +166,6 @@ def dump_core(args: argparse.Namespace) -> int:
         print(f"The functions {args.entry} reaches ({len(names)} of the program's {total}):\n")
     text = format_module(module, names)
     print(text.rstrip("\n"))
-    del C
     return 0
 
 
