@@ -61,6 +61,8 @@ class Interpreter:
     module: ModuleOp
     numbers: Numbers
     trace: Callable[[str, Any], None] | None = None  # called with (site, value) per op
+    # called with (op, its operands' values, its value) per op, after `trace`
+    trace_op: Callable[[Operation, list[Any], Any], None] | None = None
     funcs: dict[str, C.FuncOp] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -83,10 +85,13 @@ class Interpreter:
         for op in func.body.block.ops:
             if isinstance(op, C.ReturnOp):
                 return env[op.operands[0]]
-            value = self.step(op, [env[o] for o in op.operands], dims, prefix)
+            operands = [env[o] for o in op.operands]
+            value = self.step(op, operands, dims, prefix)
             env[op.results[0]] = value
             if self.trace is not None:
                 self.trace(op.site.data, value)
+            if self.trace_op is not None:
+                self.trace_op(op, operands, value)
         raise InterpretError(f"`{func.sym_name.data}` has no return")
 
     # ---- one operation ----
