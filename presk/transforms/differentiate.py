@@ -22,6 +22,15 @@ Cloned forward operations keep their sites; the operation that completes the cot
 a site carries `adjoint = [site]` and the name `d<name>`, which is how the sensitivities of
 the precision analysis find ∂L/∂v. `psk_core.grad` is replaced by a call of `f.value_vjp`
 with dy = 1. The rules, and the subgradients at kinks, are documented in docs/autodiff.md.
+
+`all_values=True` (used only by the sensitivity analysis, presk.analysis.sensitivity) also
+propagates cotangents to the values that depend on no differentiable argument (a `real` of
+an f64, a constant, what only they feed), and keeps every marked cotangent even where
+nothing reads it, so that ∂L/∂v exists as a marked op for every value of a differentiable
+type that reaches the result. A cotangent that is the `.bwd`'s own argument dy (the
+result's, and what passes it on unchanged: `add`'s operands) has no operation to mark: with
+`all_values` the `.bwd` function carries those sites as `adjoint_dy = [...]`
+(`adjoint_dy_negated` for −dy). The default output is unchanged by it.
 """
 
 from __future__ import annotations
@@ -107,10 +116,13 @@ class _Acc:
 
 
 class Differentiator:
-    def __init__(self, module: ModuleOp, remat: str):
+    def __init__(self, module: ModuleOp, remat: str, all_values: bool = False):
         if remat not in REMATS:
             raise DifferentiationError(f"--remat is store or recompute, not {remat}")
         self.module, self.remat = module, remat
+        # Cotangents of inactive values too, and marked ones kept though unread: for the
+        # sensitivity analysis only.
+        self.all_values = all_values
         self.funcs: dict[str, C.FuncOp] = {
             op.sym_name.data: op for op in module.ops if isinstance(op, C.FuncOp)}
         self.decls = {op.sym_name.data: op for op in module.ops
@@ -317,17 +329,25 @@ class _Sweep:
             m, resid, _ = self._forward(b, args, "scan")
             primal = lambda v: m[v]  # noqa: E731
             residual = lambda op: resid[op]  # noqa: E731
-        grads = _Reverse(self, b, primal, residual).run(dy)
+        reverse = _Reverse(self, b, primal, residual)
+        grads = reverse.run(dy)
         out = b.emit(C.TupleOp(grads, site=b.site()))
         b.block.add_op(C.ReturnOp(out, site=f"{b.name}/%{b.n}"))
-        _drop_unread(b.block)
-        return _func(b.name, src, ["res", _cotangent_name(src)], b.block, out.type)
+        _drop_unread(b.block, keep_marked=self.diff.all_values)
+        func = _func(b.name, src, ["res", _cotangent_name(src)], b.block, out.type)
+        if self.diff.all_values:
+            for key, sites in reverse.dy_marks.items():
+                func.attributes[key] = ArrayAttr([StringAttr(s) for s in sites])
+        return func
 
 
-def _drop_unread(block: Block) -> None:
+def _drop_unread(block: Block, keep_marked: bool = False) -> None:
     """Erase what nothing reads: a recomputing reverse sweep clones the whole forward, and
-    needs only part of it. (Every op here is pure; a call's callee is too.)"""
+    needs only part of it. (Every op here is pure; a call's callee is too.) With
+    `keep_marked`, a cotangent marked as a site's adjoint stays, and what it reads."""
     for op in reversed(list(block.ops)):
+        if keep_marked and ("adjoint" in op.attributes or "adjoint_negated" in op.attributes):
+            continue
         if op.results and not any(r.uses for r in op.results):
             block.erase_op(op)
 
@@ -378,8 +398,10 @@ class _Reverse:
                  residual: Callable[[Operation], SSAValue]):
         self.sweep, self.b, self.primal, self.residual = sweep, b, primal, residual
         self.acc: dict[SSAValue, _Acc] = {}
-        self.active = _active_values(sweep.src, sweep.ops)
+        self.active = _active_values(sweep.src, sweep.ops, sweep.diff.all_values)
         self.sign = False  # whether the cotangent the current rule reads is negated
+        # The sites whose whole cotangent is dy itself (or −dy): `adjoint_dy[_negated]`.
+        self.dy_marks: dict[str, list[str]] = {}
 
     def run(self, dy: SSAValue) -> list[SSAValue]:
         self.acc[self.sweep.result] = _Acc([(dy, False)])
@@ -431,6 +453,9 @@ class _Reverse:
             owner.attributes[key] = ArrayAttr([StringAttr(s) for s in marks + [site]])
             if owner.source_name is None:
                 owner.attributes["name"] = StringAttr(("-d" if neg else "d") + name)
+        elif value in self.b.block.args:
+            key = "adjoint_dy_negated" if neg else "adjoint_dy"
+            self.dy_marks.setdefault(key, []).append(site)
         return value, neg
 
     def _materialize(self, acc: _Acc, v: SSAValue) -> Signed:
@@ -643,13 +668,15 @@ class _Reverse:
         """Constants, real (of an f64), zeros: no differentiable operand."""
 
 
-def _active_values(src: C.FuncOp, ops: list[Operation]) -> set[SSAValue]:
+def _active_values(src: C.FuncOp, ops: list[Operation],
+                   all_values: bool = False) -> set[SSAValue]:
     """The values a cotangent can reach: those that depend on a differentiable argument.
-    A constant, an f64's `real`, and what only they feed get none."""
+    A constant, an f64's `real`, and what only they feed get none, unless `all_values`:
+    then every value of a differentiable type does."""
     active = {a for a in src.args if differentiable(a.type)}
     for op in ops:
         if op.results and differentiable(op.results[0].type) and \
-                any(o in active for o in op.operands):
+                (all_values or any(o in active for o in op.operands)):
             active.add(op.results[0])
     return active
 
@@ -838,15 +865,18 @@ _RULES: list[tuple[type, Callable]] = [
 @dataclass(frozen=True)
 class DifferentiatePass(ModulePass):
     """psk-differentiate{remat=store entries=loss}: replace every grad, and differentiate
-    the `entries` (comma-separated) too."""
+    the `entries` (comma-separated) too. `all_values=true`: cotangents for the values that
+    depend on no differentiable argument as well, every marked one kept (the sensitivity
+    analysis's sweep; never part of a compiled program)."""
 
     name = "psk-differentiate"
 
     remat: str = "store"
     entries: str = ""
+    all_values: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         names = [n for n in self.entries.split(",") if n]
-        Differentiator(op, self.remat).run(names)
+        Differentiator(op, self.remat, self.all_values).run(names)
 
 
