@@ -1,0 +1,524 @@
+"""The envelope: how large each site's values get, how much its sums cancel, and how
+much rounding them to f64, f32 or bf16 would move them, measured on the exact reference.
+
+`calibrate(module, entry, dims, bits=128, samples=1, …)` runs the entry in MPFR at `bits`
+on `samples` samples of its inputs (sample 0 from `inputs_path` or the seed, sample i > 0
+from seed + i; the same weights for every sample) and records, at every site the run
+passes through (every call, every fold iteration, every sample):
+
+- `max_abs`: the largest |x| over the site's values (a tree's or tuple's: over its
+  tensors); `count`: the elements of one value (the largest, if calls differ);
+- `condition`, for a sum, mean, logsumexp, sum_to, dot or contract: the largest, over the
+  result's elements, of Σ|terms| / |Σ terms| (a dot's terms are xᵢwᵢ; a logsumexp's are
+  exp(xᵢ − max), all positive: 1);
+- `rounding[t]` for t in f64, f32, bf16: the largest |fl_t(x) − x| over the site's values,
+  fl_t rounding the MPFR value directly (one rounding, never through a float64) to the
+  type's precision and exponent range, to nearest even, with subnormals; its ratio to
+  u_t · max_abs; and whether every value is representable in t (`exact`).
+
+The parameters get the same record (no condition) keyed by path. A site whose value is
+an f64 scalar (a hyperparameter such as `%3 : f64 = 1e-6`) is recorded with
+`hyperparameter: true`: no type is chosen for it, but its rounding is what the reference
+reports. The artifact `presk-envelope/1` is documented in docs/artifacts.md; the reader is
+`load_envelope` (EnvelopeError, one line for the user). JSON has no infinity or NaN: such
+numbers are written as the strings "inf" and "nan".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import gmpy2
+import numpy as np
+
+FORMAT = "presk-envelope/1"
+
+
+class EnvelopeError(Exception):
+    """An envelope that cannot be read, written or does not fit: one line for the user."""
+
+
+# ---- the types a value can be rounded to ----
+
+@dataclass(frozen=True)
+class FloatType:
+    """An IEEE-style binary format as MPFR sees it: `precision` bits of significand, a
+    value m·2^e with ½ ≤ m < 1 and emin ≤ e ≤ emax (subnormals below 2^(emin+precision-2))."""
+
+    name: str
+    precision: int
+    emin: int
+    emax: int
+
+    @property
+    def unit_roundoff(self) -> float:
+        return 2.0 ** -self.precision
+
+    def context(self) -> gmpy2.context:
+        return gmpy2.context(precision=self.precision, emin=self.emin, emax=self.emax,
+                             subnormalize=True)
+
+
+# f64: 2^-1074 … (2 − 2^-52)·2^1023; f32: 2^-149 … (2 − 2^-23)·2^127; bf16 has f32's exponent
+# range with 8 bits of significand: 2^-133 … (2 − 2^-7)·2^127.
+FLOAT_TYPES: dict[str, FloatType] = {
+    "f64": FloatType("f64", 53, -1073, 1024),
+    "f32": FloatType("f32", 24, -148, 128),
+    "bf16": FloatType("bf16", 8, -132, 128),
+}
+TYPE_NAMES = tuple(FLOAT_TYPES)
+
+
+def rounder(type_name: str):
+    """fl_t on numpy object arrays of mpfr: each value rounded once, to nearest even, to
+    the type (subnormal and overflowing to ±inf as the type does)."""
+    return np.frompyfunc(FLOAT_TYPES[type_name].context().plus, 1, 1)
+
+
+def round_to(type_name: str, values: Any) -> np.ndarray:
+    """The values (mpfr, floats, or arrays of them) rounded to the type, as mpfr."""
+    return np.asarray(rounder(type_name)(_as_mpfr(np.asarray(values, dtype=object))),
+                      dtype=object)
+
+
+def rounding_error(type_name: str, values: Any) -> np.ndarray:
+    """|fl_t(x) − x| per element, as mpfr, computed exactly."""
+    x = _as_mpfr(np.asarray(values, dtype=object))
+    return _errors(x, rounder(type_name)(x))
+
+
+_MPFR = type(gmpy2.mpfr(0))
+
+
+def _as_mpfr(x: np.ndarray) -> np.ndarray:
+    """Every element an mpfr: a float converts exactly (at 53 bits)."""
+    if not x.size:
+        return x
+    convert = np.frompyfunc(lambda v: v if isinstance(v, _MPFR) else gmpy2.mpfr(float(v), 53),
+                            1, 1)
+    return np.asarray(convert(x), dtype=object)
+
+
+_SUBTRACT: dict[int, np.ufunc] = {}
+
+
+def _errors(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """|y − x| per element, exactly. x − fl_t(x) is a multiple of x's last bit and below
+    x's leading one, so x's own precision holds it: subtract at the largest precision in x."""
+    if not np.size(x):
+        return np.asarray(x)
+    bits = max(53, max(v.precision for v in x.reshape(-1)))
+    if bits not in _SUBTRACT:
+        ctx = gmpy2.context(precision=bits)
+        _SUBTRACT[bits] = np.frompyfunc(lambda a, b: abs(ctx.sub(a, b)), 2, 1)
+    return np.asarray(_SUBTRACT[bits](y, x), dtype=object)
+
+
+# ---- records ----
+
+@dataclass
+class Rounding:
+    max_error: float  # the largest |fl_t(x) − x|
+    ratio: float  # max_error / (u_t · max_abs); 0 when max_abs is 0
+    exact: bool  # every value representable in the type
+
+    def to_json(self) -> dict:
+        return {"max_error": _num(self.max_error), "ratio": _num(self.ratio),
+                "exact": self.exact}
+
+
+@dataclass
+class Record:
+    """A site's or a parameter's figures."""
+
+    max_abs: float
+    count: int
+    rounding: dict[str, Rounding]
+    condition: float | None = None  # sums and contractions only
+    op: str | None = None  # the operation's name (`dot`, `mean`, `field`…); sites only
+    hyperparameter: bool = False  # an f64 scalar, not a real: no type is chosen for it
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {}
+        if self.op is not None:
+            out["op"] = self.op
+        out["max_abs"] = _num(self.max_abs)
+        out["count"] = self.count
+        if self.condition is not None:
+            out["condition"] = _num(self.condition)
+        if self.hyperparameter:
+            out["hyperparameter"] = True
+        out["rounding"] = {t: r.to_json() for t, r in self.rounding.items()}
+        return out
+
+
+@dataclass
+class Envelope:
+    entry: str
+    dims: dict[str, int]
+    bits: int
+    samples: int
+    weights: str  # "initial, seed 0", the weights file, or "none" (no parameter tree)
+    inputs: str  # sample 0's: "seed 0" or the inputs file (sample i > 0: seed + i)
+    sites: dict[str, Record] = field(default_factory=dict)
+    params: dict[str, Record] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT, "entry": self.entry, "dims": dict(self.dims), "bits": self.bits,
+            "samples": self.samples, "weights": self.weights, "inputs": self.inputs,
+            "sites": {s: r.to_json() for s, r in self.sites.items()},
+            "params": {p: r.to_json() for p, r in self.params.items()},
+        }
+
+    def sums(self) -> dict[str, Record]:
+        """The sites with a condition number: the sums and contractions."""
+        return {s: r for s, r in self.sites.items() if r.condition is not None}
+
+
+def _num(x: float) -> float | str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return float(x)
+
+
+# ---- the measurement ----
+
+class _Stats:
+    """Running maxima of one site or parameter, in mpfr (exact comparisons)."""
+
+    def __init__(self, op: str | None = None, hyperparameter: bool = False) -> None:
+        self.op = op
+        self.hyperparameter = hyperparameter
+        self.count = 0
+        self.max_abs: Any = None
+        self.errors: dict[str, Any] = {t: None for t in TYPE_NAMES}
+        self.inexact: dict[str, bool] = {t: False for t in TYPE_NAMES}
+        self.condition: Any = None
+
+    def add(self, arrays: list[np.ndarray]) -> None:
+        self.count = max(self.count, sum(int(a.size) for a in arrays))
+        for a in arrays:
+            self.add_stats(*_array_stats(a))
+
+    def add_stats(self, max_abs, errors: dict, inexact: dict) -> None:
+        self.max_abs = _max(self.max_abs, max_abs)
+        for t in TYPE_NAMES:
+            self.errors[t] = _max(self.errors[t], errors[t])
+            self.inexact[t] = self.inexact[t] or inexact[t]
+
+    def add_condition(self, c) -> None:
+        self.condition = _max(self.condition, c)
+
+    def record(self, is_sum: bool) -> Record:
+        max_abs = gmpy2.mpfr(0) if self.max_abs is None else self.max_abs
+        rounding = {}
+        for t, ft in FLOAT_TYPES.items():
+            err = gmpy2.mpfr(0) if self.errors[t] is None else self.errors[t]
+            ratio = 0.0 if max_abs == 0 else float(err / (max_abs * gmpy2.mpfr(2) ** -ft.precision))
+            rounding[t] = Rounding(float(err), ratio, not self.inexact[t])
+        condition = None
+        if is_sum:
+            condition = 1.0 if self.condition is None else float(self.condition)
+        return Record(float(max_abs), self.count, rounding, condition, self.op,
+                      self.hyperparameter)
+
+
+def _max(a, b):
+    """The larger, NaN ignored (None for nothing yet)."""
+    if b is None or gmpy2.is_nan(b):
+        return a
+    return b if a is None or b > a else a
+
+
+def _array_stats(a: np.ndarray):
+    """(max |x|, {type: max |fl_t(x) − x|}, {type: some value not representable})."""
+    x = _as_mpfr(np.asarray(a, dtype=object).reshape(-1))
+    if x.size == 0:
+        return None, {t: None for t in TYPE_NAMES}, {t: False for t in TYPE_NAMES}
+    max_abs = _nanmax(np.abs(x))
+    errors, inexact = {}, {}
+    for t in TYPE_NAMES:
+        e = _errors(x, rounder(t)(x))
+        errors[t] = _nanmax(e)
+        inexact[t] = bool(np.any(e != 0))  # a NaN is not representable either
+    return max_abs, errors, inexact
+
+
+def _nanmax(x: np.ndarray):
+    best = None
+    for v in x:
+        if not gmpy2.is_nan(v) and (best is None or v > best):
+            best = v
+    return best
+
+
+def _leaves(value: Any) -> list[np.ndarray]:
+    """A value's tensors: a tree's (as its view selects them), a tuple's, or itself."""
+    from .interpret import Tree
+    if isinstance(value, Tree):
+        return [np.asarray(a, dtype=object) for _, a in value.items()]
+    if isinstance(value, tuple):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [np.asarray(value, dtype=object)]
+
+
+_SUM_OPS: tuple[type, ...] | None = None
+
+
+def _sum_ops() -> tuple[type, ...]:
+    global _SUM_OPS
+    if _SUM_OPS is None:
+        from ..dialects import core as C
+        _SUM_OPS = (C.SumOp, C.MeanOp, C.LogSumExpOp, C.DotOp, C.ContractOp, C.SumToOp)
+    return _SUM_OPS
+
+
+class _Recorder:
+    """The interpreter's `trace_op`: folds every op's value into its site's stats."""
+
+    def __init__(self) -> None:
+        self.sites: dict[str, _Stats] = {}
+        self.interpreter = None
+        # A tree view's stats, computed once per (tensor, selection): a fold's iterations
+        # and every call read the same parameters.
+        self._tree_cache: dict[tuple, tuple] = {}
+
+    def __call__(self, op, operands: list, value: Any) -> None:
+        from ..dialects import core as C
+        from .interpret import Tree
+        site = op.site.data
+        stats = self.sites.get(site)
+        if stats is None:
+            hyper = isinstance(value, float) and not isinstance(op.results[0].type, C.TensorAttr)
+            stats = self.sites[site] = _Stats(op.name.split(".", 1)[-1], hyper)
+        if isinstance(value, Tree):
+            self._add_tree(stats, value)
+        else:
+            stats.add(_leaves(value))
+        if isinstance(op, _sum_ops()):
+            stats.add_condition(self._condition(op, operands, value))
+
+    def _add_tree(self, stats: _Stats, tree) -> None:
+        count = 0
+        for path, array in tree.data.items():
+            if not path.startswith(tree.prefix):
+                continue
+            key = (id(array), tree.select)
+            if key not in self._tree_cache:
+                view = array[tree.select] if tree.select else array
+                self._tree_cache[key] = (array, int(np.size(view)),
+                                         _array_stats(np.asarray(view, dtype=object)))
+            _, size, figures = self._tree_cache[key]
+            count += size
+            stats.add_stats(*figures)
+        stats.count = max(stats.count, count)
+
+    def _condition(self, op, operands: list, value: Any):
+        """max over the result's elements of Σ|terms| / |Σ terms|."""
+        from ..dialects import core as C
+        if isinstance(op, C.LogSumExpOp):
+            return gmpy2.mpfr(1)  # its terms exp(xᵢ − max) are all positive
+        absolute = [np.abs(np.asarray(a, dtype=object)) for a in operands]
+        if isinstance(op, C.MeanOp) or isinstance(op, C.SumOp) or isinstance(op, C.SumToOp):
+            absolute = absolute[:1]
+        magnitude = np.asarray(self.interpreter.step(op, absolute), dtype=object).reshape(-1)
+        total = np.asarray(value, dtype=object).reshape(-1)
+        best = None
+        for m, t in zip(magnitude, total):
+            c = (gmpy2.mpfr(1) if m == 0 else gmpy2.inf()) if t == 0 else m / abs(t)
+            best = _max(best, c)
+        return best
+
+
+def calibrate(module, entry_name: str, dims: Mapping[str, int], bits: int = 128,
+              samples: int = 1, seed: int = 0, weights_path: str | None = None,
+              inputs_path: str | None = None) -> Envelope:
+    """Run `entry_name` in MPFR at `bits` on `samples` samples and record its envelope.
+    Raises WeightsError for weights or inputs that do not fit, InterpretError for a value
+    the interpreter cannot compute."""
+    from . import entry as E
+    from .interpret import Interpreter
+    from .numbers import MPFR
+
+    if samples < 1:
+        raise EnvelopeError(f"--samples {samples}: at least one sample")
+    entry = E.prepare(module, entry_name, dict(dims))
+    numbers = MPFR(bits)
+    params = E.weights(entry, seed, weights_path)
+    recorder = _Recorder()
+    interpreter = Interpreter(module, numbers, trace_op=recorder)
+    recorder.interpreter = interpreter
+    for i in range(samples):
+        values = E.inputs(entry, seed + i, inputs_path if i == 0 else None)
+        args = E.arguments(entry, numbers, params, values)
+        interpreter.run(entry_name, args, entry.dims)
+
+    from ..dialects import core as C
+    order = [op.site.data for f in module.ops if isinstance(f, C.FuncOp)
+             for op in f.body.block.ops if not isinstance(op, C.ReturnOp)]
+    sums = set()
+    for f in module.ops:
+        if isinstance(f, C.FuncOp):
+            sums.update(op.site.data for op in f.body.block.ops if isinstance(op, _sum_ops()))
+    sites = {s: recorder.sites[s].record(s in sums) for s in order if s in recorder.sites}
+    out_params = {}
+    with numbers.context():
+        for path, array in params.items():
+            stats = _Stats()
+            stats.add([numbers.array(array)])
+            out_params[path] = stats.record(False)
+    return Envelope(
+        entry_name, dict(entry.dims), bits, samples,
+        "none" if not entry.fields else
+        f"initial, seed {seed}" if weights_path is None else weights_path,
+        f"seed {seed}" if inputs_path is None else inputs_path,
+        sites, out_params)
+
+
+# ---- the artifact ----
+
+def save_envelope(envelope: Envelope, path: str) -> None:
+    """Write atomically: a temporary file beside it, then a rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".json", dir=directory)
+    except OSError as exc:
+        raise EnvelopeError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(envelope.to_json(), f, indent=2, ensure_ascii=False, allow_nan=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise EnvelopeError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def load_envelope(spec: str) -> Envelope:
+    """From `@path`, a path, or inline JSON text."""
+    text, where = _read(spec)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EnvelopeError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
+                            f"{exc.colno})") from None
+    return parse_envelope(data, where)
+
+
+def _read(spec: str) -> tuple[str, str]:
+    stripped = spec.strip()
+    if stripped.startswith("{"):
+        return stripped, "the inline envelope"
+    path = spec[1:] if spec.startswith("@") else spec
+    if os.path.isdir(path):
+        raise EnvelopeError(f"{path}: is a directory, not an envelope file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(), path
+    except FileNotFoundError:
+        raise EnvelopeError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EnvelopeError(f"{path}: cannot read ({exc})") from None
+
+
+_TOP = ("format", "entry", "dims", "bits", "samples", "weights", "inputs", "sites", "params")
+
+
+def parse_envelope(data: object, where: str = "the envelope") -> Envelope:
+    if not isinstance(data, dict):
+        raise EnvelopeError(f"{where}: an envelope is a JSON object, not "
+                            f"{type(data).__name__}")
+    fmt = data.get("format")
+    if not isinstance(fmt, str):
+        raise EnvelopeError(f"{where}: no \"format\" field (expected \"{FORMAT}\")")
+    kind, _, version = fmt.partition("/")
+    if kind != "presk-envelope":
+        raise EnvelopeError(f"{where}: is a {fmt} artifact, not an envelope (\"{FORMAT}\")")
+    if version != FORMAT.split("/")[1]:
+        raise EnvelopeError(f"{where}: envelope format version {version or '?'} is not "
+                            f"supported (this presk reads \"{FORMAT}\")")
+    if unknown := sorted(set(data) - set(_TOP)):
+        raise EnvelopeError(f"{where}: unknown field \"{unknown[0]}\"")
+    if missing := [k for k in _TOP if k not in data]:
+        raise EnvelopeError(f"{where}: no \"{missing[0]}\" field")
+    entry, weights, inputs = data["entry"], data["weights"], data["inputs"]
+    for name, v in (("entry", entry), ("weights", weights), ("inputs", inputs)):
+        if not isinstance(v, str):
+            raise EnvelopeError(f"{where}: \"{name}\" is a string")
+    dims = data["dims"]
+    if not isinstance(dims, dict) or not all(_is_int(v) for v in dims.values()):
+        raise EnvelopeError(f"{where}: \"dims\" maps dim names to integers")
+    for name in ("bits", "samples"):
+        if not _is_int(data[name]) or data[name] < 1:
+            raise EnvelopeError(f"{where}: \"{name}\" is a positive integer")
+    sites = _records(data["sites"], "sites", where, site=True)
+    params = _records(data["params"], "params", where, site=False)
+    return Envelope(entry, dict(dims), data["bits"], data["samples"], weights, inputs,
+                    sites, params)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _records(obj: object, what: str, where: str, site: bool) -> dict[str, Record]:
+    if not isinstance(obj, dict):
+        raise EnvelopeError(f"{where}: \"{what}\" maps names to records, an object")
+    allowed = {"max_abs", "count", "rounding"}
+    if site:
+        allowed |= {"op", "condition", "hyperparameter"}
+    out = {}
+    for name, rec in obj.items():
+        at = f"{where}: {what} \"{name}\""
+        if not isinstance(rec, dict):
+            raise EnvelopeError(f"{at} is not an object")
+        if unknown := sorted(set(rec) - allowed):
+            raise EnvelopeError(f"{at}: unknown field \"{unknown[0]}\"")
+        for key in ("max_abs", "count", "rounding"):
+            if key not in rec:
+                raise EnvelopeError(f"{at}: no \"{key}\" field")
+        if not _is_int(rec["count"]) or rec["count"] < 0:
+            raise EnvelopeError(f"{at}: \"count\" is a non-negative integer")
+        op = rec.get("op")
+        if op is not None and not isinstance(op, str):
+            raise EnvelopeError(f"{at}: \"op\" is a string")
+        hyper = rec.get("hyperparameter", False)
+        if not isinstance(hyper, bool):
+            raise EnvelopeError(f"{at}: \"hyperparameter\" is true or false")
+        condition = rec.get("condition")
+        rounding = rec["rounding"]
+        if not isinstance(rounding, dict) or set(rounding) != set(TYPE_NAMES):
+            raise EnvelopeError(f"{at}: \"rounding\" has exactly the types "
+                                + ", ".join(TYPE_NAMES))
+        parsed = {}
+        for t in TYPE_NAMES:
+            r = rounding[t]
+            if not isinstance(r, dict) or set(r) != {"max_error", "ratio", "exact"} \
+                    or not isinstance(r["exact"], bool):
+                raise EnvelopeError(f"{at}: rounding \"{t}\" has max_error, ratio and exact "
+                                    "(true or false)")
+            parsed[t] = Rounding(_float(r["max_error"], f"{at}: {t} max_error"),
+                                 _float(r["ratio"], f"{at}: {t} ratio"), r["exact"])
+        out[name] = Record(_float(rec["max_abs"], f"{at}: max_abs"), rec["count"], parsed,
+                           None if condition is None else _float(condition, f"{at}: condition"),
+                           op, hyper)
+    return out
+
+
+def _float(v: object, what: str) -> float:
+    if isinstance(v, str) and v in ("inf", "-inf", "nan"):
+        return float(v)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    raise EnvelopeError(f"{what} is a number (or \"inf\", \"nan\"), not {json.dumps(v)}")
