@@ -178,10 +178,10 @@ def sensitivities(module: ModuleOp, entry: str, dims: dict[str, int],
 def _param_norms(prepared: E.Entry, grads: list[Any]) -> dict[str, Any]:
     """‖∂L/∂θ‖₁ per tensor of each parameter-tree argument, keyed by path (prefixed by the
     argument's name when the entry has more than one tree)."""
-    types = [t for t in prepared.func.function_type.inputs.data if differentiable(t)]
-    names = [n for n, t in zip(prepared.func.arg_name_list, prepared.func.function_type.inputs.data)
-             if differentiable(t)]
-    trees = [(n, g) for n, t, g in zip(names, types, grads) if isinstance(t, C.ParamsAttr)]
+    func = prepared.func
+    args = [(n, t) for n, t in zip(func.arg_name_list, func.function_type.inputs.data)
+            if differentiable(t)]  # the cotangents' order
+    trees = [(n, g) for (n, t), g in zip(args, grads) if isinstance(t, C.ParamsAttr)]
     out = {}
     for name, grad in trees:
         assert isinstance(grad, Tree)
