@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any, Callable, NoReturn
 
-from . import core_cmds, data_cmd, realize_cmds
+from . import core_cmds, data_cmd, realize_cmds, sensitivity_cmds
 from .common import ProgramError, UsageError, elaborate_or_report
 
 
@@ -44,9 +44,12 @@ def cmd_dump(args: argparse.Namespace) -> int:
     if args.stage == "kernel":
         from .kernel_cmds import dump_kernel
         return dump_kernel(args)
+    if args.stage == "sensitivity":
+        from .sensitivity_cmds import dump_sensitivity
+        return dump_sensitivity(args)
     if args.entry or args.format != "listing":
         raise UsageError("presk dump: --entry and --format apply to --stage core, vjp, "
-                         "realize and kernel")
+                         "realize, kernel and sensitivity")
     program = elaborate_or_report(args.file)
     from ..frontend.summary import elab_listing
     print(elab_listing(program))
@@ -66,11 +69,11 @@ def _add_dump(sub: Any) -> None:
     p = sub.add_parser("dump", help="print the program at a stage of the compiler")
     p.add_argument("file", help="the program's main .psk file")
     p.add_argument("--stage", required=True,
-                   choices=["elab", "core", "vjp", "realize", "kernel"],
+                   choices=["elab", "core", "vjp", "realize", "kernel", "sensitivity"],
                    help="elab: the elaborated program and its module instances; core: the "
                    "program in PSK-Core; vjp: the entry's reverse sweep; realize: the entry "
                    "recorded at --dim values under --realize, with its fusion groups; kernel: "
-                   "its loop nests and host")
+                   "its loop nests and host; sensitivity: ‖∂L/∂v‖₁ at each site")
     p.add_argument("--entry", help="with --stage core: only the functions this one reaches; "
                    "with --stage vjp: the function to differentiate")
     p.add_argument("--format", choices=["listing", "mlir"], default="listing",
@@ -78,6 +81,7 @@ def _add_dump(sub: Any) -> None:
     p.add_argument("--remat", choices=["store", "recompute"], default="store",
                    help="with --stage vjp: what the forward sweep keeps for the reverse one")
     realize_cmds.add_to_dump(p)
+    sensitivity_cmds.add_to_dump(p)
     p.set_defaults(run=cmd_dump)
 
 
