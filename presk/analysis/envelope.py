@@ -10,7 +10,8 @@ passes through (every call, every fold iteration, every sample):
   tensors); `count`: the elements of one value (the largest, if calls differ);
 - `condition`, for a sum, mean, logsumexp, sum_to, dot or contract: the largest, over the
   result's elements, of Σ|terms| / |Σ terms| (a dot's terms are xᵢwᵢ; a logsumexp's are
-  exp(xᵢ − max), all positive: 1);
+  exp(xᵢ − max), all positive: 1). Σ|terms| is summed in f64 (terms of one sign: a
+  relative k·2⁻⁵³), |Σ terms| is the MPFR value;
 - `rounding[t]` for t in f64, f32, bf16: the largest |fl_t(x) − x| over the site's values,
   fl_t rounding the MPFR value directly (one rounding, never through a float64) to the
   type's precision and exponent range, to nearest even, with subnormals; its ratio to
@@ -107,16 +108,18 @@ def _as_mpfr(x: np.ndarray) -> np.ndarray:
 _SUBTRACT: dict[int, np.ufunc] = {}
 
 
-def _errors(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _errors(x: np.ndarray, y: np.ndarray, bits: int | None = None) -> np.ndarray:
     """|y − x| per element, exactly. x − fl_t(x) is a multiple of x's last bit and below
-    x's leading one, so x's own precision holds it: subtract at the largest precision in x."""
+    x's leading one, so x's own precision holds it: subtract at `bits`, at least the
+    largest precision in x (found when not given)."""
     if not np.size(x):
         return np.asarray(x)
-    bits = max(53, max(v.precision for v in x.reshape(-1)))
+    if bits is None:
+        bits = max(v.precision for v in x.reshape(-1))
+    bits = max(53, bits)
     if bits not in _SUBTRACT:
-        ctx = gmpy2.context(precision=bits)
-        _SUBTRACT[bits] = np.frompyfunc(lambda a, b: abs(ctx.sub(a, b)), 2, 1)
-    return np.asarray(_SUBTRACT[bits](y, x), dtype=object)
+        _SUBTRACT[bits] = np.frompyfunc(gmpy2.context(precision=bits).sub, 2, 1)
+    return np.abs(np.asarray(_SUBTRACT[bits](y, x), dtype=object))
 
 
 # ---- records ----
@@ -192,79 +195,75 @@ def _num(x: float) -> float | str:
 # ---- the measurement ----
 
 class _Stats:
-    """Running maxima of one site or parameter, in mpfr (exact comparisons)."""
+    """Running maxima of one site or parameter. The maxima are kept as f64 (the artifact
+    holds f64 numbers; rounding to f64 keeps their order); exactness is decided on the
+    MPFR values."""
 
     def __init__(self, op: str | None = None, hyperparameter: bool = False) -> None:
         self.op = op
         self.hyperparameter = hyperparameter
         self.count = 0
-        self.max_abs: Any = None
-        self.errors: dict[str, Any] = {t: None for t in TYPE_NAMES}
-        self.inexact: dict[str, bool] = {t: False for t in TYPE_NAMES}
-        self.condition: Any = None
+        self.max_abs = _NOTHING
+        self.errors = {t: _NOTHING for t in TYPE_NAMES}
+        self.inexact = {t: False for t in TYPE_NAMES}
+        self.condition = _NOTHING
 
-    def add(self, arrays: list[np.ndarray]) -> None:
-        self.count = max(self.count, sum(int(a.size) for a in arrays))
-        for a in arrays:
-            self.add_stats(*_array_stats(a))
-
-    def add_stats(self, max_abs, errors: dict, inexact: dict) -> None:
+    def add_stats(self, figures: "_Figures") -> None:
+        max_abs, errors, inexact = figures
         self.max_abs = _max(self.max_abs, max_abs)
         for t in TYPE_NAMES:
             self.errors[t] = _max(self.errors[t], errors[t])
             self.inexact[t] = self.inexact[t] or inexact[t]
 
-    def add_condition(self, c) -> None:
+    def add_condition(self, c: float) -> None:
         self.condition = _max(self.condition, c)
 
     def record(self, is_sum: bool) -> Record:
-        max_abs = gmpy2.mpfr(0) if self.max_abs is None else self.max_abs
+        max_abs = max(self.max_abs, 0.0)
         rounding = {}
         for t, ft in FLOAT_TYPES.items():
-            err = gmpy2.mpfr(0) if self.errors[t] is None else self.errors[t]
-            ratio = 0.0 if max_abs == 0 else float(err / (max_abs * gmpy2.mpfr(2) ** -ft.precision))
-            rounding[t] = Rounding(float(err), ratio, not self.inexact[t])
+            err = max(self.errors[t], 0.0)
+            ratio = 0.0 if max_abs == 0 or err == 0 else err / max_abs * 2.0 ** ft.precision
+            rounding[t] = Rounding(err, ratio, not self.inexact[t])
         condition = None
         if is_sum:
-            condition = 1.0 if self.condition is None else float(self.condition)
-        return Record(float(max_abs), self.count, rounding, condition, self.op,
-                      self.hyperparameter)
+            condition = 1.0 if self.condition == _NOTHING else self.condition
+        return Record(max_abs, self.count, rounding, condition, self.op, self.hyperparameter)
 
 
-def _max(a, b):
-    """The larger, NaN ignored (None for nothing yet)."""
-    if b is None or gmpy2.is_nan(b):
-        return a
-    return b if a is None or b > a else a
+_NOTHING = -math.inf
+_Figures = tuple  # (max |x|, {type: max |fl_t(x) − x|}, {type: some value inexact})
 
 
-def _array_stats(a: np.ndarray):
-    """(max |x|, {type: max |fl_t(x) − x|}, {type: some value not representable})."""
+def _max(a: float, b: float) -> float:
+    """The larger, NaN ignored."""
+    return a if b != b or b <= a else b
+
+
+def _nanmax(x: np.ndarray) -> float:
+    x = x[~np.isnan(x)]
+    return float(x.max()) if x.size else _NOTHING
+
+
+def _array_stats(a: np.ndarray, bits: int | None = None) -> _Figures:
+    """(max |x|, {type: max |fl_t(x) − x|}, {type: some value not representable}), the
+    maxima in f64. `bits`: at least the precision of every element (found when None)."""
     x = _as_mpfr(np.asarray(a, dtype=object).reshape(-1))
     if x.size == 0:
-        return None, {t: None for t in TYPE_NAMES}, {t: False for t in TYPE_NAMES}
-    max_abs = _nanmax(np.abs(x))
+        return _NOTHING, {t: _NOTHING for t in TYPE_NAMES}, {t: False for t in TYPE_NAMES}
+    max_abs = _nanmax(np.abs(x).astype(np.float64))
     errors, inexact = {}, {}
     for t in TYPE_NAMES:
-        e = _errors(x, rounder(t)(x))
-        errors[t] = _nanmax(e)
-        inexact[t] = bool(np.any(e != 0))  # a NaN is not representable either
+        e = _errors(x, rounder(t)(x), bits)
+        ef = e.astype(np.float64)
+        errors[t] = _nanmax(ef)
+        zero = ef == 0  # a NaN is not representable; an error below f64's range is an error
+        inexact[t] = bool(not zero.all() or np.any(e[zero] != 0))
     return max_abs, errors, inexact
 
 
-def _nanmax(x: np.ndarray):
-    best = None
-    for v in x:
-        if not gmpy2.is_nan(v) and (best is None or v > best):
-            best = v
-    return best
-
-
 def _leaves(value: Any) -> list[np.ndarray]:
-    """A value's tensors: a tree's (as its view selects them), a tuple's, or itself."""
-    from .interpret import Tree
-    if isinstance(value, Tree):
-        return [np.asarray(a, dtype=object) for _, a in value.items()]
+    """A value's tensors: a tuple's, or itself (a tree's are the recorder's)."""
     if isinstance(value, tuple):
         return [leaf for item in value for leaf in _leaves(item)]
     return [np.asarray(value, dtype=object)]
@@ -284,12 +283,19 @@ def _sum_ops() -> tuple[type, ...]:
 class _Recorder:
     """The interpreter's `trace_op`: folds every op's value into its site's stats."""
 
-    def __init__(self) -> None:
+    def __init__(self, module, bits: int) -> None:
+        from .interpret import Interpreter
+        from .numbers import F64
+        self.bits = max(bits, 53)  # every value's precision is at most this
         self.sites: dict[str, _Stats] = {}
-        self.interpreter = None
-        # A tree view's stats, computed once per (tensor, selection): a fold's iterations
-        # and every call read the same parameters.
-        self._tree_cache: dict[tuple, tuple] = {}
+        # Σ|terms| of a sum, in f64: its terms have one sign, so f64 holds it to a
+        # relative k·2⁻⁵³, far inside the figure's four digits; |Σ terms| is the MPFR value.
+        self.f64 = Interpreter(module, F64())
+        # A parameter tensor's figures, once per (tensor, selection): a fold's iterations,
+        # every call and every sample read the same parameters. `stacks` holds how many
+        # leading axes of the entry's parameter tensors are stack axes (by id).
+        self._leaf_cache: dict[tuple, tuple] = {}
+        self.stacks: dict[int, int] = {}
 
     def __call__(self, op, operands: list, value: Any) -> None:
         from ..dialects import core as C
@@ -300,42 +306,59 @@ class _Recorder:
             hyper = isinstance(value, float) and not isinstance(op.results[0].type, C.TensorAttr)
             stats = self.sites[site] = _Stats(op.name.split(".", 1)[-1], hyper)
         if isinstance(value, Tree):
-            self._add_tree(stats, value)
+            count = 0
+            for path, array in value.data.items():
+                if path.startswith(value.prefix):
+                    size, figures = self.leaf(array, value.select)
+                    count += size
+                    stats.add_stats(figures)
+            stats.count = max(stats.count, count)
         else:
-            stats.add(_leaves(value))
+            arrays = _leaves(value)
+            stats.count = max(stats.count, sum(int(a.size) for a in arrays))
+            for a in arrays:
+                stats.add_stats(_array_stats(a, self.bits))
         if isinstance(op, _sum_ops()):
             stats.add_condition(self._condition(op, operands, value))
 
-    def _add_tree(self, stats: _Stats, tree) -> None:
-        count = 0
-        for path, array in tree.data.items():
-            if not path.startswith(tree.prefix):
-                continue
-            key = (id(array), tree.select)
-            if key not in self._tree_cache:
-                view = array[tree.select] if tree.select else array
-                self._tree_cache[key] = (array, int(np.size(view)),
-                                         _array_stats(np.asarray(view, dtype=object)))
-            _, size, figures = self._tree_cache[key]
-            count += size
-            stats.add_stats(*figures)
-        stats.count = max(stats.count, count)
+    def leaf(self, array: np.ndarray, select: tuple[int, ...]) -> tuple[int, _Figures]:
+        """(elements, figures) of a tree's tensor as `select` views it; a view of a stacked
+        parameter above its stack axes combines its copies' figures."""
+        key = (id(array), select)
+        if key not in self._leaf_cache:
+            view = np.asarray(array[select] if select else array, dtype=object)
+            if len(select) < self.stacks.get(id(array), 0):
+                parts = [self.leaf(array, select + (i,))[1] for i in range(view.shape[0])]
+                figures = (max(p[0] for p in parts),
+                           {t: max(p[1][t] for p in parts) for t in TYPE_NAMES},
+                           {t: any(p[2][t] for p in parts) for t in TYPE_NAMES})
+            else:
+                figures = _array_stats(view, self.bits)
+            self._leaf_cache[key] = (array, int(view.size), figures)  # array: kept alive
+        _, size, figures = self._leaf_cache[key]
+        return size, figures
 
-    def _condition(self, op, operands: list, value: Any):
+    def _condition(self, op, operands: list, value: Any) -> float:
         """max over the result's elements of Σ|terms| / |Σ terms|."""
         from ..dialects import core as C
         if isinstance(op, C.LogSumExpOp):
-            return gmpy2.mpfr(1)  # its terms exp(xᵢ − max) are all positive
-        absolute = [np.abs(np.asarray(a, dtype=object)) for a in operands]
-        if isinstance(op, C.MeanOp) or isinstance(op, C.SumOp) or isinstance(op, C.SumToOp):
-            absolute = absolute[:1]
-        magnitude = np.asarray(self.interpreter.step(op, absolute), dtype=object).reshape(-1)
-        total = np.asarray(value, dtype=object).reshape(-1)
-        best = None
-        for m, t in zip(magnitude, total):
-            c = (gmpy2.mpfr(1) if m == 0 else gmpy2.inf()) if t == 0 else m / abs(t)
-            best = _max(best, c)
-        return best
+            return 1.0  # its terms exp(xᵢ − max) are all positive
+        if isinstance(op, (C.MeanOp, C.SumOp, C.SumToOp)):
+            operands = operands[:1]
+        floats = [np.asarray(a, dtype=object).astype(np.float64) for a in operands]
+        if all((f >= 0).all() or (f <= 0).all() for f in floats):
+            return 1.0  # terms of one sign do not cancel
+        absolute = [np.abs(f) for f in floats]
+        with np.errstate(all="ignore"):
+            magnitude = np.asarray(self.f64.step(op, absolute), dtype=np.float64).reshape(-1)
+            exact = np.asarray(value, dtype=object).reshape(-1)
+            total = np.abs(exact.astype(np.float64))
+            c = magnitude / total
+        zero = total == 0
+        if zero.any():  # an exact zero: no terms (1) or terms that cancel (∞)
+            really = np.array([v == 0 for v in exact[zero]], dtype=bool)
+            c[zero] = np.where(really, np.where(magnitude[zero] == 0, 1.0, math.inf), math.inf)
+        return max(_nanmax(c), 1.0)  # Σ|terms| ≥ |Σ terms|: below 1 is f64's rounding
 
 
 def calibrate(module, entry_name: str, dims: Mapping[str, int], bits: int = 128,
@@ -345,7 +368,7 @@ def calibrate(module, entry_name: str, dims: Mapping[str, int], bits: int = 128,
     Raises WeightsError for weights or inputs that do not fit, InterpretError for a value
     the interpreter cannot compute."""
     from . import entry as E
-    from .interpret import Interpreter
+    from .interpret import Interpreter, Tree
     from .numbers import MPFR
 
     if samples < 1:
@@ -353,12 +376,19 @@ def calibrate(module, entry_name: str, dims: Mapping[str, int], bits: int = 128,
     entry = E.prepare(module, entry_name, dict(dims))
     numbers = MPFR(bits)
     params = E.weights(entry, seed, weights_path)
-    recorder = _Recorder()
+    recorder = _Recorder(module, bits)
     interpreter = Interpreter(module, numbers, trace_op=recorder)
-    recorder.interpreter = interpreter
+    tree = None  # the parameters in MPFR, one tree for every sample
     for i in range(samples):
         values = E.inputs(entry, seed + i, inputs_path if i == 0 else None)
-        args = E.arguments(entry, numbers, params, values)
+        args = E.arguments(entry, numbers, params if tree is None else {}, values)
+        for k, arg in enumerate(args):
+            if isinstance(arg, Tree):
+                if tree is None:
+                    tree = arg
+                    stacks = {f.path: f.stack for f in entry.fields}
+                    recorder.stacks = {id(a): stacks.get(p, 0) for p, a in tree.data.items()}
+                args[k] = tree
         interpreter.run(entry_name, args, entry.dims)
 
     from ..dialects import core as C
@@ -370,11 +400,11 @@ def calibrate(module, entry_name: str, dims: Mapping[str, int], bits: int = 128,
             sums.update(op.site.data for op in f.body.block.ops if isinstance(op, _sum_ops()))
     sites = {s: recorder.sites[s].record(s in sums) for s in order if s in recorder.sites}
     out_params = {}
-    with numbers.context():
-        for path, array in params.items():
-            stats = _Stats()
-            stats.add([numbers.array(array)])
-            out_params[path] = stats.record(False)
+    for path, array in (tree.data.items() if tree is not None else ()):
+        stats = _Stats()
+        stats.count, figures = recorder.leaf(array, ())
+        stats.add_stats(figures)
+        out_params[path] = stats.record(False)
     return Envelope(
         entry_name, dict(entry.dims), bits, samples,
         "none" if not entry.fields else
