@@ -84,7 +84,7 @@ def format_tables(envelope, rows: int = 10) -> str:
     rounded = {s: r for s, r in sites.items() if r.max_abs != 0}
     exact = sum(r.rounding["bf16"].exact for r in rounded.values())
     small = sum(r.rounding["bf16"].ratio < 0.1 for r in rounded.values())
-    lines.append("presk calibrate: the largest rounding error of each site's values (D155): "
+    lines.append("presk calibrate: the largest rounding error of each site's values: "
                  f"{len(rounded)} sites, {exact} exact in bf16, {small} below a tenth of "
                  "u·max|x| there")
     lines.append(f"  {'site':<30}{'max|x|':>10}{'f32':>12}{'bf16':>12}{'bf16/u|x|':>10}")
