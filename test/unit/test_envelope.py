@@ -313,7 +313,7 @@ def test_calibrate_command_prints_the_tables_and_writes_the_envelope(tmp_path):
     rounding = lines.index("  site                              max|x|         f32        "
                            "bf16 bf16/u|x|")
     assert lines[rounding - 1].startswith("presk calibrate: the largest rounding error of "
-                                          "each site's values (D155): 29 sites, 3 exact in bf16")
+                                          "each site's values: 29 sites, 3 exact in bf16")
     # exact ones first (as the reference), then by bf16/u|x|
     assert [l.split()[0] for l in lines[rounding + 1:rounding + 4]] == \
         ["Block.apply/%2", "RMSNorm.apply/%9", "Tower.apply/%4"]
