@@ -1,0 +1,476 @@
+"""The solver (reference §6.3): the cheapest type for every stored value of an entry under
+a budget relative to its output, checked against the exact reference.
+
+- **Candidates.** Every value the recording stores under all-f64 at the entry's dims: the
+  site of each launch of the kernel module (a contraction and its epilogue are two), and
+  each filled constant. A fused group's members other than its root are *followers*: they
+  are rounded where the root computes (`site_types` of convert-psk-core-to-realize decides
+  their type) and have no decision of their own. A call's or fold's result, a tuple's item
+  or a parameter tree are *carried*: another site's value, no term, no cost. Every
+  parameter path is a decision too.
+- **Rules.** A value of one element is not offered (rule 1); a value whose first
+  narrowing (f64 → f32) saves less than θ = 1e-3 of the entry's all-f64 cost is not offered
+  (rule 2).
+- **Cost.** `CostModel.cost(realization) -> float`. `TrafficCost`: bytes per call of the
+  entry, every launch's buffers (read and written), every fill's destination, times the
+  runs of its host, counted on the kernel module the pipeline builds under the realization (the host's conversions are not
+  launches and are not counted: a narrowed value read by a wider kernel is charged at the
+  kernel's type). A roofline model can replace it.
+- **Estimate.** Σ s · r(type) over the decisions and the followers, s = ‖∂L/∂v‖₁ (one MPFR
+  reverse sweep) and r the envelope's largest rounding error of the site's values in the
+  type (0 for f64; u(type) · max|v| when the envelope has no rounding for it).
+- **Greedy.** Moves f64 → f32 and f32 → bf16 (bf16 is stored, computed in f32), the best
+  saving per unit of estimate added first (a move adding nothing first of all), taken while
+  the estimate stays under the absolute budget (budget · |L|, L measured in MPFR) and the
+  move saves something. A lazy greedy: a move's saving is recomputed at the current
+  realization before it is taken.
+- **Measure.** The kernel interpreter under the candidate against the MPFR value; while
+  the error exceeds the absolute budget, the decision with the largest share of the
+  estimate is widened by one type.
+- **Relaxation floor.** Every offered decision at the narrowest type its own term allows
+  under the whole budget, taken alone: the cost of that realization. No feasible
+  realization narrows a value further than its own term allows, so when narrowing never
+  adds traffic (no conversion outweighs what it saves) no feasible realization costs less.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from .realization import Realization
+
+THETA = 1e-3
+NARROWER = {"f64": "f32", "f32": "bf16"}
+WIDER = {"bf16": "f32", "f32": "f64"}
+UNIT_ROUNDOFF = {"f64": 2.0 ** -53, "f32": 2.0 ** -24, "bf16": 2.0 ** -8}
+
+
+class SolveError(Exception):
+    """A budget or an input the solver cannot use: one line for the user."""
+
+
+# ---- the cost ----
+
+class CostModel(Protocol):
+    unit: str
+
+    def cost(self, realization: Realization) -> float: ...
+
+
+def traffic(kernel_module, conversions: bool = False) -> float:
+    """Bytes read and written per call of the entry by the launches (each kernel's
+    buffers, in their types) and fills; the host's conversions and copies only when
+    `conversions` (they are not launches: a reader's conversion is charged to its kernel's
+    arguments in the converted type)."""
+    from ..dialects import kernel as K
+    from ..emit.kernel_listing import host_runs
+    kernels = K.kernels(kernel_module)
+    total = 0
+    for name, runs in host_runs(kernel_module).items():
+        if not runs:
+            continue
+        host = K.hosts(kernel_module)[name]
+        total += _block_traffic(host.body.block, runs, kernels, K, conversions)
+    return float(total)
+
+
+def _block_traffic(block, times: int, kernels, K, conversions: bool) -> int:
+    total = 0
+    for op in block.ops:
+        if isinstance(op, K.LaunchOp):
+            total += times * sum(t.bytes for t in kernels[op.callee_name].arg_types)
+        elif conversions and isinstance(op, (K.ConvertOp, K.CopyOp)):
+            total += times * (op.source.type.bytes + op.dest.type.bytes)
+        elif isinstance(op, K.FillOp):
+            total += times * op.dest.type.bytes
+        elif isinstance(op, K.FoldOp):
+            total += _block_traffic(op.body.block, times * max(op.upper.data - op.lower.data, 0),
+                                    kernels, K, conversions)
+    return total
+
+
+class TrafficCost:
+    """Bytes of traffic per call of the entry, from the kernel module under the
+    realization (cached by realization)."""
+
+    unit = "bytes"
+
+    def __init__(self, core_module, entry: str, dims: dict[str, int],
+                 conversions: bool = False):
+        self.core, self.entry, self.dims = core_module, entry, dict(dims)
+        self.conversions = conversions
+        self._cache: dict[tuple, float] = {}
+        self.pipelines = 0
+
+    def cost(self, realization: Realization) -> float:
+        key = _key(realization)
+        if key not in self._cache:
+            from ..cli.kernel_cmds import kernel_pipeline
+            self.pipelines += 1
+            self._cache[key] = traffic(kernel_pipeline(self.core, self.entry, self.dims,
+                                                       realization).kernel,
+                                          self.conversions)
+        return self._cache[key]
+
+
+def _key(r: Realization) -> tuple:
+    return (tuple(sorted((k, v) for k, v in r.sites.items() if v != "f64")),
+            tuple(sorted((k, v) for k, v in r.params.items() if v != "f64")))
+
+
+# ---- what the solver decides ----
+
+@dataclass
+class Decision:
+    key: str  # a site or a parameter path
+    kind: str  # "site" or "param"
+    op: str  # the operation's text, or "a parameter, by its path"
+    elements: int
+    max_abs: float
+    s: float  # ‖∂L/∂v‖₁
+    rounding: dict[str, float]  # type → r
+    type: str = "f64"
+    offered: bool = True
+    rule: int | None = None  # 1 or 2 when not offered
+    first_saving: float = 0.0  # what f64 → f32 alone saves
+
+    def term(self, t: str | None = None) -> float:
+        return self.s * self.rounding[t or self.type]
+
+
+@dataclass
+class Move:
+    number: int
+    key: str
+    frm: str
+    to: str
+    saved: float
+    added: float
+    estimate: float  # after it
+
+
+@dataclass
+class Other:
+    """A follower (rounded where its leader computes) or a carried value."""
+
+    site: str
+    op: str
+    role: str  # "follows <site>" or "carried"
+    type: str
+    max_abs: float
+    s: float
+    term: float
+
+
+@dataclass
+class Solution:
+    entry: str
+    dims: dict[str, int]
+    budget: float  # relative
+    magnitude: float  # |L|
+    absolute: float  # budget · |L|
+    decisions: list[Decision]
+    others: list[Other]
+    moves: list[Move]
+    cost: float
+    cost_f64: float
+    proposal: float  # the cost before any widening
+    floor: float
+    estimate: float
+    measured: float
+    widenings: list[tuple[str, str, str]]  # (key, from, to)
+    f64_measured: float
+    unit: str
+    realization: Realization
+    stored: int = 0  # stored values (decisions that are sites)
+
+    @property
+    def inside(self) -> bool:
+        return self.measured <= self.absolute
+
+    def terms(self) -> dict[str, float]:
+        out = {d.key: d.term() for d in self.decisions}
+        out.update({o.site: o.term for o in self.others})
+        return out
+
+
+# ---- the analysis of the entry ----
+
+def _rounding(record, max_abs: float) -> dict[str, float]:
+    out = {"f64": 0.0}
+    for t in ("f32", "bf16"):
+        r = None
+        if record is not None and t in record.rounding:
+            r = record.rounding[t].max_error
+        out[t] = float(r) if r is not None else UNIT_ROUNDOFF[t] * max_abs
+    return out
+
+
+def _core_ops(core_module, names) -> dict[str, Any]:
+    from ..dialects import core as C
+    out = {}
+    for f in core_module.ops:
+        if isinstance(f, C.FuncOp) and f.sym_name.data in names:
+            for op in f.body.block.ops:
+                if not isinstance(op, C.ReturnOp) and "site" in op.attributes:
+                    out[op.site.data] = op
+    return out
+
+
+def _op_text(op) -> str:
+    from ..emit.core_listing import format_op
+    text = format_op(op)
+    return text.split(" = ", 1)[1] if " = " in text else text
+
+
+def stored_values(kernel_module) -> tuple[dict[str, int], dict[str, str]]:
+    """The values a kernel module stores (site → elements of one value) and the fused
+    followers (member site → its group's root)."""
+    from ..dialects import kernel as K
+    kernels = K.kernels(kernel_module)
+    stored: dict[str, int] = {}
+    followers: dict[str, str] = {}
+    for op in kernel_module.walk():
+        if isinstance(op, K.LaunchOp):
+            outs = kernels[op.callee_name].arg_types[-kernels[op.callee_name].output_count:]
+            size = outs[0].size if outs else 1
+            root = op.site.data
+            if op.fused is not None:
+                stored.setdefault(root, size)
+                for s in op.site_list:
+                    if s != root:
+                        followers[s] = root
+            else:
+                for s in op.site_list:
+                    stored.setdefault(s, size)
+        elif isinstance(op, K.FillOp) and op.site is not None:
+            stored.setdefault(op.site.data, op.dest.type.size)
+    return stored, followers
+
+
+def measure_error(result: dict[str, np.ndarray], exact: Any) -> float:
+    """The largest |kernel − MPFR| over the result's elements, computed in MPFR."""
+    import gmpy2
+    from .entry import flatten_result
+    ref = flatten_result(exact)
+    worst = 0.0
+    with gmpy2.context(precision=256):
+        for path, value in result.items():
+            e = np.asarray(ref[path], dtype=object).reshape(-1)
+            k = np.asarray(value, dtype=np.float64).reshape(-1)
+            for a, b in zip(k, e):
+                if math.isnan(a):
+                    return math.inf
+                worst = max(worst, float(abs(gmpy2.mpfr(float(a)) - b)))
+    return worst
+
+
+def _magnitude(exact: Any) -> float:
+    from .entry import flatten_result
+    m = 0.0
+    for v in flatten_result(exact).values():
+        for x in np.asarray(v, dtype=object).reshape(-1):
+            m = max(m, abs(float(x)))
+    return m
+
+
+# ---- the solver ----
+
+def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float,
+          params: dict[str, np.ndarray] | None = None, values: dict[str, np.ndarray] | None = None,
+          seed: int = 0, bits: int = 128, cost_model: CostModel | None = None,
+          theta: float = THETA, max_rounds: int = 64) -> Solution:
+    from ..cli.kernel_cmds import kernel_pipeline, run_kernel
+    from ..conversion.core_to_realize import site_types
+    from ..dialects import core as C
+    from . import entry as E
+    from .sensitivity import reached, sensitivities
+
+    if not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
+        raise SolveError(f"--budget {budget}: a positive number, relative to the output")
+    prepared = E.prepare(core_module, entry, dict(dims))
+    dims = dict(prepared.dims)
+    if params is None:
+        params = E.weights(prepared, seed, None)
+    if values is None:
+        values = E.inputs(prepared, seed, None)
+    sens = sensitivities(core_module, entry, dims, params, values, bits)
+    magnitude = _magnitude(sens.value)
+    absolute = budget * magnitude
+    model = cost_model or TrafficCost(core_module, entry, dims)
+
+    names = reached(core_module, entry)
+    ops = _core_ops(core_module, names)
+    base = kernel_pipeline(core_module, entry, dims, Realization(entry=entry))
+    stored, followers = stored_values(base.kernel)
+
+    # the decisions: stored sites in the functions' order, then the parameters
+    order = [s for n in names for s in sens.functions.get(n, [])]
+    order += [s for s in stored if s not in order]
+    decisions: list[Decision] = []
+    for site in order:
+        if site not in stored:
+            continue
+        rec = envelope.sites.get(site)
+        m = float(rec.max_abs) if rec is not None else 0.0
+        decisions.append(Decision(site, "site", _op_text(ops[site]) if site in ops else "",
+                                  stored[site], m, float(sens.sites.get(site, 0.0)),
+                                  _rounding(rec, m)))
+    for path in (f.path for f in prepared.fields):
+        rec = envelope.params.get(path)
+        m = float(rec.max_abs) if rec is not None else float(np.max(np.abs(params[path])))
+        decisions.append(Decision(path, "param", "a parameter, by its path",
+                                  int(np.size(params[path])), m,
+                                  float(sens.params.get(path, 0.0)), _rounding(rec, m)))
+    by_key = {d.key: d for d in decisions}
+
+    def realization() -> Realization:
+        return Realization(entry=entry,
+                           sites={d.key: d.type for d in decisions
+                                  if d.kind == "site" and d.type != "f64"},
+                           params={d.key: d.type for d in decisions
+                                   if d.kind == "param" and d.type != "f64"})
+
+    def with_type(d: Decision, t: str) -> Realization:
+        old, d.type = d.type, t
+        try:
+            return realization()
+        finally:
+            d.type = old
+
+    funcs = {f.sym_name.data: f for f in core_module.ops if isinstance(f, C.FuncOp)}
+
+    def follower_terms() -> list[Other]:
+        real = realization()
+        types: dict[str, str] = {}
+        for n in names:
+            types.update(site_types(funcs[n], real))
+        out = []
+        for site in order:
+            if site in by_key:
+                continue
+            rec = envelope.sites.get(site)
+            m = float(rec.max_abs) if rec is not None else 0.0
+            s = float(sens.sites.get(site, 0.0))
+            text = _op_text(ops[site]) if site in ops else ""
+            if site in followers:
+                t = types.get(site, "f64")
+                out.append(Other(site, text, f"follows {followers[site]}", t, m, s,
+                                 s * _rounding(rec, m)[t]))
+            elif site in sens.sites:
+                out.append(Other(site, text, "carried", "f64", m, s, 0.0))
+        return out
+
+    def estimate() -> float:
+        return math.fsum([d.term() for d in decisions] + [o.term for o in follower_terms()])
+
+    cost_f64 = model.cost(realization())
+
+    # rules 1 and 2
+    for d in decisions:
+        if d.elements <= 1:
+            d.offered, d.rule = False, 1
+            continue
+        d.first_saving = cost_f64 - model.cost(with_type(d, "f32"))
+        if d.first_saving < theta * cost_f64:
+            d.offered, d.rule = False, 2
+
+    # the greedy (lazy: a move's saving is recomputed before it is taken)
+    moves: list[Move] = []
+    current_est = estimate()
+    current_cost = cost_f64
+
+    def evaluate(d: Decision) -> tuple[float, float, float] | None:
+        if not d.offered or d.type not in NARROWER:
+            return None
+        t = NARROWER[d.type]
+        old = d.type
+        d.type = t
+        try:
+            est = estimate()
+            c = model.cost(realization())
+        finally:
+            d.type = old
+        return current_cost - c, est - current_est, est
+
+    def ratio(saved: float, added: float) -> float:
+        return math.inf if added <= 0 else saved / added
+
+    while True:
+        scored = []
+        for d in decisions:
+            r = evaluate(d)
+            if r is None:
+                continue
+            saved, added, est = r
+            if saved <= 0 or est > absolute:
+                continue
+            scored.append((ratio(saved, added), saved, d.key, added, est))
+        if not scored:
+            break
+        scored.sort(key=lambda x: (-x[0], -x[1], x[2]))
+        _, saved, key, added, est = scored[0]
+        d = by_key[key]
+        frm, d.type = d.type, NARROWER[d.type]
+        current_cost = model.cost(realization())
+        current_est = est
+        moves.append(Move(len(moves) + 1, key, frm, d.type, saved, added, est))
+
+    proposal = current_cost
+
+    # measure, and widen the largest share while the measurement misses
+    def measure(real: Realization) -> float:
+        run = run_kernel(core_module, entry, dims, params, values, real)
+        return measure_error(run.result, sens.value)
+
+    f64_measured = measure(Realization(entry=entry))
+    measured = measure(realization()) if moves else f64_measured
+    widenings: list[tuple[str, str, str]] = []
+    while measured > absolute and len(widenings) < max_rounds:
+        narrowed = [d for d in decisions if d.type != "f64"]
+        if not narrowed:
+            break
+        terms = {o.site: o for o in follower_terms()}
+        # a decision's share: its term and its followers'
+        def share(d: Decision) -> float:
+            return d.term() + sum(o.term for o in terms.values()
+                                  if o.role == f"follows {d.key}")
+        d = max(narrowed, key=lambda d: (share(d), d.key))
+        frm, d.type = d.type, WIDER[d.type]
+        widenings.append((d.key, frm, d.type))
+        measured = measure(realization())
+
+    final = realization()
+    cost = model.cost(final)
+
+    # the relaxation floor: each offered decision at its narrowest type allowed alone
+    saved_types = {d.key: d.type for d in decisions}
+    for d in decisions:
+        d.type = "f64"
+        if d.offered:
+            for t in ("f32", "bf16"):
+                if d.term(t) <= absolute:
+                    d.type = t
+                else:
+                    break
+    floor = min(model.cost(realization()), cost)
+    for d in decisions:
+        d.type = saved_types[d.key]
+
+    others = follower_terms()
+    return Solution(entry, dims, budget, magnitude, absolute, decisions, others, moves, cost,
+                    cost_f64, proposal, floor, estimate(), measured, widenings, f64_measured,
+                    getattr(model, "unit", "bytes"), final,
+                    stored=sum(1 for d in decisions if d.kind == "site"))
+
+
+def write_realization(solution: Solution, path: str) -> None:
+    """`presk-realization/1`, atomically (a temporary file, then a rename)."""
+    from .realization import save_realization
+    save_realization(solution.realization, path)
+    assert os.path.exists(path)

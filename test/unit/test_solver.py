@@ -1,0 +1,123 @@
+"""The solver (`presk solve`, reference §6.3) on the tutorial at B = 4."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from presk.analysis import envelope as EV
+from presk.analysis.realization import load_realization
+from presk.analysis.solver import measure_error, solve
+from presk.cli.core_cmds import load_core
+
+TUTORIAL = "tutorial/07_train.psk"
+DIMS = {"B": 4}
+
+
+@pytest.fixture(scope="module")
+def module():
+    m, _ = load_core(TUTORIAL)
+    return m
+
+
+@pytest.fixture(scope="module")
+def envelope(module):
+    return EV.calibrate(module, "loss", DIMS)
+
+
+@pytest.fixture(scope="module")
+def solution(module, envelope):
+    return solve(module, "loss", DIMS, envelope, 1e-3)
+
+
+def test_rule_1_leaves_two(solution):
+    rule1 = sorted(d.key for d in solution.decisions if d.rule == 1)
+    assert rule1 == ["RMSNorm.apply/%5", "loss/%7"]
+    assert solution.stored == 11
+
+
+def test_parameters_offered_and_narrowed(solution):
+    params = [d for d in solution.decisions if d.kind == "param"]
+    assert {d.key for d in params} == {"blocks.norm.γ", "blocks.proj.w", "blocks.proj.b",
+                                       "final.γ"}
+    assert all(d.offered for d in params)
+    assert any(d.type != "f64" for d in params)
+    assert solution.realization.params
+
+
+def test_terms_sum_to_the_estimate(solution):
+    from presk.cli.solve_cmds import report
+    text = report(solution)
+    assert "The decisions, each with its term of the estimate" in text
+    total = math.fsum(solution.terms().values())
+    assert total == pytest.approx(solution.estimate, rel=1e-12)
+    assert solution.estimate > 0
+
+
+def test_measured_inside_and_cheaper(solution):
+    assert solution.measured <= solution.absolute
+    assert solution.cost < solution.cost_f64
+    assert solution.floor <= solution.cost
+
+
+def test_written_realization_runs_within_budget(module, solution, tmp_path):
+    from presk.analysis import entry as E
+    from presk.analysis.solver import write_realization
+    from presk.analysis.sensitivity import sensitivities
+    from presk.cli.kernel_cmds import run_kernel
+    path = tmp_path / "realization.json"
+    write_realization(solution, str(path))
+    data = json.loads(path.read_text())
+    assert data["format"] == "presk-realization/1"
+    real = load_realization(str(path))
+    assert real.sites == solution.realization.sites
+    assert real.params == solution.realization.params
+    prepared = E.prepare(module, "loss", DIMS)
+    params, values = E.weights(prepared, 0, None), E.inputs(prepared, 0, None)
+    run = run_kernel(module, "loss", DIMS, params, values, real)
+    exact = sensitivities(module, "loss", DIMS, params, values).value
+    assert measure_error(run.result, exact) <= solution.absolute
+
+
+@pytest.mark.parametrize("budget", [1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8])
+def test_every_budget_holds(module, envelope, budget):
+    sol = solve(module, "loss", DIMS, envelope, budget)
+    assert sol.measured <= sol.absolute
+    assert sol.estimate <= sol.absolute or sol.widenings
+
+
+def test_cli_solve(tmp_path, capsys, envelope):
+    from presk.cli import solve_cmds
+    import argparse
+    env = tmp_path / "envelope.json"
+    EV.save_envelope(envelope, str(env))
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    solve_cmds.add_solve(sub)
+    out = tmp_path / "r.json"
+    args = parser.parse_args(["solve", TUTORIAL, "--entry", "loss", "--dim", "B=4",
+                              "--precision", str(env), "--budget", "1e-3", "--out", str(out)])
+    assert args.run(args) == 0
+    text = capsys.readouterr().out
+    assert "rule 1" in text and "RMSNorm.apply/%5, loss/%7" in text
+    assert "inside the budget" in text
+    assert load_realization(str(out)).sites
+
+
+def test_cli_bad_envelope(tmp_path):
+    from presk.cli import solve_cmds
+    from presk.cli.common import UsageError
+    import argparse
+    parser = argparse.ArgumentParser()
+    solve_cmds.add_solve(parser.add_subparsers())
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "presk-realization/1"}')
+    args = parser.parse_args(["solve", TUTORIAL, "--entry", "loss", "--dim", "B=4",
+                              "--precision", str(bad), "--budget", "1e-3"])
+    with pytest.raises(UsageError):
+        args.run(args)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["solve", TUTORIAL, "--entry", "loss", "--precision", str(bad),
+                           "--budget", "-1"])
