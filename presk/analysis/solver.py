@@ -230,7 +230,8 @@ def _op_text(op) -> str:
 
 def stored_values(kernel_module) -> tuple[dict[str, int], dict[str, str]]:
     """The values a kernel module stores (site → elements of one value) and the fused
-    followers (member site → its group's root)."""
+    followers (member site → its group's root). A contraction and its epilogue, one
+    launch, are two stored values (`launch_partners` pairs them)."""
     from ..dialects import kernel as K
     kernels = K.kernels(kernel_module)
     stored: dict[str, int] = {}
@@ -251,6 +252,18 @@ def stored_values(kernel_module) -> tuple[dict[str, int], dict[str, str]]:
         elif isinstance(op, K.FillOp) and op.site is not None:
             stored.setdefault(op.site.data, op.dest.type.size)
     return stored, followers
+
+
+def launch_partners(kernel_module) -> dict[str, list[str]]:
+    """Sites computed by one launch that is not a fusion group (a contraction and its
+    epilogue): each → the others."""
+    from ..dialects import kernel as K
+    out: dict[str, list[str]] = {}
+    for op in kernel_module.walk():
+        if isinstance(op, K.LaunchOp) and op.fused is None and len(op.site_list) > 1:
+            for s in op.site_list:
+                out[s] = [t for t in op.site_list if t != s]
+    return out
 
 
 def measure_error(result: dict[str, np.ndarray], exact: Any) -> float:
@@ -308,6 +321,7 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     ops = _core_ops(core_module, names)
     base = kernel_pipeline(core_module, entry, dims, Realization(entry=entry))
     stored, followers = stored_values(base.kernel)
+    partners = launch_partners(base.kernel)
 
     # the decisions: stored sites in the functions' order, then the parameters
     order = [s for n in names for s in sens.functions.get(n, [])]
@@ -377,6 +391,10 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
             d.offered, d.rule = False, 1
             continue
         d.first_saving = cost_f64 - model.cost(with_type(d, "f32"))
+        if d.first_saving <= 0 and d.key in partners:  # the launch narrows as a whole
+            together = with_type(d, "f32")
+            together.sites.update({p: "f32" for p in partners[d.key]})
+            d.first_saving = (cost_f64 - model.cost(together)) / (1 + len(partners[d.key]))
         if d.first_saving < theta * cost_f64:
             d.offered, d.rule = False, 2
 
@@ -385,41 +403,56 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     current_est = estimate()
     current_cost = cost_f64
 
-    def evaluate(d: Decision) -> tuple[float, float, float] | None:
-        if not d.offered or d.type not in NARROWER:
+    def evaluate(group: list[Decision]) -> tuple[float, float, float] | None:
+        if any(not d.offered or d.type not in NARROWER for d in group):
             return None
-        t = NARROWER[d.type]
-        old = d.type
-        d.type = t
+        old = [d.type for d in group]
+        for d in group:
+            d.type = NARROWER[d.type]
         try:
             est = estimate()
             c = model.cost(realization())
         finally:
-            d.type = old
+            for d, t in zip(group, old):
+                d.type = t
         return current_cost - c, est - current_est, est
+
+    def groups() -> list[list[Decision]]:
+        """Each decision alone, and a launch's sites together when of one type."""
+        out = [[d] for d in decisions]
+        seen = set()
+        for d in decisions:
+            if d.key in partners and d.key not in seen:
+                group = [d] + [by_key[p] for p in partners[d.key] if p in by_key]
+                seen.update(g.key for g in group)
+                if len({g.type for g in group}) == 1 and len(group) > 1:
+                    out.append(group)
+        return out
 
     def ratio(saved: float, added: float) -> float:
         return math.inf if added <= 0 else saved / added
 
     while True:
         scored = []
-        for d in decisions:
-            r = evaluate(d)
+        for group in groups():
+            r = evaluate(group)
             if r is None:
                 continue
             saved, added, est = r
             if saved <= 0 or est > absolute:
                 continue
-            scored.append((ratio(saved, added), saved, d.key, added, est))
+            scored.append((ratio(saved, added), saved, len(group),
+                           " + ".join(g.key for g in group), added, est, group))
         if not scored:
             break
-        scored.sort(key=lambda x: (-x[0], -x[1], x[2]))
-        _, saved, key, added, est = scored[0]
-        d = by_key[key]
-        frm, d.type = d.type, NARROWER[d.type]
+        scored.sort(key=lambda x: (-x[0], -x[1], x[2], x[3]))
+        _, saved, _, key, added, est, group = scored[0]
+        frm = group[0].type
+        for d in group:
+            d.type = NARROWER[d.type]
         current_cost = model.cost(realization())
         current_est = est
-        moves.append(Move(len(moves) + 1, key, frm, d.type, saved, added, est))
+        moves.append(Move(len(moves) + 1, key, frm, group[0].type, saved, added, est))
 
     proposal = current_cost
 
