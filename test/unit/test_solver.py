@@ -36,6 +36,8 @@ def test_rule_1_leaves_two(solution):
     rule1 = sorted(d.key for d in solution.decisions if d.rule == 1)
     assert rule1 == ["RMSNorm.apply/%5", "loss/%7"]
     assert solution.stored == 11
+    assert sum(1 for d in solution.decisions if d.kind == "site" and d.offered) == 9
+    assert not [d for d in solution.decisions if d.rule == 2]
 
 
 def test_parameters_offered_and_narrowed(solution):
