@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any, Callable, NoReturn
 
-from . import core_cmds, data_cmd, precision_cmds, realize_cmds, sensitivity_cmds
+from . import core_cmds, data_cmd, precision_cmds, realize_cmds, sensitivity_cmds, solve_cmds
 from .common import ProgramError, UsageError, elaborate_or_report
 
 
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for add in (_add_check, _add_dump, core_cmds.add_run, core_cmds.add_init,
-                precision_cmds.add_calibrate, data_cmd.add_parser):
+                precision_cmds.add_calibrate, solve_cmds.add_solve, data_cmd.add_parser):
         add(sub)
     return parser
 
