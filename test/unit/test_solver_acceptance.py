@@ -1,0 +1,131 @@
+"""Acceptance of `presk solve` (issue 6, reference §6.3): on every tutorial entry and three
+programs of our own (test/precision_programs/), over budgets 1e-2 … 1e-8, the realization
+the solver returns, run through the kernel interpreter, is within the budget of the MPFR
+reference at 128 bits; and on the ill-conditioned program (a variance as E[z²] − E[z]² of
+data with mean 1000) the solver keeps the cancelling sites in f64 where the naive all-f32
+realization breaks the budget.
+
+The error is measured here independently of the solver's own measurement: the kernel
+interpreter under `solution.realization` against the exact value of one MPFR run.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from presk.analysis import entry as E
+from presk.analysis import envelope as EV
+from presk.analysis.realization import Realization
+from presk.analysis.sensitivity import reached, sensitivities
+from presk.analysis.solver import TrafficCost, _core_ops, _magnitude, measure_error, solve
+from presk.cli.core_cmds import load_core
+from presk.cli.kernel_cmds import run_kernel
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = [
+    "tutorial/03_activations.psk",
+    "tutorial/04_mlp.psk",
+    "tutorial/05_stack.psk",
+    "tutorial/07_train.psk",
+    "test/precision_programs/variance.psk",
+    "test/precision_programs/classifier.psk",
+    "test/precision_programs/deep_tanh.psk",
+]
+BUDGETS = [1e-2, 1e-4, 1e-6, 1e-8]
+DIMS = {"B": 4}
+ENTRY = "loss"
+
+VARIANCE = "test/precision_programs/variance.psk"
+# In variance.psk: m = mean(z) (loss/%3, read squared: an error δ in m moves m² by 2000·δ),
+# z² (loss/%4), m2 = mean(z²) (loss/%5) and m² (loss/%6): the values of size 1e6 whose
+# difference is the result (≈ 1). Rounding any of them to f32 moves the result by ≈ 0.03.
+CANCELLING = ["loss/%3", "loss/%4", "loss/%5", "loss/%6"]
+
+
+@functools.lru_cache(maxsize=None)
+def program(path: str):
+    """The module, its envelope, a cost model shared by every budget (it caches the
+    kernel pipelines by realization), the inputs and the exact value."""
+    module, _ = load_core(str(ROOT / path))
+    envelope = EV.calibrate(module, ENTRY, DIMS)
+    prepared = E.prepare(module, ENTRY, dict(DIMS))
+    params, values = E.weights(prepared, 0, None), E.inputs(prepared, 0, None)
+    exact = sensitivities(module, ENTRY, DIMS, params, values, 128).value
+    cost = TrafficCost(module, ENTRY, DIMS)
+    return module, envelope, cost, prepared, params, values, exact
+
+
+@functools.lru_cache(maxsize=None)
+def solved(path: str, budget: float):
+    module, envelope, cost, *_ = program(path)
+    return solve(module, ENTRY, DIMS, envelope, budget, cost_model=cost)
+
+
+def measured(path: str, realization: Realization) -> float:
+    module, _, _, _, params, values, exact = program(path)
+    run = run_kernel(module, ENTRY, DIMS, params, values, realization)
+    return measure_error(run.result, exact)
+
+
+def all_f32(path: str) -> Realization:
+    """The naive realization: every site of the functions the entry reaches, and every
+    parameter, in f32."""
+    module, _, _, prepared, *_ = program(path)
+    sites = _core_ops(module, reached(module, ENTRY))
+    return Realization(entry=ENTRY, sites={s: "f32" for s in sites},
+                       params={f.path: "f32" for f in prepared.fields})
+
+
+@pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: f"{b:.0e}")
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: Path(p).stem)
+def test_measured_error_inside_the_budget(path, budget):
+    sol = solved(path, budget)
+    *_, exact = program(path)
+    absolute = budget * _magnitude(exact)
+    assert sol.absolute == pytest.approx(absolute, rel=1e-12)
+    error = measured(path, sol.realization)
+    assert error <= absolute, (
+        f"{path} at {budget:g}: measured {error:.3e} > {absolute:.3e} under "
+        f"{sol.realization.sites} {sol.realization.params}")
+    # the solver's own measurement is the same measurement
+    assert sol.measured == pytest.approx(error, rel=1e-9, abs=1e-300)
+    assert sol.cost <= sol.cost_f64
+    assert sol.floor <= sol.cost
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: Path(p).stem)
+def test_loose_budget_narrows_something(path):
+    """Under 1e-2 every program is realized cheaper than all-f64: the solver does narrow."""
+    sol = solved(path, 1e-2)
+    assert sol.cost < sol.cost_f64
+    assert sol.realization.sites or sol.realization.params
+
+
+def test_naive_all_f32_breaks_the_variance():
+    *_, exact = program(VARIANCE)
+    magnitude = _magnitude(exact)
+    error = measured(VARIANCE, all_f32(VARIANCE))
+    # ≈ 4e-2 absolute on a result of ≈ 1.4: a relative error of ≈ 3e-2
+    assert error > 1e-2 * magnitude
+
+
+@pytest.mark.parametrize("budget", [1e-2, 1e-3] + BUDGETS[1:], ids=lambda b: f"{b:.0e}")
+def test_variance_keeps_the_cancelling_sites_f64(budget):
+    sol = solved(VARIANCE, budget)
+    *_, exact = program(VARIANCE)
+    naive = measured(VARIANCE, all_f32(VARIANCE))
+    assert naive > sol.absolute, "all-f32 must break this budget for the test to say anything"
+    types = {d.key: d.type for d in sol.decisions}
+    types.update({o.site: o.type for o in sol.others})
+    for site in CANCELLING:
+        assert types[site] == "f64", f"{site} narrowed to {types[site]} at {budget:g}"
+        assert sol.realization.site_type(site) == "f64"
+    assert measured(VARIANCE, sol.realization) <= sol.absolute
+    if budget >= 1e-4:
+        # it still narrows what does not cancel (z = x + 1000 itself: its rounding moves
+        # the variance by ≈ 2·E|z − m|·u·1000), so it is cheaper than all-f64
+        assert sol.realization.site_type("loss/%2") == "f32"
+        assert sol.cost < sol.cost_f64
