@@ -1,0 +1,622 @@
+"""Bounds on an entry's output error under a realization (reference §6.4).
+
+Four rules, each a figure on |L̂ − L|, L the exact output and L̂ what the kernels compute
+under the realization (docs/precision.md states what each assumes):
+
+- `k` and `normwise`: a forward running error analysis, op by op through the Core
+  functions (calls and folds included), on an abstract value per element: an interval
+  [lo, hi] holding the exact value and a bound e on |computed − exact|. Every arithmetic
+  operation in type t adds u(t)·(max|value| + e) (4·u(t) for a library function), a sum of
+  n terms γ_n(t)·Σ|terms| (γ_n = n·u/(1 − n·u)), an operand converted to a narrower type
+  u(t)·(max|operand| + e); errors propagate with worst-case derivative bounds over
+  the interval widened by e (mean value theorem: no first-order truncation). The data
+  inputs are the whole box [−A, A], A their largest magnitude in the envelope's sample;
+  after each op the interval is intersected with the envelope's [−max|v|, max|v|] at
+  that site (the assumption: the envelope covers the inputs). `normwise` keeps one error
+  per value (‖δ‖∞ of the tensor after each op); `k` also widens every element's interval
+  to the tensor's hull (one magnitude per value). Both are sound for every input in the
+  box whose values stay inside the envelope's magnitudes.
+- `cond`: Σ_sites s·R + Σ_params s·r, s = ‖∂L/∂v‖₁ (one MPFR reverse sweep at the
+  envelope's sample), R the site's local rounding-error bound: c·u(t)·max|v| for an
+  element-wise op (c = 1 per arithmetic rounding, 4 for a library function, plus one
+  u(t) per operand converted to t), γ_n(t)·condition·max|v| + u(t)·max|v| for a sum or
+  contraction of n terms (Σ|terms| = condition·|Σ|), the envelope's measured rounding
+  error for a parameter stored narrower. Sound to first order at the envelope's samples.
+- `rss`: √Σ(s·R)², an estimate (errors of independent sign would add so), not a bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .realization import Realization
+
+U = {"f64": 2.0 ** -53, "f32": 2.0 ** -24, "bf16": 2.0 ** -8}
+LIB = 4.0  # ulps charged for a library function (exp, log, tanh, gelu…)
+SLACK = 1.0 + 1e-9  # the analysis' own f64 arithmetic
+RULES = ("k", "normwise", "cond", "rss")
+SOUND = ("k", "normwise", "cond")
+
+
+class BoundsError(Exception):
+    """An envelope or realization that does not fit the entry: one line for the user."""
+
+
+def gamma(n: int, t: str) -> float:
+    nu = n * U[t]
+    return math.inf if nu >= 1 else nu / (1 - nu)
+
+
+# ---- the abstract value ----
+
+class EB:
+    """An element: the exact value x lies in [lo, hi]; |computed − x| ≤ e, and ≤ r·|x|
+    (r a relative bound, inf when none is known; e is kept ≤ r·max|x|)."""
+
+    __slots__ = ("lo", "hi", "e", "r")
+    t = "f64"  # the type the current op computes in (set by the interpreter)
+
+    def __init__(self, lo: float, hi: float, e: float = 0.0, r: float = math.inf):
+        self.lo, self.hi = float(lo), float(hi)
+        e = float(e)
+        r = float(r)
+        if e != e:
+            e = math.inf
+        if r != r or r < 0:
+            r = math.inf
+        if r < math.inf:
+            e = min(e, r * max(abs(self.lo), abs(self.hi)) * SLACK)
+        self.e, self.r = e, r
+
+    @property
+    def mag(self) -> float:
+        return max(abs(self.lo), abs(self.hi))
+
+    @property
+    def mig(self) -> float:  # min |x| over the interval
+        return 0.0 if self.lo <= 0 <= self.hi else min(abs(self.lo), abs(self.hi))
+
+    @property
+    def nonneg(self) -> bool:
+        return self.lo >= 0
+
+    @property
+    def nonpos(self) -> bool:
+        return self.hi <= 0
+
+    def _r(self, lo: float, hi: float, e: float, c: float = 1.0, r: float = math.inf) -> "EB":
+        m = max(abs(lo), abs(hi))
+        cu = c * U[EB.t]
+        return EB(lo, hi, (e + cu * (m + e)) * SLACK, (r + cu + r * cu) * SLACK)
+
+    def __add__(self, o):
+        o = _eb(o)
+        same = (self.nonneg and o.nonneg) or (self.nonpos and o.nonpos)
+        return self._r(self.lo + o.lo, self.hi + o.hi, _add(self.e, o.e),
+                       r=max(self.r, o.r) if same else math.inf)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self + (-_eb(o))
+
+    def __rsub__(self, o):
+        return _eb(o) - self
+
+    def __neg__(self):
+        return EB(-self.hi, -self.lo, self.e, self.r)
+
+    def __mul__(self, o):
+        o = _eb(o)
+        p = (self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi)
+        p = [0.0 if v != v else v for v in p]
+        e = _add(_add(_m(self.mag, o.e), _m(o.mag, self.e)), _m(self.e, o.e))
+        return self._r(min(p), max(p), e, r=self.r + o.r + _m(self.r, o.r))
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        o = _eb(o)
+        mig = o.mig
+        rb = min(o.r, o.e / mig if mig > 0 else math.inf)
+        if not (mig > 0 and rb < 1):
+            return EB(-math.inf, math.inf, math.inf)
+        q = [a / b for a in (self.lo, self.hi) for b in (o.lo, o.hi)]
+        q = [0.0 if v != v else v for v in q]
+        qm = max(abs(v) for v in q)
+        e = self.e / (mig * (1 - rb)) + qm * rb / (1 - rb)
+        return self._r(min(q), max(q), e, r=(self.r + rb) / (1 - rb))
+
+    def __rtruediv__(self, o):
+        return _eb(o) / self
+
+    def __abs__(self):
+        return EB(self.mig, self.mag, self.e, self.r)
+
+    def __gt__(self, o):
+        return self.hi > _eb(o).hi
+
+    def __lt__(self, o):
+        return self.lo < _eb(o).lo
+
+    def __ge__(self, o):
+        return not self < o
+
+    def __le__(self, o):
+        return not self > o
+
+    def __float__(self):
+        return 0.5 * (self.lo + self.hi)
+
+    def __repr__(self):
+        return f"EB([{self.lo:.3g}, {self.hi:.3g}] ± {self.e:.3g}, rel {self.r:.3g})"
+
+
+def _m(a: float, b: float) -> float:
+    """a·b with 0·inf = 0."""
+    return 0.0 if a == 0 or b == 0 else a * b
+
+
+def _add(a: float, b: float) -> float:
+    return a + b
+
+
+def _eb(x) -> EB:
+    return x if isinstance(x, EB) else EB(float(x), float(x))
+
+
+def _monotone(f, lip: float):
+    def g(x: EB) -> EB:
+        a, b = f(x.lo), f(x.hi)
+        return x._r(min(a, b), max(a, b), lip * x.e, LIB)
+    return g
+
+
+def _sqrt(x: EB) -> EB:
+    lo = max(x.lo, 0.0)
+    hi = max(x.hi, 0.0)
+    e = math.sqrt(x.e) if math.isfinite(x.e) else math.inf
+    if lo > 0:
+        e = min(e, x.e / math.sqrt(lo))
+    return x._r(math.sqrt(lo), math.sqrt(hi), e, r=x.r if x.r < 1 else math.inf)
+
+
+def _exp(x: EB) -> EB:
+    hi = min(x.hi + x.e, 709.0)
+    return x._r(math.exp(max(x.lo, -745)), math.exp(min(x.hi, 709)), _m(math.exp(hi), x.e),
+                LIB, r=math.expm1(min(x.e, 709)))
+
+
+def _log(x: EB) -> EB:
+    if x.lo - x.e <= 0:
+        return EB(-math.inf, math.inf, math.inf)
+    return x._r(math.log(x.lo), math.log(x.hi), x.e / (x.lo - x.e), LIB)
+
+
+def _gelu_f(v: float) -> float:
+    return 0.5 * v * (1 + math.erf(v / math.sqrt(2)))
+
+
+def _gelu(x: EB) -> EB:
+    lo = _gelu_f(x.lo) if x.lo >= 0 else -0.1700406
+    hi = max(_gelu_f(x.hi), 0.0) if x.hi >= 0 else 0.0
+    if x.hi < -0.7517916:  # decreasing there
+        lo, hi = _gelu_f(x.hi), _gelu_f(x.lo)
+    return x._r(lo, hi, 1.1289 * x.e, LIB)
+
+
+def _relu(x: EB) -> EB:
+    return EB(max(x.lo, 0.0), max(x.hi, 0.0), x.e, x.r if x.r < 1 else math.inf)
+
+
+def _sin(x: EB) -> EB:
+    return x._r(-1.0, 1.0, x.e, LIB)
+
+
+def _sigmoid(v):
+    return 1 / (1 + math.exp(-v)) if v > -700 else 0.0
+
+
+def _softplus(v):
+    return v + math.log1p(math.exp(-v)) if v > 0 else math.log1p(math.exp(v))
+
+
+_UNARY = {
+    "neg": lambda x: -x, "sqrt": _sqrt, "exp": _exp, "log": _log,
+    "tanh": _monotone(math.tanh, 1.0), "sigmoid": _monotone(_sigmoid, 0.25),
+    "relu": _relu, "gelu": _gelu, "softplus": _monotone(_softplus, 1.0), "abs": abs,
+    "sin": _sin, "cos": _sin, "erf": _monotone(math.erf, 2 / math.sqrt(math.pi)),
+}
+
+
+def _binmax(a: EB, b: EB) -> EB:
+    return EB(max(a.lo, b.lo), max(a.hi, b.hi), max(a.e, b.e))  # no relative bound
+
+
+def _binmin(a: EB, b: EB) -> EB:
+    return EB(min(a.lo, b.lo), min(a.hi, b.hi), max(a.e, b.e))
+
+
+def _unsupported(name):
+    def f(*_):
+        raise BoundsError(f"the bounds do not cover `{name}` yet")
+    return f
+
+
+def _numbers():
+    from .numbers import Numbers
+
+    class Bounded(Numbers):
+        """The interpreter's number system on arrays of EB."""
+
+        name = "bounds"
+
+        def __init__(self) -> None:
+            vec = lambda f: np.frompyfunc(f, 1, 1)  # noqa: E731
+            self._unary = {n: vec(f) for n, f in _UNARY.items()}
+            for n in ("erf_slope", "gelu_slope"):
+                self._unary[n] = _unsupported(n)
+            self._binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+                            "div": np.divide, "max": np.frompyfunc(_binmax, 2, 1),
+                            "min": np.frompyfunc(_binmin, 2, 1), "pow": _unsupported("pow")}
+
+        def array(self, values):
+            values = np.asarray(values)
+            if values.dtype == object:
+                return values
+            out = np.empty(values.shape, dtype=object)
+            flat = out.reshape(-1)
+            for i, v in enumerate(values.reshape(-1)):
+                flat[i] = EB(v, v)
+            return out
+
+        def to_f64(self, x):
+            x = np.asarray(x, dtype=object)
+            return np.array([float(v) for v in x.reshape(-1)]).reshape(x.shape)
+
+        def powi(self, x, n):
+            out = super().powi(x, n)
+            if n % 2 == 0:  # an even power is ≥ 0 whatever the interval analysis says
+                f = np.frompyfunc(lambda v: EB(max(v.lo, 0.0), v.hi, v.e, v.r), 1, 1)
+                out = np.asarray(f(out), dtype=object) if isinstance(out, np.ndarray) \
+                    else f(out)
+            return out
+
+        def heaviside(self, x, at_zero):
+            def step(v: EB) -> EB:
+                if v.lo - v.e > 0:
+                    return EB(1, 1)
+                if v.hi + v.e < 0:
+                    return EB(0, 0)
+                return EB(min(0, at_zero), max(1, at_zero), 1.0)
+            return np.asarray(np.frompyfunc(step, 1, 1)(x), dtype=object)
+
+        def reduce(self, name, x, axis):
+            if name in ("max", "min"):
+                x = np.asarray(x)
+                if axis is None:
+                    x, axis = x.reshape(-1), 0
+                return self._binary[name].reduce(x, axis=axis)
+            return super().reduce(name, x, axis)
+
+        def sum(self, x, axes=None, keepdims=False):
+            """Σ with the error of recursive summation, γ_{n−1}·Σ|terms|, charged at the
+            end (the additions themselves exact here)."""
+            x = np.asarray(x)
+            t = EB.t
+            EB.t = "exact"
+            try:
+                total = super().sum(x, axes, keepdims)
+                absx = np.frompyfunc(lambda v: v.mag + v.e, 1, 1)(x)
+                absx = np.asarray(absx, dtype=np.float64)
+                ax = tuple(range(x.ndim)) if axes is None else axes
+                s = np.sum(absx, axis=ax, keepdims=keepdims) if x.ndim else absx
+                n = int(np.prod([x.shape[a] for a in ax])) if x.ndim else 1
+            finally:
+                EB.t = t
+            g = gamma(max(n - 1, 0), t)
+            flat = list(x.reshape(-1))
+            one_sign = flat and (all(v.nonneg for v in flat) or all(v.nonpos for v in flat))
+            rho = max((v.r for v in flat), default=0.0) if one_sign else math.inf
+            rr = rho + g + _m(rho, g)
+            add = lambda v, a: EB(v.lo, v.hi, _add(v.e, _m(g, a)) * SLACK, rr * SLACK)  # noqa: E731
+            return np.asarray(np.frompyfunc(add, 2, 1)(total, s), dtype=object) \
+                if np.ndim(total) else add(_eb(np.asarray(total).reshape(()).item()
+                                               if isinstance(total, np.ndarray) else total),
+                                           float(s))
+
+        def contract(self, a, b, a_axes, b_axes):
+            a, b = np.asarray(a), np.asarray(b)
+            a_rest = [i for i in range(a.ndim) if i not in a_axes]
+            b_rest = [j for j in range(b.ndim) if j not in b_axes]
+            left = np.transpose(a, a_rest + list(a_axes)).reshape(
+                [a.shape[i] for i in a_rest] + [-1])
+            right = np.transpose(b, list(b_axes) + b_rest).reshape(
+                [-1] + [b.shape[j] for j in b_rest])
+            prods = [np.multiply.outer(left[..., k], right[k]) for k in range(left.shape[-1])]
+            return self.sum(np.stack(prods, axis=-1) if prods else
+                            self.array(np.zeros(left.shape[:-1] + right.shape[1:] + (0,))),
+                            (-1,))
+
+    return Bounded()
+
+
+U["exact"] = 0.0
+
+
+# ---- the analysis ----
+
+@dataclass
+class SiteFigures:
+    site: str
+    type: str
+    magnitude: float  # the envelope's max|v|
+    k: float  # the `k` analysis' error bound at the site (over calls)
+    normwise: float
+    condition: float | None
+    s: float
+    term: float  # s·R, cond's term
+    terms: int = 1  # n of a sum
+
+
+@dataclass
+class Bounds:
+    entry: str
+    name: str  # the realization's summary
+    magnitude: float  # |L|
+    bounds: dict[str, float]  # rule → absolute
+    sites: list[SiteFigures]
+    envelope_samples: int
+    envelope_sites: int
+    envelope_weights: str
+    measured: float | None = None
+
+    def relative(self, rule: str) -> float:
+        return self.bounds[rule] / self.magnitude if self.magnitude else math.inf
+
+
+def _flatten(v, out: list) -> None:
+    from .interpret import Tree
+    if isinstance(v, tuple):
+        for x in v:
+            _flatten(x, out)
+    elif isinstance(v, Tree):
+        for _, a in v.items():
+            out.extend(np.asarray(a, dtype=object).reshape(-1))
+    elif isinstance(v, EB):
+        out.append(v)
+    elif isinstance(v, np.ndarray) and v.dtype == object:
+        out.extend(v.reshape(-1))
+
+
+def _map(v, f):
+    if isinstance(v, tuple):
+        return tuple(_map(x, f) for x in v)
+    if isinstance(v, EB):
+        return f(np.asarray([v], dtype=object)).reshape(()).item()
+    if isinstance(v, np.ndarray) and v.dtype == object and v.size and isinstance(
+            v.reshape(-1)[0], EB):
+        return f(v)
+    return v
+
+
+def forward(core_module, entry: str, dims: dict[str, int], envelope, realization: Realization,
+            params: dict[str, np.ndarray], values: dict[str, np.ndarray],
+            mode: str = "elementwise") -> tuple[EB, dict[str, float], dict[str, int], dict[str, str]]:
+    """The running error analysis: (the output's abstract value, the error bound per
+    site, terms per sum site, type per site). mode: "elementwise", "normwise" (one error
+    per value) or "k" (one error and one magnitude per value)."""
+    from ..conversion.core_to_realize import site_types
+    from ..dialects import core as C
+    from . import entry as E
+    from .interpret import Interpreter, Tree
+    from .kernel_interpret import bf16_round
+    from .sensitivity import reached
+
+    prepared = E.prepare(core_module, entry, dict(dims))
+    funcs = {f.sym_name.data: f for f in core_module.ops if isinstance(f, C.FuncOp)}
+    types: dict[str, str] = {}
+    for n in reached(core_module, entry):
+        types.update(site_types(funcs[n], realization))
+    numbers = _numbers()
+    site_err: dict[str, float] = {}
+    site_terms: dict[str, int] = {}
+
+    def envelope_clip(site: str, a: np.ndarray) -> np.ndarray:
+        rec = envelope.sites.get(site)
+        m = rec.max_abs * SLACK if rec is not None and math.isfinite(rec.max_abs) else math.inf
+
+        def one(v: EB) -> EB:
+            lo, hi = max(v.lo, -m), min(v.hi, m)
+            if lo > hi:  # outside the envelope: keep the analysis' own interval
+                lo, hi = v.lo, v.hi
+            return EB(lo, hi, v.e, v.r)
+        out = np.asarray(np.frompyfunc(one, 1, 1)(a), dtype=object)
+        if mode in ("normwise", "k") and out.size:
+            flat = out.reshape(-1)
+            e = max(v.e for v in flat)
+            rel = max(v.r for v in flat)
+            lo = min(v.lo for v in flat) if mode == "k" else None
+            hi = max(v.hi for v in flat) if mode == "k" else None
+            for i, v in enumerate(flat):
+                flat[i] = EB(lo if mode == "k" else v.lo, hi if mode == "k" else v.hi, e, rel)
+        return out
+
+    def convert(t: str):
+        def one(v: EB) -> EB:
+            return EB(v.lo, v.hi, (v.e + U[t] * (v.mag + v.e)) * SLACK,
+                      (v.r + U[t] + _m(v.r, U[t])) * SLACK)
+        f = np.frompyfunc(one, 1, 1)
+        return lambda a: np.asarray(f(a), dtype=object)
+
+    class Running(Interpreter):
+        def step(self, op, args, dims=None, prefix=None):
+            site = op.site.data if "site" in op.attributes else None
+            t = types.get(site, "f64") if site else "f64"
+            if t != "f64":
+                args = [_map(a, convert(t)) if not isinstance(a, Tree) else a for a in args]
+            if isinstance(op, (C.SumOp, C.MeanOp, C.DotOp, C.ContractOp, C.SumToOp,
+                               C.LogSumExpOp)) and args and hasattr(args[0], "shape"):
+                pass
+            old, EB.t = EB.t, t
+            try:
+                value = super().step(op, args, dims, prefix)
+            finally:
+                EB.t = old
+            if site is not None and site_terms.get(site, None) is None and isinstance(
+                    op, (C.SumOp, C.MeanOp, C.SumToOp, C.LogSumExpOp)):
+                site_terms[site] = int(np.size(args[0]) // max(1, np.size(value)))
+            if site is not None and isinstance(op, (C.DotOp, C.ContractOp)):
+                site_terms[site] = int(round(math.sqrt(np.size(args[0]) * np.size(args[1])
+                                                       / max(1, np.size(value)))))
+            if site is not None:
+                value = _map(value, lambda a: envelope_clip(site, a))
+                flat: list = []
+                _flatten(value, flat)
+                if flat and not isinstance(value, Tree):
+                    site_err[site] = max(site_err.get(site, 0.0), max(v.e for v in flat))
+            return value
+
+    args = E.arguments(prepared, numbers, params, values)
+    # the parameters: each element's exact rounding to its stored type
+    for name, a in (args[0].data.items() if args and isinstance(args[0], Tree) else []):
+        t = realization.param_type(name)
+        raw = np.asarray(params[name], dtype=np.float64)
+        if t == "f32":
+            r = np.abs(raw.astype(np.float32).astype(np.float64) - raw)
+        elif t == "bf16":
+            r = np.abs(bf16_round(raw) - raw)
+        else:
+            r = np.zeros_like(raw)
+        flat = a.reshape(-1)
+        for i, (v, ri) in enumerate(zip(flat, r.reshape(-1))):
+            flat[i] = EB(v.lo, v.hi, float(ri), U[t] if t != "f64" else 0.0)
+    # the data inputs: the box [−A, A]
+    def widen(a):
+        m = max(abs(v.lo) for v in a.reshape(-1)) if a.size else 0.0
+        f = np.frompyfunc(lambda v: EB(-m, m, 0.0, 0.0), 1, 1)
+        return np.asarray(f(a), dtype=object)
+    args = [a if isinstance(a, Tree) else _map(a, widen) for a in args]
+    EB.t = "f64"
+    out = Running(core_module, numbers).run(entry, args, prepared.dims)
+    flat: list = []
+    _flatten(out, flat)
+    return flat, site_err, site_terms, types
+
+
+def _bf16_round_ok():
+    from .kernel_interpret import bf16_round  # noqa: F401
+
+
+def cond_terms(envelope, sens, types: dict[str, str], site_terms: dict[str, int],
+               realization: Realization, core_module=None) -> dict[str, float]:
+    """Each site's and narrowed parameter's s·R (rule cond)."""
+    out: dict[str, float] = {}
+    for site, s in sens.sites.items():
+        rec = envelope.sites.get(site)
+        if rec is None or getattr(rec, "hyperparameter", False):
+            continue
+        t = types.get(site, "f64")
+        m = float(rec.max_abs)
+        op = rec.op or ""
+        if rec.condition is not None:
+            n = site_terms.get(site, rec.count)
+            r = gamma(max(n - 1, 1), t) * float(rec.condition) * m + 2 * U[t] * m
+        elif op in ("get", "field", "tuple", "call", "fold", "tree", "broadcast"):
+            r = U[t] * m if t != "f64" else 0.0
+        else:
+            lib = op in ("exp", "log", "tanh", "sigmoid", "gelu", "softplus", "erf", "sin",
+                         "cos")
+            r = ((LIB if lib else 1.0) + 2) * U[t] * m
+        out[site] = float(s) * r
+    for path, s in sens.params.items():
+        t = realization.param_type(path)
+        if t == "f64":
+            continue
+        rec = envelope.params.get(path)
+        r = rec.rounding[t].max_error if rec is not None and t in rec.rounding else \
+            U[t] * (rec.max_abs if rec else 0.0)
+        out[path] = float(s) * r
+    return out
+
+
+def measure(core_module, entry: str, dims, params, values, realization: Realization,
+            bits: int = 128, exact=None) -> tuple[float, Any]:
+    """The kernel interpreter under the realization against MPFR at `bits`: (max |error|,
+    the exact value)."""
+    from ..cli.kernel_cmds import run_kernel
+    from . import entry as E
+    from .interpret import Interpreter
+    from .numbers import MPFR
+    from .solver import measure_error
+    prepared = E.prepare(core_module, entry, dict(dims))
+    if exact is None:
+        numbers = MPFR(bits)
+        exact = Interpreter(core_module, numbers).run(
+            entry, E.arguments(prepared, numbers, params, values), prepared.dims)
+    run = run_kernel(core_module, entry, dict(prepared.dims), params, values, realization)
+    return measure_error(run.result, exact), exact
+
+
+def check_envelope(envelope, realization: Realization, entry: str, dims: dict) -> None:
+    if envelope.entry != entry:
+        raise BoundsError(f"the envelope was measured on `{envelope.entry}`, not `{entry}`")
+    if realization.entry is not None and realization.entry != entry:
+        raise BoundsError(f"the realization is for `{realization.entry}`, not `{entry}`")
+    if {k: int(v) for k, v in envelope.dims.items()} != {k: int(v) for k, v in dims.items()}:
+        raise BoundsError("the envelope was measured at dims "
+                          + (", ".join(f"{k}={v}" for k, v in envelope.dims.items()) or "none")
+                          + ", not " + (", ".join(f"{k}={v}" for k, v in dims.items()) or "none"))
+
+
+def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization: Realization,
+           params: dict[str, np.ndarray] | None = None,
+           values: dict[str, np.ndarray] | None = None, seed: int = 0, bits: int = 128,
+           rules: tuple[str, ...] = RULES, do_measure: bool = False) -> Bounds:
+    """Every rule's bound on |L̂ − L| at the envelope's sample (seed's inputs)."""
+    from . import entry as E
+    from .sensitivity import sensitivities
+    from .solver import _magnitude
+
+    check_envelope(envelope, realization, entry, dims)
+    prepared = E.prepare(core_module, entry, dict(dims))
+    dims = dict(prepared.dims)
+    if params is None:
+        params = E.weights(prepared, seed, None)
+    if values is None:
+        values = E.inputs(prepared, seed, None)
+    sens = sensitivities(core_module, entry, dims, params, values, bits)
+    magnitude = _magnitude(sens.value)
+    out: dict[str, float] = {}
+    errs: dict[str, dict[str, float]] = {}
+    site_terms: dict[str, int] = {}
+    types: dict[str, str] = {}
+    for mode, rule in (("k", "k"), ("normwise", "normwise")):
+        flat, errs[rule], st, types = forward(core_module, entry, dims, envelope, realization,
+                                              params, values, mode)
+        site_terms.update(st)
+        out[rule] = max((v.e for v in flat), default=0.0)
+    terms = cond_terms(envelope, sens, types, site_terms, realization)
+    out["cond"] = math.fsum(terms.values())
+    out["rss"] = math.sqrt(math.fsum(t * t for t in terms.values()))
+    sites = []
+    for site, rec in envelope.sites.items():
+        if site not in errs["k"] or getattr(rec, "hyperparameter", False):
+            continue
+        sites.append(SiteFigures(site, types.get(site, "f64"), float(rec.max_abs),
+                                 errs["k"][site], errs["normwise"].get(site, math.nan),
+                                 None if rec.condition is None else float(rec.condition),
+                                 float(sens.sites.get(site, 0.0)), terms.get(site, 0.0),
+                                 site_terms.get(site, 1)))
+    sites.sort(key=lambda f: (-f.k, -f.magnitude, f.site))
+    result = Bounds(entry, realization.summary(), magnitude,
+                    {r: out[r] for r in RULES if r in rules or rules == ("all",)}, sites,
+                    envelope.samples, len(envelope.sites), envelope.weights)
+    if do_measure:
+        result.measured, _ = measure(core_module, entry, dims, params, values, realization,
+                                     bits, sens.value)
+    return result
