@@ -129,3 +129,27 @@ def test_variance_keeps_the_cancelling_sites_f64(budget):
         # the variance by ≈ 2·E|z − m|·u·1000), so it is cheaper than all-f64
         assert sol.realization.site_type("loss/%2") == "f32"
         assert sol.cost < sol.cost_f64
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the reverse sweep (`loss.value_vjp`) loses an axis name that only a function's "
+    "declared result gives (`-> ℝ[..., class: K]` over a body `x · w` that leaves it "
+    "unnamed): the MPFR interpreter raises `no axis `class` in tensor<batch: B, 5>` at the "
+    "caller's `logsumexp(axis class, …)`; forward runs are right. classifier.psk names the "
+    "axis in the body (a `param shift : ℝ[class: K]`) to avoid it"))
+def test_reverse_sweep_keeps_a_declared_axis_name(tmp_path):
+    src = tmp_path / "named.psk"
+    src.write_text(
+        "dim B\n"
+        "module M {\n"
+        "  param w : ℝ[3, 5]  init = xavier_uniform\n"
+        "  fn apply(x : ℝ[..., feat: 3]) -> ℝ[..., class: 5] =\n"
+        "    x · w\n"
+        "}\n"
+        "fn loss(θ : params M, x : ℝ[batch: B, feat: 3]) -> ℝ[] =\n"
+        "  mean(logsumexp(axis class, M.apply(θ, x)))\n", encoding="utf-8")
+    module, _ = load_core(str(src))
+    prepared = E.prepare(module, ENTRY, {"B": 2})
+    sens = sensitivities(module, ENTRY, {"B": 2}, E.weights(prepared, 0, None),
+                         E.inputs(prepared, 0, None), 128)
+    assert sens.params["w"] > 0
