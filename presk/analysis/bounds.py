@@ -5,24 +5,36 @@ under the realization (docs/precision.md states what each assumes):
 
 - `k` and `normwise`: a forward running error analysis, op by op through the Core
   functions (calls and folds included), on an abstract value per element: an interval
-  [lo, hi] holding the exact value and a bound e on |computed − exact|. Every arithmetic
-  operation in type t adds u(t)·(max|value| + e) (4·u(t) for a library function), a sum of
-  n terms γ_n(t)·Σ|terms| (γ_n = n·u/(1 − n·u)), an operand converted to a narrower type
-  u(t)·(max|operand| + e); errors propagate with worst-case derivative bounds over
-  the interval widened by e (mean value theorem: no first-order truncation). The data
-  inputs are the whole box [−A, A], A their largest magnitude in the envelope's sample;
-  after each op the interval is intersected with the envelope's [−max|v|, max|v|] at
-  that site (the assumption: the envelope covers the inputs). `normwise` keeps one error
-  per value (‖δ‖∞ of the tensor after each op); `k` also widens every element's interval
-  to the tensor's hull (one magnitude per value). Both are sound for every input in the
-  box whose values stay inside the envelope's magnitudes.
+  [lo, hi] holding the exact value and a bound e on |computed − exact| (and a relative
+  bound r where one is known). The inputs are POINTS: the data inputs the envelope was
+  calibrated on (its samples, seed + i; exact f64 values, as the reference reads them)
+  and the parameters (exact, each with its rounding to its stored type, f64 → f32 → bf16
+  as the kernels store it). The intervals are computed in f64 and widened outward by
+  4 ulps after every operation, so they hold the exact value. Every arithmetic operation
+  in type t adds u(t)·(max|value| + e) (4·u(t) for a library function), a sum of n terms
+  γ_{n−1}(t)·Σ(|terms| + e), every operand of an op computing in t ≠ f64 a conversion
+  u(t)·(|operand| + e); errors propagate with worst-case derivative bounds over the
+  interval widened by e (mean value theorem: no first-order truncation). After each op
+  the interval is intersected with the envelope's [−max|v|, max|v|] at that site.
+  `normwise` keeps one error and one relative error per value (the max over the tensor
+  after each op); `k` keeps one absolute error per value and no relative error (so a
+  division or square root is charged through its denominator's smallest magnitude).
+  Both are rigorous bounds FOR THE SAMPLED INPUTS (the largest over the samples), not for
+  other inputs: nothing is claimed between samples.
 - `cond`: Σ_sites s·R + Σ_params s·r, s = ‖∂L/∂v‖₁ (one MPFR reverse sweep at the
-  envelope's sample), R the site's local rounding-error bound: c·u(t)·max|v| for an
+  envelope's first sample), R the site's local rounding-error bound: c·u(t)·max|v| for an
   element-wise op (c = 1 per arithmetic rounding, 4 for a library function, plus one
-  u(t) per operand converted to t), γ_n(t)·condition·max|v| + u(t)·max|v| for a sum or
-  contraction of n terms (Σ|terms| = condition·|Σ|), the envelope's measured rounding
-  error for a parameter stored narrower. Sound to first order at the envelope's samples.
+  u(t)·max|v| per operand converted to t), for an add or sub u(t)·(max|v| + max|a| +
+  max|b|) (the operands' conversions charged at the operands' magnitudes: under
+  cancellation they dwarf the result's), γ_n(t)·condition·max|v| + 2·u(t)·max|v| for a
+  sum or contraction of n terms (Σ|terms| = condition·|Σ|), the measured rounding error
+  of a parameter stored narrower. FIRST ORDER: it drops products of errors and assumes
+  the sensitivities at the exact values hold at the computed ones; sound to first order
+  at the envelope's first sample only.
 - `rss`: √Σ(s·R)², an estimate (errors of independent sign would add so), not a bound.
+
+The measurement: the kernel interpreter under the realization against MPFR at `bits`,
+max |L̂ − L| over the output's elements, at the first sample.
 """
 
 from __future__ import annotations
@@ -89,6 +101,7 @@ class EB:
         return self.hi <= 0
 
     def _r(self, lo: float, hi: float, e: float, c: float = 1.0, r: float = math.inf) -> "EB":
+        lo, hi = _outward(lo, hi)
         m = max(abs(lo), abs(hi))
         cu = c * U[EB.t]
         return EB(lo, hi, (e + cu * (m + e)) * SLACK, (r + cu + r * cu) * SLACK)
@@ -156,6 +169,15 @@ class EB:
         return f"EB([{self.lo:.3g}, {self.hi:.3g}] ± {self.e:.3g}, rel {self.r:.3g})"
 
 
+def _outward(lo: float, hi: float) -> tuple[float, float]:
+    """[lo, hi] widened by 4 ulps each way: the interval is computed in f64 (round to
+    nearest, library functions within 1 ulp), and must still hold the exact value."""
+    w = 2.0 ** -50
+    lo2, hi2 = lo - abs(lo) * w - 1e-300, hi + abs(hi) * w + 1e-300
+    # round to nearest keeps the sign: a nonnegative endpoint stays one
+    return (max(lo2, 0.0) if lo >= 0 else lo2), (min(hi2, 0.0) if hi <= 0 else hi2)
+
+
 def _m(a: float, b: float) -> float:
     """a·b with 0·inf = 0."""
     return 0.0 if a == 0 or b == 0 else a * b
@@ -201,12 +223,16 @@ def _gelu_f(v: float) -> float:
     return 0.5 * v * (1 + math.erf(v / math.sqrt(2)))
 
 
+_GELU_ARGMIN, _GELU_MIN = -0.7517916, -0.1700407  # the minimum (rounded down)
+
+
 def _gelu(x: EB) -> EB:
-    lo = _gelu_f(x.lo) if x.lo >= 0 else -0.1700406
-    hi = max(_gelu_f(x.hi), 0.0) if x.hi >= 0 else 0.0
-    if x.hi < -0.7517916:  # decreasing there
-        lo, hi = _gelu_f(x.hi), _gelu_f(x.lo)
-    return x._r(lo, hi, 1.1289 * x.e, LIB)
+    """gelu decreases below its argmin and increases above it; |gelu'| ≤ 1.1290."""
+    a, b = _gelu_f(x.lo), _gelu_f(x.hi)
+    lo, hi = min(a, b), max(a, b)
+    if x.lo <= _GELU_ARGMIN <= x.hi:
+        lo = _GELU_MIN
+    return x._r(lo, hi, 1.1290 * x.e, LIB)
 
 
 def _relu(x: EB) -> EB:
@@ -271,7 +297,7 @@ def _numbers():
             out = np.empty(values.shape, dtype=object)
             flat = out.reshape(-1)
             for i, v in enumerate(values.reshape(-1)):
-                flat[i] = EB(v, v)
+                flat[i] = EB(v, v, 0.0, 0.0)  # an f64 constant, exact (the reference's too)
             return out
 
         def to_f64(self, x):
@@ -414,7 +440,7 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
     from ..dialects import core as C
     from . import entry as E
     from .interpret import Interpreter, Tree
-    from .kernel_interpret import bf16_round
+    from .kernel_interpret import bf16_round, bf16_to_f32
     from .sensitivity import reached
 
     prepared = E.prepare(core_module, entry, dict(dims))
@@ -439,11 +465,9 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
         if mode in ("normwise", "k") and out.size:
             flat = out.reshape(-1)
             e = max(v.e for v in flat)
-            rel = max(v.r for v in flat)
-            lo = min(v.lo for v in flat) if mode == "k" else None
-            hi = max(v.hi for v in flat) if mode == "k" else None
+            rel = max(v.r for v in flat) if mode == "normwise" else math.inf
             for i, v in enumerate(flat):
-                flat[i] = EB(lo if mode == "k" else v.lo, hi if mode == "k" else v.hi, e, rel)
+                flat[i] = EB(v.lo, v.hi, e, rel)
         return out
 
     def convert(t: str):
@@ -489,18 +513,19 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
         if t == "f32":
             r = np.abs(raw.astype(np.float32).astype(np.float64) - raw)
         elif t == "bf16":
-            r = np.abs(bf16_round(raw) - raw)
+            # as the kernels store it: f64 → f32 → bf16 (two roundings), exactly
+            r = np.abs(bf16_to_f32(bf16_round(raw.astype(np.float32))).astype(np.float64)
+                       - raw)
         else:
             r = np.zeros_like(raw)
         flat = a.reshape(-1)
         for i, (v, ri) in enumerate(zip(flat, r.reshape(-1))):
             flat[i] = EB(v.lo, v.hi, float(ri), U[t] if t != "f64" else 0.0)
-    # the data inputs: the box [−A, A]
-    def widen(a):
-        m = max(abs(v.lo) for v in a.reshape(-1)) if a.size else 0.0
-        f = np.frompyfunc(lambda v: EB(-m, m, 0.0, 0.0), 1, 1)
+    # the data inputs: points, exact (the f64 values the reference also reads)
+    def exact(a):
+        f = np.frompyfunc(lambda v: EB(v.lo, v.hi, 0.0, 0.0), 1, 1)
         return np.asarray(f(a), dtype=object)
-    args = [a if isinstance(a, Tree) else _map(a, widen) for a in args]
+    args = [a if isinstance(a, Tree) else _map(a, exact) for a in args]
     EB.t = "f64"
     out = Running(core_module, numbers).run(entry, args, prepared.dims)
     flat: list = []
@@ -508,14 +533,37 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
     return flat, site_err, site_terms, types
 
 
-def _bf16_round_ok():
-    from .kernel_interpret import bf16_round  # noqa: F401
+def _operand_magnitudes(core_module, envelope) -> dict[str, tuple]:
+    """For each add/sub site, its two operands' envelope magnitudes (None for an operand
+    that is no site: a function's argument)."""
+    from ..dialects import core as C
+    out: dict[str, tuple] = {}
+    for f in core_module.ops:
+        if not isinstance(f, C.FuncOp):
+            continue
+        for op in f.body.block.ops:
+            if "site" not in op.attributes or len(op.operands) != 2:
+                continue
+            site = op.site.data
+            rec = envelope.sites.get(site)
+            if rec is None or rec.op not in ("add", "sub"):
+                continue
+            mags = []
+            for v in op.operands:
+                owner = v.owner
+                s = owner.site.data if hasattr(owner, "attributes") and \
+                    "site" in owner.attributes else None
+                r = envelope.sites.get(s) if s else None
+                mags.append(float(r.max_abs) if r is not None else None)
+            out[site] = tuple(mags)
+    return out
 
 
 def cond_terms(envelope, sens, types: dict[str, str], site_terms: dict[str, int],
                realization: Realization, core_module=None) -> dict[str, float]:
     """Each site's and narrowed parameter's s·R (rule cond)."""
     out: dict[str, float] = {}
+    operands = _operand_magnitudes(core_module, envelope) if core_module is not None else {}
     for site, s in sens.sites.items():
         rec = envelope.sites.get(site)
         if rec is None or getattr(rec, "hyperparameter", False):
@@ -528,6 +576,14 @@ def cond_terms(envelope, sens, types: dict[str, str], site_terms: dict[str, int]
             r = gamma(max(n - 1, 1), t) * float(rec.condition) * m + 2 * U[t] * m
         elif op in ("get", "field", "tuple", "call", "fold", "tree", "broadcast"):
             r = U[t] * m if t != "f64" else 0.0
+        elif op in ("add", "sub") and site in operands:
+            # the operands' conversions are charged at the operands' magnitudes, not the
+            # result's: under cancellation |a|, |b| ≫ |a ± b| (∂(a ± b)/∂a = ±1, so the
+            # result's sensitivity carries them)
+            ma, mb = operands[site]
+            ma = ma if ma is not None else (m + mb if mb is not None else m)
+            mb = mb if mb is not None else m + ma
+            r = U[t] * m + U[t] * (ma + mb)
         else:
             lib = op in ("exp", "log", "tanh", "sigmoid", "gelu", "softplus", "erf", "sin",
                          "cos")
@@ -577,7 +633,9 @@ def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization:
            params: dict[str, np.ndarray] | None = None,
            values: dict[str, np.ndarray] | None = None, seed: int = 0, bits: int = 128,
            rules: tuple[str, ...] = RULES, do_measure: bool = False) -> Bounds:
-    """Every rule's bound on |L̂ − L| at the envelope's sample (seed's inputs)."""
+    """Every rule's bound on |L̂ − L|. `k` and `normwise` are run at each input sample
+    (given `values`: those alone; otherwise the envelope's samples, seed + i) and hold for
+    each of them; `cond` and `rss` and the measurement are at the first sample."""
     from . import entry as E
     from .sensitivity import sensitivities
     from .solver import _magnitude
@@ -587,20 +645,25 @@ def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization:
     dims = dict(prepared.dims)
     if params is None:
         params = E.weights(prepared, seed, None)
-    if values is None:
-        values = E.inputs(prepared, seed, None)
+    samples = [values] if values is not None else \
+        [E.inputs(prepared, seed + i, None) for i in range(max(1, envelope.samples))]
+    values = samples[0]
     sens = sensitivities(core_module, entry, dims, params, values, bits)
     magnitude = _magnitude(sens.value)
     out: dict[str, float] = {}
-    errs: dict[str, dict[str, float]] = {}
+    errs: dict[str, dict[str, float]] = {"k": {}, "normwise": {}}
     site_terms: dict[str, int] = {}
     types: dict[str, str] = {}
-    for mode, rule in (("k", "k"), ("normwise", "normwise")):
-        flat, errs[rule], st, types = forward(core_module, entry, dims, envelope, realization,
-                                              params, values, mode)
-        site_terms.update(st)
-        out[rule] = max((v.e for v in flat), default=0.0)
-    terms = cond_terms(envelope, sens, types, site_terms, realization)
+    for rule in ("k", "normwise"):
+        out[rule] = 0.0
+        for sample in samples:  # the bound holds for each sample: the largest
+            flat, err, st, types = forward(core_module, entry, dims, envelope, realization,
+                                           params, sample, rule)
+            site_terms.update(st)
+            out[rule] = max(out[rule], max((v.e for v in flat), default=0.0))
+            for k, v in err.items():
+                errs[rule][k] = max(errs[rule].get(k, 0.0), v)
+    terms = cond_terms(envelope, sens, types, site_terms, realization, core_module)
     out["cond"] = math.fsum(terms.values())
     out["rss"] = math.sqrt(math.fsum(t * t for t in terms.values()))
     sites = []
