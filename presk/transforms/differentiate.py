@@ -295,6 +295,10 @@ class _Sweep:
         else:
             _, _, y = self._forward(b, args, "plain")
             residuals = args
+        if y.type != src.result_type:
+            # The declaration may name an axis the body leaves unnamed: the caller reads
+            # the value by the declared type, so the fwd hands it over as declared.
+            y = b.emit(C.BroadcastOp(y, src.result_type, site=b.site()))
         out = b.emit(C.TupleOp([y, *residuals], site=b.site()))
         b.block.add_op(C.ReturnOp(out, site=f"{b.name}/%{b.n}"))
         return _func(b.name, src, list(src.arg_name_list), b.block, out.type)

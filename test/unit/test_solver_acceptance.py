@@ -131,12 +131,6 @@ def test_variance_keeps_the_cancelling_sites_f64(budget):
         assert sol.cost < sol.cost_f64
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the reverse sweep (`loss.value_vjp`) loses an axis name that only a function's "
-    "declared result gives (`-> ℝ[..., class: K]` over a body `x · w` that leaves it "
-    "unnamed): the MPFR interpreter raises `no axis `class` in tensor<batch: B, 5>` at the "
-    "caller's `logsumexp(axis class, …)`; forward runs are right. classifier.psk names the "
-    "axis in the body (a `param shift : ℝ[class: K]`) to avoid it"))
 def test_reverse_sweep_keeps_a_declared_axis_name(tmp_path):
     src = tmp_path / "named.psk"
     src.write_text(
