@@ -1,0 +1,130 @@
+"""`presk check --precision ENVELOPE FILE [--entry E] [--dim B=4] [--realize SPEC]
+[--model k|normwise|cond|rss|all] [--sites N] [--measure] [--seed S] [--bits N]`: each
+rule's bound on the entry's output error under a realization, beside the gap measured
+against the exact reference (§6.4 of the reference). The analysis is
+presk/analysis/bounds.py; docs/precision.md states what each rule assumes.
+
+`add_to_check(parser)` adds the options to `presk check`; `check_precision(args)` runs it
+(main.py calls it when `--precision` is given). A bad envelope, realization or dims is one
+line and exit 2. `--entry` and `--dim` default to the envelope's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from .common import UsageError
+
+MODELS = ("k", "normwise", "cond", "rss")
+
+
+def add_to_check(p: Any) -> None:
+    p.add_argument("--precision", metavar="ENVELOPE",
+                   help="bound the output's error under --realize (presk calibrate --out): a "
+                   "path, @path or inline JSON")
+    p.add_argument("--entry", help="with --precision: the entry (default: the envelope's)")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
+                   help="with --precision: a dim's value (default: the envelope's)")
+    p.add_argument("--realize", metavar="SPEC",
+                   help="with --precision: the realization (@path, path or inline JSON; "
+                   "absent: all f64)")
+    p.add_argument("--model", choices=[*MODELS, "all"], default="all",
+                   help="with --precision: the rule to print (default all)")
+    p.add_argument("--sites", type=_nonneg, default=8, metavar="N",
+                   help="with --precision: rows of the per-site table (default 8)")
+    p.add_argument("--measure", action="store_true",
+                   help="with --precision: measure the gap (the kernel interpreter under the "
+                   "realization against MPFR)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="with --precision: seed of the initial weights and inputs")
+    p.add_argument("--bits", type=_bits, default=128,
+                   help="with --precision: MPFR precision (default 128)")
+
+
+def _nonneg(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least 0")
+    return v
+
+
+def _bits(text: str) -> int:
+    v = _nonneg(text)
+    if v < 53:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least 53 bits")
+    return v
+
+
+def check_precision(args: argparse.Namespace) -> int:
+    from ..analysis.bounds import BoundsError, bounds
+    from ..analysis.envelope import EnvelopeError, load_envelope
+    from ..analysis.realization import RealizationError, load_realization
+    from ..analysis.weights import WeightsError
+    from .core_cmds import load_core, parse_dims
+
+    try:
+        envelope = load_envelope(args.precision)
+        realization = load_realization(args.realize)
+    except (EnvelopeError, RealizationError) as exc:
+        raise UsageError(f"presk: {exc}") from None
+    entry = args.entry or envelope.entry
+    dims = parse_dims(args.dim) if args.dim else {k: int(v) for k, v in envelope.dims.items()}
+    module, _ = load_core(args.file)
+    rules = MODELS if args.model == "all" else (args.model,)
+    try:
+        result = bounds(module, entry, dims, envelope, realization, seed=args.seed,
+                        bits=args.bits, rules=rules, do_measure=args.measure)
+    except (BoundsError, EnvelopeError, RealizationError, WeightsError) as exc:
+        raise UsageError(f"presk: {exc}") from None
+    print(report(result, args.precision, args.sites))
+    return 0
+
+
+def _e(x: float, digits: int = 4) -> str:
+    if not math.isfinite(x):
+        return str(x)
+    mantissa, exponent = f"{float(x):.{digits}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _ratio(bound: float, measured: float | None) -> str:
+    if measured is None:
+        return ""
+    if measured == 0:
+        return "  the measured gap is 0"
+    return f"  {_e(bound / measured, 2)}× the measured gap"
+
+
+def report(b, envelope_name: str, top: int = 8) -> str:
+    """§6.4's table: each rule's bound, the measurement, the envelope, the sites."""
+    from ..analysis.bounds import SOUND
+    lines = [f"presk check --precision: `{b.entry}` under {b.name}",
+             f"  magnitude   {_e(b.magnitude)}"]
+    for rule in MODELS:
+        if rule not in b.bounds:
+            continue
+        kind = "bound   " if rule in SOUND else "estimate"
+        v = b.bounds[rule]
+        lines.append(f"  {kind} {rule:<9} {_e(v):>11}  ({_e(b.relative(rule), 2)} relative)"
+                     + _ratio(v, b.measured))
+    if b.measured is not None:
+        rel = b.measured / b.magnitude if b.magnitude else math.inf
+        lines.append(f"  measured           {_e(b.measured):>11}  ({_e(rel, 2)} relative)  "
+                     "the kernel interpreter against the exact reference")
+    lines.append(f"  envelope    {envelope_name} over {b.envelope_samples} samples, "
+                 f"{b.envelope_sites} sites, {b.envelope_weights}")
+    lines.append("  (k and normwise hold for the envelope's sampled inputs; cond is first "
+                 "order at its first sample; rss ranks, it does not guarantee)")
+    header = f"{'site':<32}{'magnitude':>11}{'k':>13}{'relative':>13}{'condition':>13}"
+    lines.append(header)
+    for s in b.sites[:top]:
+        rel = s.k / s.magnitude if s.magnitude else math.inf
+        cond = "-" if s.condition is None else _e(s.condition, 3)
+        lines.append(f"{s.site:<32}{_e(s.magnitude, 3):>11}{_e(s.k, 3):>13}"
+                     f"{_e(rel, 3):>13}{cond:>13}")
+    return "\n".join(lines)
