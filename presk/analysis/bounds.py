@@ -104,7 +104,7 @@ class EB:
         lo, hi = _outward(lo, hi)
         m = max(abs(lo), abs(hi))
         cu = c * U[EB.t]
-        return EB(lo, hi, (e + cu * (m + e)) * SLACK, (r + cu + _m(r, cu)) * SLACK)
+        return EB(lo, hi, (e + _m(cu, m + e)) * SLACK, (r + cu + _m(r, cu)) * SLACK)
 
     def __add__(self, o):
         o = _eb(o)
