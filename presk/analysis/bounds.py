@@ -643,10 +643,15 @@ def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization:
     check_envelope(envelope, realization, entry, dims)
     prepared = E.prepare(core_module, entry, dict(dims))
     dims = dict(prepared.dims)
+    # the envelope's own weights and inputs when it names files (else the seed's)
+    wfile = envelope.weights if envelope.weights not in ("none", "") and \
+        not envelope.weights.startswith("initial") else None
+    ifile = envelope.inputs if not envelope.inputs.startswith("seed ") else None
     if params is None:
-        params = E.weights(prepared, seed, None)
+        params = E.weights(prepared, seed, wfile)
     samples = [values] if values is not None else \
-        [E.inputs(prepared, seed + i, None) for i in range(max(1, envelope.samples))]
+        [E.inputs(prepared, seed + i, ifile if i == 0 else None)
+         for i in range(max(1, envelope.samples))]
     values = samples[0]
     sens = sensitivities(core_module, entry, dims, params, values, bits)
     magnitude = _magnitude(sens.value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from typing import Any
 
 from .common import UsageError
@@ -37,8 +38,9 @@ def add_to_check(p: Any) -> None:
     p.add_argument("--measure", action="store_true",
                    help="with --precision: measure the gap (the kernel interpreter under the "
                    "realization against MPFR)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="with --precision: seed of the initial weights and inputs")
+    p.add_argument("--seed", type=int, default=None,
+                   help="with --precision: seed of the initial weights and inputs (default: "
+                   "the envelope's)")
     p.add_argument("--bits", type=_bits, default=128,
                    help="with --precision: MPFR precision (default 128)")
 
@@ -75,9 +77,13 @@ def check_precision(args: argparse.Namespace) -> int:
     entry = args.entry or envelope.entry
     dims = parse_dims(args.dim) if args.dim else {k: int(v) for k, v in envelope.dims.items()}
     module, _ = load_core(args.file)
+    seed = args.seed
+    if seed is None:
+        m = re.fullmatch(r"seed (-?\d+)", envelope.inputs)
+        seed = int(m.group(1)) if m else 0
     rules = MODELS if args.model == "all" else (args.model,)
     try:
-        result = bounds(module, entry, dims, envelope, realization, seed=args.seed,
+        result = bounds(module, entry, dims, envelope, realization, seed=seed,
                         bits=args.bits, rules=rules, do_measure=args.measure)
     except (BoundsError, EnvelopeError, RealizationError, WeightsError) as exc:
         raise UsageError(f"presk: {exc}") from None
