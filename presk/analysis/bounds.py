@@ -40,7 +40,7 @@ max |L̂ − L| over the output's elements, at the first sample.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -483,9 +483,6 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
             t = types.get(site, "f64") if site else "f64"
             if t != "f64":
                 args = [_map(a, convert(t)) if not isinstance(a, Tree) else a for a in args]
-            if isinstance(op, (C.SumOp, C.MeanOp, C.DotOp, C.ContractOp, C.SumToOp,
-                               C.LogSumExpOp)) and args and hasattr(args[0], "shape"):
-                pass
             old, EB.t = EB.t, t
             try:
                 value = super().step(op, args, dims, prefix)
