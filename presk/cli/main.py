@@ -10,7 +10,9 @@ import argparse
 import sys
 from typing import Any, Callable, NoReturn
 
-from . import core_cmds, data_cmd, precision_cmds, realize_cmds, sensitivity_cmds, solve_cmds
+from . import (
+    bounds_cmds, core_cmds, data_cmd, precision_cmds, realize_cmds, sensitivity_cmds, solve_cmds,
+)
 from .common import ProgramError, UsageError, elaborate_or_report
 
 
@@ -27,6 +29,8 @@ def _diagnostics_line(program) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if args.precision:
+        return bounds_cmds.check_precision(args)
     program = elaborate_or_report(args.file)
     if args.summary:
         from ..frontend.summary import check_summary
@@ -62,6 +66,7 @@ def _add_check(sub: Any) -> None:
     p.add_argument("--summary", action="store_true",
                    help="print types, regularity, effects, the training run, assertions and "
                    "parameter counts")
+    bounds_cmds.add_to_check(p)
     p.set_defaults(run=cmd_check)
 
 
