@@ -37,6 +37,8 @@ from typing import Any, Mapping
 import gmpy2
 import numpy as np
 
+from .artifact import read_json
+
 FORMAT = "presk-envelope/1"
 
 
@@ -437,29 +439,8 @@ def save_envelope(envelope: Envelope, path: str) -> None:
 
 def load_envelope(spec: str) -> Envelope:
     """From `@path`, a path, or inline JSON text."""
-    text, where = _read(spec)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EnvelopeError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
-                            f"{exc.colno})") from None
+    data, where = read_json(spec, "envelope", EnvelopeError)
     return parse_envelope(data, where)
-
-
-def _read(spec: str) -> tuple[str, str]:
-    stripped = spec.strip()
-    if stripped.startswith("{"):
-        return stripped, "the inline envelope"
-    path = spec[1:] if spec.startswith("@") else spec
-    if os.path.isdir(path):
-        raise EnvelopeError(f"{path}: is a directory, not an envelope file")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read(), path
-    except FileNotFoundError:
-        raise EnvelopeError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EnvelopeError(f"{path}: cannot read ({exc})") from None
 
 
 _TOP = ("format", "entry", "dims", "bits", "samples", "weights", "inputs", "sites", "params")

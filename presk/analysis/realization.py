@@ -19,6 +19,8 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 
+from .artifact import read_json
+
 FORMAT = "presk-realization/1"
 TYPES = ("f64", "f32", "bf16")
 _SITE = re.compile(r".+/%\d+")
@@ -67,29 +69,8 @@ def load_realization(spec: str | None) -> Realization:
     """From `None` (all f64), `@path`, a path, or inline JSON text."""
     if spec is None:
         return Realization()
-    text, where = _read(spec)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RealizationError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
-                               f"{exc.colno})") from None
+    data, where = read_json(spec, "realization", RealizationError)
     return parse_realization(data, where)
-
-
-def _read(spec: str) -> tuple[str, str]:
-    stripped = spec.strip()
-    if stripped.startswith("{"):
-        return stripped, "the inline realization"
-    path = spec[1:] if spec.startswith("@") else spec
-    if os.path.isdir(path):
-        raise RealizationError(f"{path}: is a directory, not a realization file")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read(), path
-    except FileNotFoundError:
-        raise RealizationError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RealizationError(f"{path}: cannot read ({exc})") from None
 
 
 def parse_realization(data: object, where: str = "the realization") -> Realization:

@@ -1,0 +1,39 @@
+"""Reading a JSON artifact as every command takes one: `@path`, a path, or the JSON text.
+
+Each kind (realization, envelope, …) parses and checks the data itself; what they share is
+where the text comes from and the one-line errors when it cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def read_json(spec: str, kind: str, error: type[Exception]) -> tuple[object, str]:
+    """The parsed JSON of an artifact of `kind`, and how to name where it came from.
+
+    Raises `error` with one line: no such file, a directory, unreadable, not JSON."""
+    text, where = _text(spec, kind, error)
+    try:
+        return json.loads(text), where
+    except json.JSONDecodeError as exc:
+        raise error(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
+                    f"{exc.colno})") from None
+
+
+def _text(spec: str, kind: str, error: type[Exception]) -> tuple[str, str]:
+    stripped = spec.strip()
+    if stripped.startswith("{"):
+        return stripped, f"the inline {kind}"
+    path = spec[1:] if spec.startswith("@") else spec
+    if os.path.isdir(path):
+        raise error(f"{path}: is a directory, not {'an' if kind[0] in 'aeiou' else 'a'} "
+                    f"{kind} file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(), path
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read ({exc})") from None
