@@ -64,12 +64,25 @@ def _realize_to_kernel() -> type[ModulePass]:
     return ConvertRealizeToKernelPass
 
 
+def _std_to_llvm(cls: str) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        from presk.conversion import std_to_llvm
+
+        return getattr(std_to_llvm, cls)
+
+    return load
+
+
 # Passes join this table as they land: name → a function returning the pass class.
 PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "psk-differentiate": _differentiate,
     "convert-psk-core-to-realize": _core_to_realize,
     "psk-fuse": _fuse,
     "convert-psk-realize-to-kernel": _realize_to_kernel,
+    "convert-arith-to-llvm": _std_to_llvm("ConvertArithToLLVMPass"),
+    "convert-func-to-llvm": _std_to_llvm("ConvertFuncToLLVMPass"),
+    "convert-cf-to-llvm": _std_to_llvm("ConvertCfToLLVMPass"),
+    "convert-index-to-llvm": _std_to_llvm("ConvertIndexToLLVMPass"),
 }
 
 
