@@ -1,0 +1,573 @@
+"""One math library for every target: exp, log, log1p, tanh, erf, sigmoid, softplus in f32
+and f64, each written ONCE as a straight-line program over a tiny expression form.
+
+The form (`Program`: a list of SSA `Instr`) has only operations whose IEEE result is fixed
+bit for bit in every target: + − × ÷ (round to nearest even, one rounding each, never fused),
+negation and |·|, comparisons (IEEE: false on NaN, `ne` true) and `select`, constants given
+as exact hex floats, and three bit operations:
+
+- `pow2 k`: 2^k for an integer-valued k, by building the exponent field; k is clamped to
+  the normal range [emin, emax] first (NaN counts as below the range).
+- `exponent x`: the unbiased exponent field of x, as a float (meaningful for normal x).
+- `mantissa x`: x with sign cleared and exponent field set to 0, in [1, 2) for normal x.
+
+Round-to-integer is the classic `(v + 1.5·2^(p−1)) − 1.5·2^(p−1)` (exact for |v| < 2^(p−2)),
+plain arithmetic. There are no branches: every select evaluates both sides, so a program is a
+dataflow graph that an emitter writes out one instruction per line, in order.
+
+From a `Program`, `evaluate` computes it with numpy in the type (f32 in np.float32, never
+promoted; no FMA exists in numpy's elementwise loops), and `to_c` writes C99 (to be
+compiled with `-ffp-contract=off`, no fast-math) that computes the same bits; the LLVM
+emitter of the native backend will be the same walk (fadd/fsub/fmul/fdiv, fcmp o*/une,
+select, bitcast/shl/lshr/and/or for the bit operations, fptosi after the clamp).
+
+Algorithms (docs/mathlib.md has the measured accuracy):
+- exp: k = rint(x/ln2), r = (x − k·ln2hi) − k·ln2lo (Cody–Waite), fdlibm/musl's rational
+  form exp(r) = 1 + (r·c/(2−c) − lo + hi) with c = r − r²·P(r²) (coefficients of fdlibm
+  e_exp.c, musl expf.c for f32), then ·2^k with at most one rounding (two-step scaling into
+  the subnormal range and near overflow).
+- log: x = 2^k·m, m in [√2/2, √2), f = m − 1, s = f/(2+f), the fdlibm/musl polynomial in
+  s² (e_log.c, logf.c); subnormals prescaled.
+- log1p: w = 1 + u with its rounding error c carried as c/w into the log kernel (as musl).
+- tanh: |x| < 0.75: x + x·(x²·P(x²)), P a Chebyshev fit (presk/emit/mathlib_fit.py);
+  otherwise ±(1 − 2/(exp(2|x|) + 1)).
+- erf: |x| < 0.75: x + x·Q(x²); then piecewise erf(x) = 1 + R_i(|x| − c_i) on intervals
+  up to 6 (f64) / 4 (f32), 1 beyond; all fits re-derived by mathlib_fit.py (not A&S).
+- sigmoid: e = exp(−|x|), 1/(1+e) for x ≥ 0 and e/(1+e) otherwise.
+- softplus: max(x, 0) + log1p(exp(−|x|)).
+
+Nothing else in presk uses this module yet: the interpreters' table
+(presk/analysis/kernel_math.py) switches over in a later step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+TYPES = ("f32", "f64")
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    name: str
+    dtype: type
+    uint: type
+    sint: type
+    mbits: int  # stored mantissa bits
+    bias: int
+    emin: int
+    emax: int
+    c_type: str
+    c_uint: str
+    c_sint: str
+    suffix: str  # C literal suffix
+
+
+TI = {
+    "f32": TypeInfo("f32", np.float32, np.uint32, np.int32, 23, 127, -126, 127,
+                    "float", "uint32_t", "int32_t", "f"),
+    "f64": TypeInfo("f64", np.float64, np.uint64, np.int64, 52, 1023, -1022, 1023,
+                    "double", "uint64_t", "int64_t", ""),
+}
+
+FLOAT_OPS = {"arg", "const", "add", "sub", "mul", "div", "neg", "abs", "select",
+             "pow2", "exponent", "mantissa"}
+BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne"}
+BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/",
+          "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+@dataclass(frozen=True)
+class Instr:
+    op: str
+    args: tuple[int, ...] = ()
+    const: str | None = None  # exact hex float, or "inf", "-inf", "nan"
+
+
+@dataclass
+class Program:
+    name: str
+    ty: str
+    instrs: list[Instr] = field(default_factory=list)
+    result: int = -1
+
+
+def _const_value(text: str, ti: TypeInfo):
+    v = float.fromhex(text) if text not in ("inf", "-inf", "nan") else float(text)
+    t = ti.dtype(v)
+    if not (np.isnan(v) or float(t) == v):
+        raise ValueError(f"constant {text} is not exact in {ti.name}")
+    return t
+
+
+class Val:
+    """A value of a program under construction; arithmetic records instructions."""
+
+    def __init__(self, b: "Builder", i: int, kind: str):
+        self.b, self.i, self.kind = b, i, kind
+
+    def _bin(self, op: str, other, swap: bool = False) -> "Val":
+        o = self.b.lift(other)
+        a, c = (o, self) if swap else (self, o)
+        return self.b.emit(op, a, c)
+
+    __add__ = lambda s, o: s._bin("add", o)
+    __radd__ = lambda s, o: s._bin("add", o, True)
+    __sub__ = lambda s, o: s._bin("sub", o)
+    __rsub__ = lambda s, o: s._bin("sub", o, True)
+    __mul__ = lambda s, o: s._bin("mul", o)
+    __rmul__ = lambda s, o: s._bin("mul", o, True)
+    __truediv__ = lambda s, o: s._bin("div", o)
+    __rtruediv__ = lambda s, o: s._bin("div", o, True)
+    __lt__ = lambda s, o: s._bin("lt", o)
+    __le__ = lambda s, o: s._bin("le", o)
+    __gt__ = lambda s, o: s._bin("gt", o)
+    __ge__ = lambda s, o: s._bin("ge", o)
+
+    def __neg__(self) -> "Val":
+        return self.b.emit("neg", self)
+
+    def eq(self, o) -> "Val":
+        return self._bin("eq", o)
+
+    def ne(self, o) -> "Val":
+        return self._bin("ne", o)
+
+
+class Builder:
+    def __init__(self, name: str, ty: str):
+        self.ti = TI[ty]
+        self.p = Program(name, ty)
+        self.x = self.emit("arg")
+
+    def emit(self, op: str, *args: Val, const: str | None = None) -> Val:
+        for a in args:
+            want = "b" if (op == "select" and a is args[0]) else "f"
+            if a.kind != want:
+                raise TypeError(f"{op}: operand kind {a.kind}, expected {want}")
+        self.p.instrs.append(Instr(op, tuple(a.i for a in args), const))
+        return Val(self, len(self.p.instrs) - 1, "b" if op in BOOL_OPS else "f")
+
+    def c(self, text: str) -> Val:
+        _const_value(text, self.ti)
+        return self.emit("const", const=text)
+
+    def lift(self, v) -> Val:
+        if isinstance(v, Val):
+            return v
+        v = float(v)  # a small exact number such as 1, 2, 0.5
+        return self.c(v.hex() if np.isfinite(v) else repr(v))
+
+    def select(self, cond: Val, a, b) -> Val:
+        return self.emit("select", cond, self.lift(a), self.lift(b))
+
+    def abs(self, v: Val) -> Val:
+        return self.emit("abs", v)
+
+    def pow2(self, k: Val) -> Val:
+        return self.emit("pow2", k)
+
+    def exponent(self, v: Val) -> Val:
+        return self.emit("exponent", v)
+
+    def mantissa(self, v: Val) -> Val:
+        return self.emit("mantissa", v)
+
+    def horner(self, t: Val, coeffs) -> Val:
+        """Σ coeffs[i]·t^(n−1−i) (highest degree first), Horner's rule."""
+        acc = self.c(coeffs[0])
+        for c in coeffs[1:]:
+            acc = acc * t + self.c(c)
+        return acc
+
+    def rint(self, v: Val) -> Val:
+        """Round to nearest even integer, exact for |v| < 2^(p−2)."""
+        m = self.c("0x1.8p23" if self.ti.name == "f32" else "0x1.8p52")
+        return (v + m) - m
+
+    def isnan(self, v: Val) -> Val:
+        return v.ne(v)
+
+
+# ---------------------------------------------------------------------------- constants
+
+EXP = {
+    # fdlibm e_exp.c (f64), musl expf.c (f32)
+    "f64": dict(invln2="0x1.71547652b82fep+0", ln2hi="0x1.62e42fee00000p-1",
+                ln2lo="0x1.a39ef35793c76p-33",
+                P=("0x1.6376972bea4d0p-25", "-0x1.bbd41c5d26bf1p-20",
+                   "0x1.1566aaf25de2cp-14", "-0x1.6c16c16bebd93p-9",
+                   "0x1.555555555553ep-3"),
+                ovf="0x1.62e42fefa39efp+9", unf="-0x1.74910d52d3051p+9",
+                low_scale="0x1p-64", low_shift=64),
+    "f32": dict(invln2="0x1.715476p+0", ln2hi="0x1.62e4p-1", ln2lo="0x1.7f7d1cp-20",
+                P=("-0x1.6aa42ap-9", "0x1.55551ep-3"),
+                ovf="0x1.62e42ep+6", unf="-0x1.9fe36ap+6",
+                low_scale="0x1p-32", low_shift=32),
+}
+
+LOG = {
+    # fdlibm e_log.c / musl log.c (f64), musl logf.c (f32); the odd-index Lg in t2
+    "f64": dict(ln2hi="0x1.62e42feep-1", ln2lo="0x1.a39ef35793c76p-33",
+                t1=("0x1.39a09d078c69fp-3", "0x1.c71c51d8e78afp-3",
+                    "0x1.999999997fa04p-2"),
+                t2=("0x1.2f112df3e5244p-3", "0x1.7466496cb03dep-3",
+                    "0x1.2492494229359p-2", "0x1.5555555555593p-1"),
+                sqrt2="0x1.6a09e667f3bcdp+0", minnormal="0x1p-1022",
+                sub_scale="0x1p54", sub_shift=54),
+    "f32": dict(ln2hi="0x1.62e3p-1", ln2lo="0x1.2fefa2p-17",
+                t1=("0x1.f13c4cp-3", "0x1.999c26p-2"),
+                t2=("0x1.23d3dcp-2", "0x1.555554p-1"),
+                sqrt2="0x1.6a09e6p+0", minnormal="0x1p-126",
+                sub_scale="0x1p25", sub_shift=25),
+}
+
+# near-minimax fits, re-derived by `python -m presk.emit.mathlib_fit` (highest degree first)
+FIT = {
+    "f64": {
+        "tanh_small": (
+            "-0x1.b87709c583a0fp-20", "0x1.51282042d0b9ap-17", "-0x1.215cdb73c8b35p-15",
+            "0x1.8b4d9f3447ab6p-14", "-0x1.f351c7b8d9d91p-13", "0x1.353280941795ap-11",
+            "-0x1.7d9fdd51d36fap-10", "0x1.d6d397c6172ccp-9", "-0x1.226e3434333f1p-7",
+            "0x1.664f487b7c37ep-6", "-0x1.ba1ba1ba03fdep-5", "0x1.111111111101fp-3",
+            "-0x1.5555555555555p-2",
+        ),
+        "erf_small": (
+            "-0x1.05364c48fa2d3p-30", "0x1.ef41d2b29a3a8p-27", "-0x1.5ec0e0bec99f7p-23",
+            "0x1.b9dae461077e7p-20", "-0x1.f4d1d6286861cp-17", "0x1.f9a32306e0932p-14",
+            "-0x1.c02db3ec9fd99p-11", "0x1.565bcd0e2c679p-8", "-0x1.b82ce31287ce6p-6",
+            "0x1.ce2f21a042bc6p-4", "-0x1.812746b0379e7p-2", "0x1.06eba8214db69p-3",
+        ),
+        "erf_0.75_1.5": (
+            "-0x1.5c975af09664dp-24", "0x1.bad13f4c76df1p-21", "-0x1.6566494d86f6ap-23",
+            "-0x1.02f172e0a6855p-17", "0x1.67add79c4c2fap-17", "0x1.9ed8c2e33342dp-15",
+            "-0x1.28de9c0e9efe8p-13", "-0x1.7319ef99183acp-13", "0x1.2e52765404611p-10",
+            "-0x1.79b04dcb522fep-12", "-0x1.8b43c43f35b60p-8", "0x1.3acc78423f1eep-7",
+            "0x1.fd1c6c11edd72p-7", "-0x1.f65d15f1cfc3fp-5", "0x1.ca5083167a243p-6",
+            "0x1.4cb3cf0aa0b9dp-3", "-0x1.6ea6cf452e838p-2", "0x1.45e99bcbb7915p-2",
+            "-0x1.c9296beb09cf1p-4",
+        ),
+        "erf_1.5_2.25": (
+            "0x1.78b0cc7656a3fp-24", "-0x1.05bfcc47e4276p-23", "-0x1.5cc720bbd3854p-21",
+            "0x1.3e7c82aa4dc84p-19", "0x1.b5a9081173093p-21", "-0x1.5d086d90d32f2p-16",
+            "0x1.2e9cc050b9374p-15", "0x1.353eeeeb97164p-14", "-0x1.991c20b1fb4bap-12",
+            "0x1.7bda7957af93ep-12", "0x1.76ff57db6b5afp-10", "-0x1.42fcbaa85769fp-8",
+            "0x1.0d099c7b29b1ep-8", "0x1.779b1e57042ccp-7", "-0x1.5a316520b81b9p-5",
+            "0x1.143d1c6f4f093p-4", "-0x1.01a1c847fa207p-4", "0x1.12ceb37ff9bc3p-5",
+            "-0x1.0678442cc256fp-7",
+        ),
+        "erf_2.25_3.0": (
+            "-0x1.3ffb593b75b6fp-26", "0x1.5daf222e6968fp-23", "-0x1.2b223e5b6fb08p-22",
+            "-0x1.6a6eb27acaf7ep-21", "0x1.16fc42f70327ep-18", "-0x1.c0d30fc09e8abp-18",
+            "-0x1.5a7e2c74d14f0p-17", "0x1.3631dabd018f1p-14", "-0x1.4006bb77bb6d5p-13",
+            "0x1.229ef022cf8a9p-15", "0x1.64f891b0abce1p-11", "-0x1.267f3bc3da4e5p-9",
+            "0x1.146c4b3e28d17p-8", "-0x1.62d4c6d49c98ep-8", "0x1.407fbd18f1200p-8",
+            "-0x1.8af14828bffa2p-9", "0x1.2ce898809244ep-10", "-0x1.aeb4423e690e7p-13",
+        ),
+        "erf_3.0_4.0": (
+            "-0x1.388d875ce5567p-31", "0x1.0853ec544d76dp-28", "-0x1.1e3dc7fad2752p-27",
+            "-0x1.83249e91c4d02p-28", "0x1.8c9213e07c95fp-24", "-0x1.43f1cc9e1c7f4p-22",
+            "0x1.dc7ed6eabd196p-22", "0x1.dd8072e583d32p-22", "-0x1.37741272e2869p-18",
+            "0x1.0135257cedc46p-16", "-0x1.1f6304e077732p-15", "0x1.e827fafe32457p-15",
+            "-0x1.46153fb97ff5ap-14", "0x1.586bafc9ab406p-14", "-0x1.1c07721ac8211p-14",
+            "0x1.62ccea63cb745p-15", "-0x1.3d0e43d674155p-16", "0x1.6a597219a93a2p-18",
+            "-0x1.8ef2a9a18d857p-21",
+        ),
+        "erf_4.0_6.0": (
+            "-0x1.3d653ad020efep-44", "0x1.15dfcf62feff6p-42", "-0x1.33d8296fd8977p-43",
+            "-0x1.635b7d4112c12p-40", "0x1.f7aef6dced475p-38", "-0x1.e029506c87c31p-36",
+            "0x1.68112efc1c759p-34", "-0x1.be7258cd9d7cap-33", "0x1.d9d26b3f6c99ap-32",
+            "-0x1.b589c7e9bdea1p-31", "0x1.617977f9274b4p-30", "-0x1.f41453f26cca6p-30",
+            "0x1.3506010b9d0b0p-29", "-0x1.4bce69a6f8a02p-29", "0x1.32c7288dc5b40p-29",
+            "-0x1.e2359595a56ffp-30", "0x1.3c51d0ba83741p-30", "-0x1.516d3ad6d62fep-31",
+            "0x1.196da0a8ce709p-32", "-0x1.589b23262069dp-34", "0x1.13af4f0514d62p-36",
+            "-0x1.b0c1a7409d0edp-40",
+        ),
+    },
+    "f32": {
+        "tanh_small": (
+            "-0x1.6d2f140000000p-11", "0x1.9500ba0000000p-9", "-0x1.1c94b00000000p-7",
+            "0x1.65c1e80000000p-6", "-0x1.ba15280000000p-5", "0x1.1111020000000p-3",
+            "-0x1.5555560000000p-2",
+        ),
+        "erf_small": (
+            "-0x1.623bf00000000p-11", "0x1.4f3d080000000p-8", "-0x1.b7aaa00000000p-6",
+            "0x1.ce2ae20000000p-4", "-0x1.81273a0000000p-2", "0x1.06eba80000000p-3",
+        ),
+        "erf_0.75_1.5": (
+            "-0x1.73f6200000000p-8", "0x1.36b22c0000000p-7", "0x1.fbe4680000000p-7",
+            "-0x1.f640a00000000p-5", "0x1.ca56960000000p-6", "0x1.4cb3880000000p-3",
+            "-0x1.6ea6d00000000p-2", "0x1.45e99c0000000p-2", "-0x1.c9296c0000000p-4",
+        ),
+        "erf_1.5_2.25": (
+            "0x1.5745020000000p-10", "-0x1.3b2b3a0000000p-8", "0x1.0dde6e0000000p-8",
+            "0x1.77304c0000000p-7", "-0x1.5a326e0000000p-5", "0x1.143da20000000p-4",
+            "-0x1.01a1c60000000p-4", "0x1.12ceb00000000p-5", "-0x1.0678440000000p-7",
+        ),
+        "erf_2.25_3.0": (
+            "0x1.4e31b60000000p-11", "-0x1.24b3640000000p-9", "0x1.14ac960000000p-8",
+            "-0x1.62eac60000000p-8", "0x1.407dee0000000p-8", "-0x1.8af0020000000p-9",
+            "0x1.2ce8a00000000p-10", "-0x1.aeb45a0000000p-13",
+        ),
+        "erf_3.0_4.0": (
+            "0x1.147c300000000p-14", "-0x1.912cf60000000p-14", "0x1.53589a0000000p-14",
+            "-0x1.1024300000000p-14", "0x1.634eee0000000p-15", "-0x1.3f720a0000000p-16",
+            "0x1.6a51520000000p-18", "-0x1.8e59940000000p-21",
+        ),
+    },
+}
+
+TANH_SMALL = "0x1.8p-1"  # 0.75
+ERF_PIECES = {  # (lo, hi) of |x|: erf = 1 + R(|x| − (lo+hi)/2)
+    "f64": ((0.75, 1.5), (1.5, 2.25), (2.25, 3.0), (3.0, 4.0), (4.0, 6.0)),
+    "f32": ((0.75, 1.5), (1.5, 2.25), (2.25, 3.0), (3.0, 4.0)),
+}
+
+
+# ---------------------------------------------------------------------------- the functions
+
+def _exp(b: Builder, x: Val) -> Val:
+    K = EXP[b.ti.name]
+    ovf, unf = b.c(K["ovf"]), b.c(K["unf"])
+    xc = b.select(x > ovf, ovf, b.select(x < unf, unf, x))  # NaN stays NaN
+    k = b.rint(xc * b.c(K["invln2"]))
+    hi = xc - k * b.c(K["ln2hi"])
+    lo = k * b.c(K["ln2lo"])
+    r = hi - lo
+    z = r * r
+    c = r - z * b.horner(z, K["P"])  # P1 + z·(P2 + …)
+    y = 1 + ((r * c / (2 - c) - lo) + hi)
+    # y·2^k with one rounding: k in [emin, emax] directly; above, (y·2^(k−1))·2;
+    # below, (y·2^(k+shift))·2^−shift (the first product exact and normal)
+    emax, emin = b.ti.emax, b.ti.emin
+    high = k > float(emax)
+    low = k < float(emin)
+    t = b.select(high, k - 1, b.select(low, k + float(K["low_shift"]), k))
+    m = b.select(high, 2, b.select(low, b.c(K["low_scale"]), 1))
+    res = (y * b.pow2(t)) * m
+    return b.select(x > ovf, "inf", b.select(x < unf, 0, res))
+
+
+def _log_core(b: Builder, x: Val, c: Val | None) -> Val:
+    """log(x) (+ c, a small correction added inside the sum) for positive finite x."""
+    L = LOG[b.ti.name]
+    sub = x < b.c(L["minnormal"])
+    xs = b.select(sub, x * b.c(L["sub_scale"]), x)
+    e = b.exponent(xs) - b.select(sub, float(L["sub_shift"]), 0)
+    m = b.mantissa(xs)
+    big = m > b.c(L["sqrt2"])
+    m = b.select(big, m * 0.5, m)
+    dk = b.select(big, e + 1, e)
+    f = m - 1
+    hfsq = 0.5 * f * f
+    s = f / (2 + f)
+    z = s * s
+    w = z * z
+    t1 = w * b.horner(w, L["t1"])
+    t2 = z * b.horner(w, L["t2"])
+    R = t2 + t1
+    lo = dk * b.c(L["ln2lo"])
+    if c is not None:
+        lo = lo + c
+    return (((s * (hfsq + R) + lo) - hfsq) + f) + dk * b.c(L["ln2hi"])
+
+
+def _log(b: Builder, x: Val) -> Val:
+    r = _log_core(b, x, None)
+    r = b.select(x.eq(0), "-inf", r)
+    r = b.select(x < 0, "nan", r)
+    r = b.select(x.eq(float("inf")), "inf", r)
+    return b.select(b.isnan(x), x, r)
+
+
+def _log1p(b: Builder, u: Val) -> Val:
+    w = 1 + u
+    c = b.select(w >= 2, 1 - (w - u), u - (w - 1))  # the rounding error of 1 + u
+    r = _log_core(b, w, c / w)
+    r = b.select(u.eq(-1), "-inf", r)
+    r = b.select(u < -1, "nan", r)
+    r = b.select(u.eq(float("inf")), "inf", r)
+    return b.select(b.isnan(u), u, r)
+
+
+def _tanh(b: Builder, x: Val) -> Val:
+    a = b.abs(x)
+    z = x * x
+    ts = x + x * (z * b.horner(z, FIT[b.ti.name]["tanh_small"]))
+    ts = b.select(x.eq(0), x, ts)  # keeps −0
+    e = _exp(b, a + a)
+    tb = 1 - 2 / (e + 1)  # exp overflow gives 1 exactly
+    return b.select(a < b.c(TANH_SMALL), ts, b.select(x < 0, -tb, tb))
+
+
+def _erf(b: Builder, x: Val) -> Val:
+    F = FIT[b.ti.name]
+    a = b.abs(x)
+    z = x * x
+    r = b.c("0x1p+0")
+    for lo, hi in reversed(ERF_PIECES[b.ti.name]):
+        cen = b.lift((lo + hi) / 2)
+        piece = 1 + b.horner(a - cen, F[f"erf_{lo}_{hi}"])
+        r = b.select(a < b.lift(hi), piece, r)
+    r = b.select(x < 0, -r, r)
+    small = x + x * b.horner(z, F["erf_small"])
+    r = b.select(a < 0.75, small, r)
+    return b.select(b.isnan(x), x, r)
+
+
+def _sigmoid(b: Builder, x: Val) -> Val:
+    e = _exp(b, -b.abs(x))
+    d = 1 + e
+    return b.select(x < 0, e / d, 1 / d)
+
+
+def _softplus(b: Builder, x: Val) -> Val:
+    e = _exp(b, -b.abs(x))
+    return b.select(x > 0, x, 0) + _log1p(b, e)
+
+
+DEFS: dict[str, Callable[[Builder, Val], Val]] = {
+    "exp": _exp, "log": _log, "log1p": _log1p, "tanh": _tanh, "erf": _erf,
+    "sigmoid": _sigmoid, "softplus": _softplus,
+}
+FUNCTIONS = tuple(DEFS)
+
+_CACHE: dict[tuple[str, str], Program] = {}
+
+
+def program(fn: str, ty: str) -> Program:
+    """The straight-line program of math function `fn` in type `ty` ("f32" / "f64")."""
+    key = (fn, ty)
+    if key not in _CACHE:
+        b = Builder(fn, ty)
+        b.p.result = DEFS[fn](b, b.x).i
+        _CACHE[key] = b.p
+    return _CACHE[key]
+
+
+# ---------------------------------------------------------------------------- numpy
+
+def evaluate(fn: str | Program, ty: str, x) -> np.ndarray:
+    """The program on numpy array x, every operation in the type with one IEEE rounding."""
+    p = fn if isinstance(fn, Program) else program(fn, ty)
+    ti = TI[p.ty]
+    dt = ti.dtype
+    x = np.ascontiguousarray(x, dtype=dt)
+    vals: list = []
+    with np.errstate(all="ignore"):
+        for ins in p.instrs:
+            a = [vals[i] for i in ins.args]
+            op = ins.op
+            if op == "arg":
+                v = x
+            elif op == "const":
+                v = np.full(x.shape, _const_value(ins.const, ti), dtype=dt)
+            elif op == "add":
+                v = np.add(a[0], a[1], dtype=dt)
+            elif op == "sub":
+                v = np.subtract(a[0], a[1], dtype=dt)
+            elif op == "mul":
+                v = np.multiply(a[0], a[1], dtype=dt)
+            elif op == "div":
+                v = np.divide(a[0], a[1], dtype=dt)
+            elif op == "neg":
+                v = np.negative(a[0])
+            elif op == "abs":
+                v = np.abs(a[0])
+            elif op in ("lt", "le", "gt", "ge", "eq", "ne"):
+                v = getattr(np, {"lt": "less", "le": "less_equal", "gt": "greater",
+                                 "ge": "greater_equal", "eq": "equal",
+                                 "ne": "not_equal"}[op])(a[0], a[1])
+            elif op == "select":
+                v = np.where(a[0], a[1], a[2]).astype(dt, copy=False)
+            elif op == "pow2":
+                k = np.where(a[0] >= ti.emin, a[0], dt(ti.emin))
+                k = np.where(k > ti.emax, dt(ti.emax), k)
+                e = (k.astype(ti.sint) + ti.bias).astype(ti.uint)
+                v = (e << ti.uint(ti.mbits)).view(dt)
+            elif op == "exponent":
+                bits = a[0].view(ti.uint)
+                e = (bits >> ti.uint(ti.mbits)) & ti.uint(2 * ti.bias + 1)
+                v = (e.astype(ti.sint) - ti.bias).astype(dt)
+            elif op == "mantissa":
+                bits = a[0].view(ti.uint)
+                mmask = ti.uint((1 << ti.mbits) - 1)
+                v = ((bits & mmask) | ti.uint(ti.bias << ti.mbits)).view(dt)
+            else:
+                raise ValueError(op)
+            assert v.dtype == (np.bool_ if op in BOOL_OPS else dt), (op, v.dtype)
+            vals.append(v)
+    return vals[p.result]
+
+
+# ---------------------------------------------------------------------------- C
+
+def _c_helpers(ti: TypeInfo) -> str:
+    T, U, S, n = ti.c_type, ti.c_uint, ti.c_sint, ti.name
+    sz = 4 if n == "f32" else 8
+    guard = f"PRESK_MATHLIB_HELPERS_{n.upper()}"
+    return f"""#ifndef {guard}
+#define {guard}
+static inline {T} presk_pow2_{n}({T} k) {{
+    if (!(k >= {ti.emin}.0{ti.suffix})) k = {ti.emin}.0{ti.suffix};
+    if (k > {ti.emax}.0{ti.suffix}) k = {ti.emax}.0{ti.suffix};
+    {U} b = ({U})(({S})k + {ti.bias}) << {ti.mbits};
+    {T} r; memcpy(&r, &b, {sz}); return r;
+}}
+static inline {T} presk_exponent_{n}({T} x) {{
+    {U} b; memcpy(&b, &x, {sz});
+    return ({T})(({S})((b >> {ti.mbits}) & {2 * ti.bias + 1}u) - {ti.bias});
+}}
+static inline {T} presk_mantissa_{n}({T} x) {{
+    {U} b; memcpy(&b, &x, {sz});
+    b = (b & ((({U})1 << {ti.mbits}) - 1)) | (({U}){ti.bias} << {ti.mbits});
+    {T} r; memcpy(&r, &b, {sz}); return r;
+}}
+#endif
+"""
+
+
+def _c_literal(text: str, ti: TypeInfo) -> str:
+    if text == "inf":
+        return f"(({ti.c_type})INFINITY)"
+    if text == "-inf":
+        return f"(-({ti.c_type})INFINITY)"
+    if text == "nan":
+        return f"(({ti.c_type})NAN)"
+    return f"{float.fromhex(text).hex()}{ti.suffix}"
+
+
+def to_c(fn: str | Program, ty: str) -> str:
+    """C99 source of `<T> presk_<fn>_<ty>(<T> x)` (external linkage), with its helpers (guarded, so
+    several outputs concatenate). Compile with -ffp-contract=off and without fast-math."""
+    p = fn if isinstance(fn, Program) else program(fn, ty)
+    ti = TI[p.ty]
+    T = ti.c_type
+    lines = ["#include <math.h>", "#include <stdint.h>", "#include <string.h>",
+             _c_helpers(ti), f"{T} presk_{p.name}_{p.ty}({T} x);",
+             f"{T} presk_{p.name}_{p.ty}({T} x) {{"]
+    for i, ins in enumerate(p.instrs):
+        a = [f"v{j}" for j in ins.args]
+        op = ins.op
+        if op == "arg":
+            e = "x"
+        elif op == "const":
+            e = _c_literal(ins.const, ti)
+        elif op in BINARY:
+            e = f"{a[0]} {BINARY[op]} {a[1]}"
+        elif op == "neg":
+            e = f"-{a[0]}"
+        elif op == "abs":
+            e = f"{'fabsf' if ti.name == 'f32' else 'fabs'}({a[0]})"
+        elif op == "select":
+            e = f"{a[0]} ? {a[1]} : {a[2]}"
+        else:
+            e = f"presk_{op}_{ti.name}({a[0]})"
+        decl = "int" if op in BOOL_OPS else T
+        lines.append(f"    const {decl} v{i} = {e};")
+    lines.append(f"    return v{p.result};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,72 @@
+"""Re-derive the fitted coefficients of presk/emit/mathlib.py (tanh near 0, erf).
+
+Run `python -m presk.emit.mathlib_fit`: near-minimax (Chebyshev, mpmath.chebyfit at 50
+digits) polynomials, each coefficient rounded to the target type and printed as an exact
+hex float, with the fit's absolute error. exp and log use the fdlibm/musl coefficients
+(cited in mathlib.py) and are not fitted here. Nothing imports this module.
+"""
+
+from __future__ import annotations
+
+import mpmath as mp
+import numpy as np
+
+mp.mp.dps = 50
+
+# (name, function of t, interval of t, number of coefficients) per type
+def _specs(ty: str):
+    f64 = ty == "f64"
+    # tanh(x) = x + x^3 * P(x^2) on |x| < TANH_SMALL
+    def tanh_tail(z):
+        if z == 0:
+            return mp.mpf(-1) / 3
+        s = mp.sqrt(z)
+        return (mp.tanh(s) - s) / (s * z)
+
+    def erf_small(z):  # erf(x) = x + x * Q(x^2)
+        if z == 0:
+            return 2 / mp.sqrt(mp.pi) - 1
+        s = mp.sqrt(z)
+        return mp.erf(s) / s - 1
+
+    out = [("tanh_small", tanh_tail, (0, 0.5625), 13 if f64 else 7),
+           ("erf_small", erf_small, (0, 0.5625), 12 if f64 else 6)]
+    pieces = ERF_PIECES[ty]
+    for lo, hi, n in pieces:
+        c = (lo + hi) / 2
+        out.append((f"erf_{lo}_{hi}", (lambda c: lambda t: mp.erf(c + t) - 1)(mp.mpf(c)),
+                    (-(hi - lo) / 2, (hi - lo) / 2), n))
+    return out
+
+
+# erf on [lo, hi): erf(x) = 1 + R(x - (lo+hi)/2), R fitted (absolute error)
+ERF_PIECES = {
+    "f64": [(0.75, 1.5, 19), (1.5, 2.25, 19), (2.25, 3.0, 18), (3.0, 4.0, 19),
+            (4.0, 6.0, 22)],
+    "f32": [(0.75, 1.5, 9), (1.5, 2.25, 9), (2.25, 3.0, 8), (3.0, 4.0, 8)],
+}
+
+
+def fit(ty: str) -> dict[str, list[str]]:
+    dt = np.float64 if ty == "f64" else np.float32
+    res = {}
+    for name, f, (a, b), n in _specs(ty):
+        poly, err = mp.chebyfit(f, [a, b], n, error=True)
+        coeffs = [dt(float(c)) for c in poly]  # highest degree first
+        # error of the rounded coefficients, sampled
+        worst = mp.mpf(0)
+        for i in range(401):
+            t = mp.mpf(a) + (mp.mpf(b) - a) * i / 400
+            v = mp.mpf(0)
+            for c in coeffs:
+                v = v * t + mp.mpf(float(c))
+            worst = max(worst, abs(v - f(t)))
+        print(f"{ty} {name}: {n} coeffs, fit error {mp.nstr(err, 3)}, "
+              f"rounded {mp.nstr(worst, 3)}")
+        res[name] = [float(c).hex() for c in coeffs]
+    return res
+
+
+if __name__ == "__main__":
+    import json
+    print(json.dumps({ty: fit(ty) for ty in ("f64", "f32")}, indent=1))
