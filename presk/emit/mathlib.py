@@ -1,5 +1,5 @@
-"""One math library for every target: exp, log, log1p, tanh, erf, sigmoid, softplus in f32
-and f64, each written ONCE as a straight-line program over a tiny expression form.
+"""One math library for every target: exp, log, log1p, tanh, erf, sigmoid, softplus, sin and
+cos in f32 and f64, each written ONCE as a straight-line program over a tiny expression form.
 
 The form (`Program`: a list of SSA `Instr`) has only operations whose IEEE result is fixed
 bit for bit in every target: + − × ÷ (round to nearest even, one rounding each, never fused),
@@ -35,6 +35,9 @@ Algorithms (docs/mathlib.md has the measured accuracy):
   up to 6 (f64) / 4 (f32), 1 beyond; all fits re-derived by mathlib_fit.py (not A&S).
 - sigmoid: e = exp(−|x|), 1/(1+e) for x ≥ 0 and e/(1+e) otherwise.
 - softplus: max(x, 0) + log1p(exp(−|x|)).
+- sin, cos: x = n·π/2 + y by fdlibm's three-step Cody–Waite reduction (π/2 in three
+  short parts and a tail), fdlibm's kernel forms with fitted polynomials, quadrant n mod 4;
+  only for |x| ≤ 2^20·π/2 (f64) / 2^12·π/2 (f32), NaN beyond (no Payne–Hanek yet).
 
 Nothing else in presk uses this module yet: the interpreters' table
 (presk/analysis/kernel_math.py) switches over in a later step.
@@ -429,9 +432,87 @@ def _softplus(b: Builder, x: Val) -> Val:
     return b.select(x > 0, x, 0) + _log1p(b, e)
 
 
+TRIG = {
+    # π/2 = pio2_1 + pio2_2 + pio2_3 + pio2_3t, each pio2_i with few enough bits that
+    # n·pio2_i is exact for |n| < 2^20 (f64, fdlibm's __rem_pio2 constants) / 2^12 (f32);
+    # the kernels' polynomials are Chebyshev fits on |y| ≤ π/4 (mathlib_fit.py)
+    "f64": dict(invpio2="0x1.45f306dc9c883p-1", limit="0x1.921fb5p+20",
+                pio2=(("0x1.921fb54400000p+0", "0x1.0b4611a626331p-34"),
+                      ("0x1.0b4611a600000p-34", "0x1.3198a2e037073p-69"),
+                      ("0x1.3198a2e000000p-69", "0x1.b839a252049c1p-104")),
+                sin=("-0x1.ab16f5caa198ap-41", "0x1.61217d9252c03p-33",
+                     "-0x1.ae645410e937bp-26", "0x1.71de3a545f836p-19",
+                     "-0x1.a01a01a01992fp-13", "0x1.1111111111110p-7",
+                     "-0x1.5555555555555p-3"),
+                cos=("-0x1.907cd8ff5ede7p-37", "0x1.1eeb67d026ec6p-29",
+                     "-0x1.27e4fa16cc2d1p-22", "0x1.a01a019f4ddfdp-16",
+                     "-0x1.6c16c16c16963p-10", "0x1.5555555555555p-5")),
+    "f32": dict(invpio2="0x1.45f306p-1", limit="0x1.92p+12",
+                pio2=(("0x1.92p+0", "0x1.fb5444p-12"),
+                      ("0x1.fb4p-12", "0x1.4442d2p-24"),
+                      ("0x1.444p-24", "0x1.68c234p-39")),
+                sin=("0x1.6dbcfcp-19", "-0x1.a013a4p-13", "0x1.11110ep-7",
+                     "-0x1.555556p-3"),
+                cos=("0x1.9bd786p-16", "-0x1.6c12d0p-10", "0x1.555554p-5")),
+}
+
+
+def _trig(b: Builder, x: Val, cos: bool) -> Val:
+    """sin or cos: x = n·π/2 + (y0 + y1) (three-step Cody–Waite, as fdlibm's medium
+    case), then fdlibm's kernel forms on y0 + y1 and the quadrant n mod 4. Defined for
+    |x| ≤ limit (2^20·π/2 in f64, 2^12·π/2 in f32); NaN beyond (no Payne–Hanek yet)."""
+    K = TRIG[b.ti.name]
+    a = b.abs(x)
+    fn = b.rint(x * b.c(K["invpio2"]))
+    (p1, _), (p2, _), (p3, p3t) = K["pio2"]
+    # fdlibm's iterations: each step's tail n·pio2_it is superseded by the next step's
+    # pio2_(i+1) + pio2_(i+1)t, so only the last tail is computed (p1t, p2t unused)
+    r = x - fn * b.c(p1)
+    t = r
+    w = fn * b.c(p2)
+    r = t - w
+    t = r
+    w = fn * b.c(p3)
+    r = t - w
+    w = fn * b.c(p3t) - ((t - r) - w)
+    y0 = r - w
+    y1 = (r - y0) - w
+    # kernels on y0 + y1, |y0| ≲ π/4
+    z = y0 * y0
+    S = K["sin"]
+    v = z * y0
+    rs = b.horner(z, S[:-1])
+    ksin = y0 - ((z * (0.5 * y1 - v * rs) - y1) - v * b.c(S[-1]))
+    rc = z * b.horner(z, K["cos"])
+    hz = 0.5 * z
+    w = 1 - hz
+    kcos = w + (((1 - w) - hz) + (z * rc - y0 * y1))
+    # n mod 4, exactly
+    q4 = fn * 0.25
+    ri = b.rint(q4)
+    fl = b.select(ri > q4, ri - 1, ri)
+    q = fn - 4 * fl
+    if cos:
+        res = b.select(q.eq(0), kcos, b.select(q.eq(1), -ksin,
+                       b.select(q.eq(2), -kcos, ksin)))
+    else:
+        res = b.select(q.eq(0), ksin, b.select(q.eq(1), kcos,
+                       b.select(q.eq(2), -ksin, -kcos)))
+        res = b.select(x.eq(0), x, res)  # keeps −0
+    return b.select(a <= b.c(K["limit"]), res, "nan")
+
+
+def _sin(b: Builder, x: Val) -> Val:
+    return _trig(b, x, False)
+
+
+def _cos(b: Builder, x: Val) -> Val:
+    return _trig(b, x, True)
+
+
 DEFS: dict[str, Callable[[Builder, Val], Val]] = {
     "exp": _exp, "log": _log, "log1p": _log1p, "tanh": _tanh, "erf": _erf,
-    "sigmoid": _sigmoid, "softplus": _softplus,
+    "sigmoid": _sigmoid, "softplus": _softplus, "sin": _sin, "cos": _cos,
 }
 FUNCTIONS = tuple(DEFS)
 

@@ -1,4 +1,5 @@
-"""Re-derive the fitted coefficients of presk/emit/mathlib.py (tanh near 0, erf).
+"""Re-derive the fitted coefficients of presk/emit/mathlib.py (tanh near 0, erf, the
+sin/cos kernels) and the split of π/2 used by sin/cos.
 
 Run `python -m presk.emit.mathlib_fit`: near-minimax (Chebyshev, mpmath.chebyfit at 50
 digits) polynomials, each coefficient rounded to the target type and printed as an exact
@@ -67,6 +68,39 @@ def fit(ty: str) -> dict[str, list[str]]:
     return res
 
 
+def trig() -> None:
+    """π/2 split fdlibm-style (pio2_i with few bits, pio2_it the rest rounded) and the
+    sin/cos kernels: sin y = y + y³·P(y²), cos y = 1 − y²/2 + y⁴·C(y²) on |y| ≤ π/4."""
+    def split(dt, bits_hi):
+        out, rest = [], mp.pi / 2
+        for _ in range(3):
+            q = mp.mpf(2) ** (mp.floor(mp.log(abs(rest), 2)) - bits_hi + 1)
+            hi = mp.floor(rest / q) * q
+            out.append((float(hi).hex(), float(dt(float(rest - hi))).hex()))
+            rest = rest - hi
+        return out
+
+    def sin_p(z):
+        if z == 0:
+            return mp.mpf(-1) / 6
+        s = mp.sqrt(z)
+        return (mp.sin(s) - s) / (s * z)
+
+    def cos_c(z):
+        if z == 0:
+            return mp.mpf(1) / 24
+        s = mp.sqrt(z)
+        return (mp.cos(s) - 1 + z / 2) / (z * z)
+
+    Z = float((mp.pi / 4) ** 2) * 1.001
+    for ty, dt, bits, ns, nc in (("f64", np.float64, 33, 7, 6), ("f32", np.float32, 12, 4, 3)):
+        print(ty, "invpio2", float(dt(float(2 / mp.pi))).hex(), "pio2", split(dt, bits))
+        for name, f, n in (("sin", sin_p, ns), ("cos", cos_c, nc)):
+            poly, err = mp.chebyfit(f, [0, Z], n, error=True)
+            print(ty, name, mp.nstr(err, 3), [float(dt(float(c))).hex() for c in poly])
+
+
 if __name__ == "__main__":
     import json
     print(json.dumps({ty: fit(ty) for ty in ("f64", "f32")}, indent=1))
+    trig()
