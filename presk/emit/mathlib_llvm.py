@@ -1,0 +1,170 @@
+"""The math library (presk/emit/mathlib.py) as xDSL `llvm` dialect functions.
+
+`to_llvm(fn, ty)` walks the SAME `mathlib.program(fn, ty)` that `mathlib.evaluate` (numpy)
+and `mathlib.to_c` (C) walk, and writes one LLVM instruction per program op — no fast-math
+flags anywhere, so LLVM may not contract (no fma/fmuladd), reassociate or assume no NaN:
+
+| program op | LLVM |
+|---|---|
+| arg | the function's argument |
+| const | `llvm.mlir.constant` (an exact float of the type; inf, −inf, the quiet NaN) |
+| add sub mul div | fadd fsub fmul fdiv |
+| neg, abs | fneg, `llvm.fabs.f32/f64` (by `llvm.call_intrinsic`: xDSL translates `llvm.intr.fabs` unmangled) |
+| lt le gt ge eq ne | fcmp olt ole ogt oge oeq une |
+| select | select |
+| pow2 k | fcmp oge + select and fcmp ogt + select (the clamp to [emin, emax], NaN → emin), `llvm.fptosi.sat` to the same-width integer (xDSL's llvm dialect has no plain fptosi; equal on the clamped, in-range values), add bias, shl mbits, bitcast |
+| exponent x | bitcast, lshr mbits, and (2·bias+1), sub bias, sitofp |
+| mantissa x | bitcast, and (2^mbits − 1), or (bias << mbits), bitcast |
+
+The bit operations take a few instructions each (the C emitter's helpers, inlined), every
+other op exactly one. The function is `T presk_<fn>_<ty>(T x)` with external linkage (the
+C emitter's name and linkage; `xdsl.backend.llvm.convert_module` emits every function
+external anyway). `declare_all(module, uses)` appends the functions a module calls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    f32,
+    f64,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from presk.emit import mathlib
+
+_FLOAT = {"f32": f32, "f64": f64}
+_INT = {"f32": IntegerType(32), "f64": IntegerType(64)}
+_FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
+_ARITH = {"add": llvm.FAddOp, "sub": llvm.FSubOp, "mul": llvm.FMulOp, "div": llvm.FDivOp}
+
+
+def symbol(fn: str, ty: str) -> str:
+    """The function's name, as in the C emitter: presk_<fn>_<ty>."""
+    return f"presk_{fn}_{ty}"
+
+
+def _const_float(text: str, ty: str) -> FloatAttr:
+    v = mathlib._const_value(text, mathlib.TI[ty])  # checks exactness
+    return FloatAttr(float(v), _FLOAT[ty])
+
+
+def to_llvm(fn: str | mathlib.Program, ty: str,
+            linkage: str = "external") -> llvm.FuncOp:
+    """`llvm.func @presk_<fn>_<ty>(T) -> T`: the program, one LLVM instruction per op."""
+    p = fn if isinstance(fn, mathlib.Program) else mathlib.program(fn, ty)
+    ti = mathlib.TI[p.ty]
+    F, I = _FLOAT[p.ty], _INT[p.ty]
+    block = Block(arg_types=[F])
+    ops: list[Operation] = []
+
+    def add(op: Operation) -> SSAValue:
+        ops.append(op)
+        return op.results[0]
+
+    def iconst(v: int) -> SSAValue:
+        return add(llvm.ConstantOp(IntegerAttr(v, I), I))
+
+    def fconst(v: float) -> SSAValue:
+        return add(llvm.ConstantOp(FloatAttr(v, F), F))
+
+    vals: list[SSAValue] = []
+    for ins in p.instrs:
+        a = [vals[i] for i in ins.args]
+        op = ins.op
+        if op == "arg":
+            v = block.args[0]
+        elif op == "const":
+            v = add(llvm.ConstantOp(_const_float(ins.const, p.ty), F))
+        elif op in _ARITH:
+            v = add(_ARITH[op](a[0], a[1]))
+        elif op == "neg":
+            v = add(llvm.FNegOp(a[0]))
+        elif op == "abs":
+            # llvm.FAbsOp would be translated to an unmangled `llvm.fabs`, one
+            # declaration for f32 and f64 alike (xDSL 0.75): call the mangled name
+            v = add(llvm.CallIntrinsicOp(f"llvm.fabs.{p.ty}", [a[0]], [F]))
+        elif op in _FCMP:
+            v = add(llvm.FCmpOp(a[0], a[1], _FCMP[op]))
+        elif op == "select":
+            v = add(llvm.SelectOp(a[0], a[1], a[2]))
+        elif op == "pow2":
+            lo, hi = fconst(float(ti.emin)), fconst(float(ti.emax))
+            k = add(llvm.SelectOp(add(llvm.FCmpOp(a[0], lo, "oge")), a[0], lo))
+            k = add(llvm.SelectOp(add(llvm.FCmpOp(k, hi, "ogt")), hi, k))
+            name = f"llvm.fptosi.sat.i{I.width.data}.{p.ty}"
+            ki = add(llvm.CallIntrinsicOp(name, [k], [I]))
+            e = add(llvm.AddOp(ki, iconst(ti.bias)))
+            v = add(llvm.BitcastOp(add(llvm.ShlOp(e, iconst(ti.mbits))), F))
+        elif op == "exponent":
+            bits = add(llvm.BitcastOp(a[0], I))
+            e = add(llvm.LShrOp(bits, iconst(ti.mbits)))
+            e = add(llvm.AndOp(e, iconst(2 * ti.bias + 1)))
+            e = add(llvm.SubOp(e, iconst(ti.bias)))
+            v = add(llvm.SIToFPOp(e, F))
+        elif op == "mantissa":
+            bits = add(llvm.BitcastOp(a[0], I))
+            m = add(llvm.AndOp(bits, iconst((1 << ti.mbits) - 1)))
+            m = add(llvm.OrOp(m, iconst(ti.bias << ti.mbits)))
+            v = add(llvm.BitcastOp(m, F))
+        else:
+            raise ValueError(f"mathlib op {op!r} has no LLVM form")
+        vals.append(v)
+    ops.append(llvm.ReturnOp(vals[p.result]))
+    block.add_ops(ops)
+    return llvm.FuncOp(symbol(p.name, p.ty), llvm.LLVMFunctionType([F], F),
+                       linkage=llvm.LinkageAttr(linkage), body=Region(block))
+
+
+_SYMBOL = re.compile(r"presk_(\w+)_(f32|f64)")
+
+
+def _parse_use(use) -> tuple[str, str]:
+    if isinstance(use, tuple):
+        fn, ty = use
+    else:
+        m = _SYMBOL.fullmatch(str(use))
+        if m is None:
+            raise ValueError(f"not a mathlib function: {use!r}")
+        fn, ty = m.groups()
+    if fn not in mathlib.FUNCTIONS or ty not in mathlib.TYPES:
+        raise ValueError(f"no mathlib function {fn!r} in {ty!r}")
+    return fn, ty
+
+
+def declare_all(module: ModuleOp,
+                uses: Iterable[tuple[str, str] | str] | None = None) -> list[str]:
+    """Append to `module` the mathlib functions it needs and does not define yet.
+
+    `uses`: (fn, ty) pairs or symbols `presk_<fn>_<ty>`; by default the callees of the
+    module's `llvm.call`s that name a mathlib function. Returns the symbols added."""
+    if uses is None:
+        uses = sorted({op.callee.string_value() for op in module.walk()
+                       if isinstance(op, llvm.CallOp) and op.callee is not None
+                       and _SYMBOL.fullmatch(op.callee.string_value())})
+    have = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp)}
+    added: list[str] = []
+    for use in uses:
+        fn, ty = _parse_use(use)
+        name = symbol(fn, ty)
+        if name in have:
+            existing = next(op for op in module.ops
+                            if isinstance(op, llvm.FuncOp) and op.sym_name.data == name)
+            if existing.body.blocks:
+                continue
+            existing.detach()  # a bare declaration: replaced by the definition
+            existing.erase()
+        module.body.block.add_op(to_llvm(fn, ty))
+        have.add(name)
+        added.append(name)
+    return added
+
+
+__all__ = ["to_llvm", "declare_all", "symbol"]

@@ -1,0 +1,144 @@
+"""The mathlib's LLVM emitter computes the same bits as its numpy evaluator.
+
+Every function in f32 and f64 is emitted by `mathlib_llvm.to_llvm` (xDSL llvm dialect),
+translated by `xdsl.backend.llvm.convert_module`, optimized at O2 for the host CPU by
+llvmlite's new pass manager, JIT-compiled with MCJIT and called through ctypes on the
+mathlib test's points; every result must have the bits of `mathlib.evaluate`. Each function
+is reached through a wrapper `void w(T *x, T *y) { *y = f(*x); }` so that the argument and
+the result never pass through a Python float (which would quiet signalling NaNs), and
+directly as `T f(T)` on the non-NaN points. The optimized IR must hold no fma/fmuladd,
+the host assembly no fused multiply-add instruction.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region
+
+from presk.emit import mathlib
+from presk.emit.mathlib_llvm import declare_all, symbol, to_llvm
+from test_mathlib import points
+
+CASES = [(f, t) for f in mathlib.FUNCTIONS for t in mathlib.TYPES]
+N_PER_PART = 1000  # points(fn, ty, 1000): about 4 000 points per function and type
+
+
+def _wrapper(fn: str, ty: str) -> llvm.FuncOp:
+    F = llvm.LLVMFunctionType([llvm.LLVMPointerType(), llvm.LLVMPointerType()])
+    T = to_llvm(fn, ty).function_type.output
+    block = Block(arg_types=[llvm.LLVMPointerType(), llvm.LLVMPointerType()])
+    x = llvm.LoadOp(block.args[0], T)
+    y = llvm.CallOp(symbol(fn, ty), x, return_type=T)
+    block.add_ops([x, y, llvm.StoreOp(y, block.args[1]), llvm.ReturnOp(None)])
+    return llvm.FuncOp(f"wrap_{fn}_{ty}", F, linkage=llvm.LinkageAttr("external"),
+                       body=Region(block))
+
+
+def module() -> ModuleOp:
+    m = ModuleOp([_wrapper(fn, ty) for fn, ty in CASES])
+    added = declare_all(m)  # finds the callees
+    assert sorted(added) == sorted(symbol(fn, ty) for fn, ty in CASES)
+    assert declare_all(m) == []  # idempotent
+    m.verify()
+    return m
+
+
+@lru_cache(maxsize=1)
+def jit():
+    """(engine, optimized LLVM IR text, host assembly) of all functions and wrappers."""
+    import llvmlite.binding as binding
+
+    from xdsl.backend.llvm.convert import convert_module
+
+    binding.initialize_native_target()
+    binding.initialize_native_asmprinter()
+    tm = binding.Target.from_default_triple().create_target_machine(
+        cpu=binding.get_host_cpu_name(),
+        features=binding.get_host_cpu_features().flatten(),
+        opt=2,
+    )
+    mod = binding.parse_assembly(str(convert_module(module(), fallback_target_triple=None)))
+    mod.verify()
+    pb = binding.create_pass_builder(tm, binding.PipelineTuningOptions(speed_level=2))
+    pb.getModulePassManager().run(mod, pb)
+    optimized = str(mod)
+    asm = tm.emit_assembly(mod)
+    engine = binding.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    engine.run_static_constructors()
+    return engine, optimized, asm
+
+
+def _ctype(ty: str):
+    return ctypes.c_float if ty == "f32" else ctypes.c_double
+
+
+def test_one_instruction_per_op_and_no_fast_math():
+    for fn, ty in CASES:
+        f = to_llvm(fn, ty)
+        p = mathlib.program(fn, ty)
+        counts = {}
+        for ins in p.instrs:
+            counts[ins.op] = counts.get(ins.op, 0) + 1
+        ops = list(f.body.walk())
+        n_float = sum(isinstance(o, (llvm.FAddOp, llvm.FSubOp, llvm.FMulOp, llvm.FDivOp))
+                      for o in ops)
+        assert n_float == sum(counts.get(k, 0) for k in ("add", "sub", "mul", "div"))
+        assert sum(isinstance(o, llvm.FCmpOp) for o in ops) == sum(
+            counts.get(k, 0) for k in ("lt", "le", "gt", "ge", "eq", "ne")) + 2 * counts.get(
+            "pow2", 0)
+        for o in ops:
+            fm = getattr(o, "fastmathFlags", None)
+            assert fm is None or not fm.data, (fn, ty, o.name)
+        assert f.sym_name.data == f"presk_{fn}_{ty}"
+        assert f.linkage.linkage.data == "external"
+
+
+def test_optimized_ir_and_machine_code_have_no_fma():
+    _, ir, asm = jit()
+    assert "fma" not in ir and "fmuladd" not in ir
+    # nor does the backend fuse (no contract flags; the host may well have FMA)
+    assert not any(w in asm.lower() for w in ("vfmadd", "vfmsub", "vfnmadd", "vfnmsub"))
+    for fn, ty in CASES:
+        assert f"@{symbol(fn, ty)}(" in ir
+
+
+@pytest.mark.parametrize("fn,ty", CASES)
+def test_native_computes_the_same_bits_as_evaluate(fn: str, ty: str) -> None:
+    engine, _, _ = jit()
+    ti = mathlib.TI[ty]
+    x = points(fn, ty, N_PER_PART)
+    # signalling NaNs and NaN payloads of both signs, too
+    nan_bits = (np.array([0x7FA00001, 0xFFC12345, 0x7F800001, 0xFFFFFFFF], dtype=np.uint32)
+                if ty == "f32" else
+                np.array([0x7FF4000000000001, 0xFFF8123456789ABC, 0x7FF0000000000001,
+                          0xFFFFFFFFFFFFFFFF], dtype=np.uint64))
+    x = np.concatenate([x, nan_bits.view(ti.dtype)])
+    assert len(x) > 3000
+    want = mathlib.evaluate(fn, ty, x)
+
+    ct = _ctype(ty)
+    wrap = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
+        engine.get_function_address(f"wrap_{fn}_{ty}"))
+    got = np.zeros_like(x)
+    size = x.itemsize
+    xa, ga = x.ctypes.data, got.ctypes.data
+    for i in range(len(x)):
+        wrap(xa + i * size, ga + i * size)
+    differ = want.view(ti.uint) != got.view(ti.uint)
+    assert not differ.any(), (fn, ty, x[differ][:5], want[differ][:5], got[differ][:5])
+
+    # the scalar entry point itself, on the points a Python float carries exactly
+    direct = ctypes.CFUNCTYPE(ct, ct)(engine.get_function_address(symbol(fn, ty)))
+    ok = ~np.isnan(x)
+    got2 = np.array([direct(float(v)) for v in x[ok]], dtype=ti.dtype)
+    w2 = want[ok]
+    same = (w2.view(ti.uint) == got2.view(ti.uint)) | (np.isnan(w2) & np.isnan(got2))
+    assert same.all(), (fn, ty, x[ok][~same][:5], w2[~same][:5], got2[~same][:5])
