@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 
 def read_json(spec: str, kind: str, error: type[Exception]) -> tuple[object, str]:
@@ -37,3 +38,24 @@ def _text(spec: str, kind: str, error: type[Exception]) -> tuple[str, str]:
         raise error(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"{path}: cannot read ({exc})") from None
+
+
+def write_json(path: str, data: object, error: type[Exception], allow_nan: bool = True) -> None:
+    """Write an artifact atomically: a temporary file beside it, then a rename; nothing is
+    left half-written. Raises `error` with one line when the place cannot be written."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".json", dir=directory)
+    except OSError as exc:
+        raise error(f"{path}: cannot write ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, ensure_ascii=False, allow_nan=allow_nan)
+            f.write("\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise error(f"{path}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        os.unlink(tmp)
+        raise

@@ -29,15 +29,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import gmpy2
 import numpy as np
 
-from .artifact import read_json
+from .artifact import read_json, write_json
 
 FORMAT = "presk-envelope/1"
 
@@ -419,22 +417,7 @@ def calibrate(module, entry_name: str, dims: Mapping[str, int], bits: int = 128,
 
 def save_envelope(envelope: Envelope, path: str) -> None:
     """Write atomically: a temporary file beside it, then a rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".json", dir=directory)
-    except OSError as exc:
-        raise EnvelopeError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(envelope.to_json(), f, indent=2, ensure_ascii=False, allow_nan=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise EnvelopeError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_json(path, envelope.to_json(), EnvelopeError, allow_nan=False)
 
 
 def load_envelope(spec: str) -> Envelope:

@@ -14,12 +14,10 @@ Pure Python: no xDSL.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 
-from .artifact import read_json
+from .artifact import read_json, write_json
 
 FORMAT = "presk-realization/1"
 TYPES = ("f64", "f32", "bf16")
@@ -115,16 +113,4 @@ def _types(obj: object, what: str, where: str) -> dict[str, str]:
 
 def save_realization(realization: Realization, path: str) -> None:
     """Write atomically: a temporary file, then a rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".json", dir=directory)
-    except OSError as exc:
-        raise RealizationError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(realization.to_json(), f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_json(path, realization.to_json(), RealizationError)

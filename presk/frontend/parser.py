@@ -24,8 +24,7 @@ _READABLE = {
 def _parser() -> Lark:
     # cache=True keeps the LALR tables on disk: `presk check` starts in milliseconds.
     return Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr",
-                start=["start", "type_only"], propagate_positions=True, cache=True,
-                maybe_placeholders=True)
+                start=["start", "type_only"], propagate_positions=True, cache=True)
 
 
 def parse_file(path: str, text: str) -> A.SourceFile:
