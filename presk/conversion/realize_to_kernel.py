@@ -338,6 +338,18 @@ def _scalar(nb: NestBuilder, value: SSAValue, indices: list[SSAValue], places: l
     return nb.load(source, [indices[p] for p in places], to)
 
 
+def _row_loops(nb: NestBuilder, sizes: tuple[int, ...], kept: list[int]):
+    """Open the loops over the `kept` axes (in order); return their indices, the other
+    (reduced) axes, and a function placing the reduced axes' indices among them."""
+    reduced = [i for i in range(len(sizes)) if i not in kept]
+    kept_idx = nb.open_loops([sizes[i] for i in kept])
+
+    def at(red_idx: list[SSAValue]) -> list[SSAValue]:
+        where = dict(zip(kept, kept_idx)) | dict(zip(reduced, red_idx))
+        return [where[i] for i in range(len(sizes))]
+    return kept_idx, reduced, at
+
+
 def build_reduce(nb: NestBuilder, op: R.ReduceOp, source: _Input, out: SSAValue) -> None:
     nb.input(source.buffer)
     operand = op.operand.type
@@ -345,17 +357,11 @@ def build_reduce(nb: NestBuilder, op: R.ReduceOp, source: _Input, out: SSAValue)
     out_arg = nb.output(out)
     k = op.axis_index
     sizes = operand.sizes
-    kept = [i for i in range(len(sizes)) if k is not None and i != k]
-    reduced = [i for i in range(len(sizes)) if k is None or i == k]
-    kept_idx = nb.open_loops([sizes[i] for i in kept])
+    kept_idx, reduced, at = _row_loops(nb, sizes, [i for i in range(len(sizes))
+                                                   if k is not None and i != k])
     count = 1
     for i in reduced:
         count *= sizes[i]
-
-    def at(red_idx: list[SSAValue]) -> list[SSAValue]:
-        where = dict(zip(kept, kept_idx)) | dict(zip(reduced, red_idx))
-        return [where[i] for i in range(len(sizes))]
-
     red_sizes = [sizes[i] for i in reduced]
 
     def fold(kind: type, init: float) -> SSAValue:
@@ -391,12 +397,10 @@ def build_softmax(nb: NestBuilder, op: R.SoftmaxOp, source: _Input, out: SSAValu
     t = _compute(op.result.type.element)
     out_arg = nb.output(out)
     k = op.axis_index
-    kept = [i for i in range(len(sizes)) if i != k]
-    kept_idx = nb.open_loops([sizes[i] for i in kept])
+    kept_idx, _, row_at = _row_loops(nb, sizes, [i for i in range(len(sizes)) if i != k])
 
     def at(j: SSAValue) -> list[SSAValue]:
-        where = dict(zip(kept, kept_idx)) | {k: j}
-        return [where[i] for i in range(len(sizes))]
+        return row_at([j])
 
     top = nb.reduce([sizes[k]], [nb.const(float("-inf"), t)], lambda idx, acc: [
         nb.value(K.MaxOp(acc[0], nb.load(source, at(idx[0]), t)))])[0]
@@ -455,14 +459,10 @@ def build_sum_to(nb: NestBuilder, op: R.SumToOp, source: _Input, out: SSAValue) 
     sizes = op.operand.type.sizes
     t = _compute(op.result.type.element)
     out_arg = nb.output(out)
-    keep = op.kept
-    other = [i for i in range(len(sizes)) if i not in keep]
-    kept_idx = nb.open_loops([sizes[i] for i in keep])
+    kept_idx, other, at = _row_loops(nb, sizes, op.kept)
 
     def step(idx: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
-        where = dict(zip(keep, kept_idx)) | dict(zip(other, idx))
-        x = nb.load(source, [where[i] for i in range(len(sizes))], t)
-        return [nb.value(K.AddOp(acc[0], x))]
+        return [nb.value(K.AddOp(acc[0], nb.load(source, at(idx), t)))]
 
     total = nb.reduce([sizes[i] for i in other], [nb.const(0.0, t)], step)[0]
     nb.store(total, out_arg, kept_idx)
