@@ -59,3 +59,24 @@ def write_json(path: str, data: object, error: type[Exception], allow_nan: bool 
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def check_format(data: object, where: str, fmt: str, kind: str, fields: set[str],
+                 error: type[Exception]) -> dict:
+    """The artifact's JSON object, once its `format` is `fmt` (`presk-<kind>/<n>`) and it
+    holds no field outside `fields`: a wrong kind or version is refused by name."""
+    article = "an" if kind[0] in "aeiou" else "a"
+    if not isinstance(data, dict):
+        raise error(f"{where}: {article} {kind} is a JSON object, not {type(data).__name__}")
+    found = data.get("format")
+    if not isinstance(found, str):
+        raise error(f"{where}: no \"format\" field (expected \"{fmt}\")")
+    found_kind, _, version = found.partition("/")
+    if found_kind != fmt.split("/")[0]:
+        raise error(f"{where}: is a {found} artifact, not {article} {kind} (\"{fmt}\")")
+    if version != fmt.split("/")[1]:
+        raise error(f"{where}: {kind} format version {version or '?'} is not supported "
+                    f"(this presk reads \"{fmt}\")")
+    if unknown := sorted(set(data) - fields):
+        raise error(f"{where}: unknown field \"{unknown[0]}\"")
+    return data

@@ -35,7 +35,7 @@ from typing import Any, Mapping
 import gmpy2
 import numpy as np
 
-from .artifact import read_json, write_json
+from .artifact import check_format, read_json, write_json
 
 FORMAT = "presk-envelope/1"
 
@@ -430,20 +430,7 @@ _TOP = ("format", "entry", "dims", "bits", "samples", "weights", "inputs", "site
 
 
 def parse_envelope(data: object, where: str = "the envelope") -> Envelope:
-    if not isinstance(data, dict):
-        raise EnvelopeError(f"{where}: an envelope is a JSON object, not "
-                            f"{type(data).__name__}")
-    fmt = data.get("format")
-    if not isinstance(fmt, str):
-        raise EnvelopeError(f"{where}: no \"format\" field (expected \"{FORMAT}\")")
-    kind, _, version = fmt.partition("/")
-    if kind != "presk-envelope":
-        raise EnvelopeError(f"{where}: is a {fmt} artifact, not an envelope (\"{FORMAT}\")")
-    if version != FORMAT.split("/")[1]:
-        raise EnvelopeError(f"{where}: envelope format version {version or '?'} is not "
-                            f"supported (this presk reads \"{FORMAT}\")")
-    if unknown := sorted(set(data) - set(_TOP)):
-        raise EnvelopeError(f"{where}: unknown field \"{unknown[0]}\"")
+    data = check_format(data, where, FORMAT, "envelope", set(_TOP), EnvelopeError)
     if missing := [k for k in _TOP if k not in data]:
         raise EnvelopeError(f"{where}: no \"{missing[0]}\" field")
     entry, weights, inputs = data["entry"], data["weights"], data["inputs"]

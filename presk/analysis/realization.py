@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from .artifact import read_json, write_json
+from .artifact import check_format, read_json, write_json
 
 FORMAT = "presk-realization/1"
 TYPES = ("f64", "f32", "bf16")
@@ -72,21 +72,8 @@ def load_realization(spec: str | None) -> Realization:
 
 
 def parse_realization(data: object, where: str = "the realization") -> Realization:
-    if not isinstance(data, dict):
-        raise RealizationError(f"{where}: a realization is a JSON object, not "
-                               f"{type(data).__name__}")
-    fmt = data.get("format")
-    if not isinstance(fmt, str):
-        raise RealizationError(f"{where}: no \"format\" field (expected \"{FORMAT}\")")
-    kind, _, version = fmt.partition("/")
-    if kind != "presk-realization":
-        raise RealizationError(f"{where}: is a {fmt} artifact, not a realization "
-                               f"(\"{FORMAT}\")")
-    if version != FORMAT.split("/")[1]:
-        raise RealizationError(f"{where}: realization format version {version or '?'} is not "
-                               f"supported (this presk reads \"{FORMAT}\")")
-    if unknown := sorted(set(data) - {"format", "entry", "sites", "params"}):
-        raise RealizationError(f"{where}: unknown field \"{unknown[0]}\"")
+    data = check_format(data, where, FORMAT, "realization",
+                        {"format", "entry", "sites", "params"}, RealizationError)
     entry = data.get("entry")
     if entry is not None and not isinstance(entry, str):
         raise RealizationError(f"{where}: \"entry\" is a function's name, a string")
