@@ -1,0 +1,91 @@
+"""The calling convention of a native PSK-Kernel module: what `convert-psk-kernel-to-std`
+produces and what the runtime (presk/runtime) calls.
+
+Every host marked `entry` gets an external function
+
+    void presk_entry_<host>(void **argv, void *arena)
+
+`argv` holds one pointer per argument of the host, in the host's order (its inputs, then
+its outputs), each to a C-contiguous row-major buffer of the argument's element type
+(f64 → double, f32 → float, bf16 → uint16 bits); `arena` points to `arena_bytes` bytes of
+scratch aligned to `ARENA_ALIGN`, which the entry may overwrite freely. Outputs are
+written in place; inputs are only read. Two calls may not share an arena at once.
+
+`EntrySig` records this for one entry, so that a compiled module can be called (and its
+object code cached on disk) without the IR it was made from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+ARENA_ALIGN = 64
+"""Bytes: every buffer the arena hands out starts on a cache line (and an AVX-512 vector)."""
+
+ELEMENT_BYTES = {"f64": 8, "f32": 4, "bf16": 2}
+
+
+def entry_symbol(host: str) -> str:
+    """`presk_entry_<host>`, the host's name with every character that is not a letter,
+    digit or underscore replaced by `_` (`loss` → `presk_entry_loss`,
+    `RMSNorm.apply_2` → `presk_entry_RMSNorm_apply_2`)."""
+    return "presk_entry_" + re.sub(r"[^A-Za-z0-9_]", "_", host)
+
+
+@dataclass(frozen=True)
+class BufferSig:
+    """One argument of an entry: its name (`θ.blocks.proj.w`, `batch.0`, `out`), element
+    type (`f64`, `f32`, `bf16`) and shape."""
+
+    name: str
+    element: str
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * ELEMENT_BYTES[self.element]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "element": self.element, "shape": list(self.shape)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> BufferSig:
+        return cls(str(d["name"]), str(d["element"]), tuple(int(s) for s in d["shape"]))
+
+
+@dataclass(frozen=True)
+class EntrySig:
+    """One entry of a native module: the host it runs, its symbol, its buffers and the
+    arena it needs."""
+
+    host: str
+    symbol: str
+    inputs: tuple[BufferSig, ...]
+    outputs: tuple[BufferSig, ...]
+    arena_bytes: int
+
+    @property
+    def args(self) -> tuple[BufferSig, ...]:
+        return self.inputs + self.outputs
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "symbol": self.symbol,
+                "inputs": [b.to_json() for b in self.inputs],
+                "outputs": [b.to_json() for b in self.outputs],
+                "arena_bytes": self.arena_bytes}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> EntrySig:
+        return cls(str(d["host"]), str(d["symbol"]),
+                   tuple(BufferSig.from_json(b) for b in d["inputs"]),
+                   tuple(BufferSig.from_json(b) for b in d["outputs"]),
+                   int(d["arena_bytes"]))
