@@ -1,8 +1,8 @@
 """The mathlib's LLVM emitter computes the same bits as its numpy evaluator.
 
 Every function in f32 and f64 is emitted by `mathlib_llvm.to_llvm` (xDSL llvm dialect),
-translated by `xdsl.backend.llvm.convert_module`, optimized at O2 for the host CPU by
-llvmlite's new pass manager, JIT-compiled with MCJIT and called through ctypes on the
+compiled by presk/emit/llvm.py (`convert_module`, O2 for the host CPU by llvmlite's new
+pass manager, object code loaded by MCJIT) and called through ctypes on the
 mathlib test's points; every result must have the bits of `mathlib.evaluate`. Each function
 is reached through a wrapper `void w(T *x, T *y) { *y = f(*x); }` so that the argument and
 the result never pass through a Python float (which would quiet signalling NaNs), and
@@ -22,6 +22,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
+from presk.emit import llvm as native
 from presk.emit import mathlib
 from presk.emit.mathlib_llvm import declare_all, symbol, to_llvm
 from test_mathlib import points
@@ -51,29 +52,14 @@ def module() -> ModuleOp:
 
 
 @lru_cache(maxsize=1)
-def jit():
-    """(engine, optimized LLVM IR text, host assembly) of all functions and wrappers."""
-    import llvmlite.binding as binding
-
-    from xdsl.backend.llvm.convert import convert_module
-
-    binding.initialize_native_target()
-    binding.initialize_native_asmprinter()
-    tm = binding.Target.from_default_triple().create_target_machine(
-        cpu=binding.get_host_cpu_name(),
-        features=binding.get_host_cpu_features().flatten(),
-        opt=2,
-    )
-    mod = binding.parse_assembly(str(convert_module(module(), fallback_target_triple=None)))
-    mod.verify()
-    pb = binding.create_pass_builder(tm, binding.PipelineTuningOptions(speed_level=2))
-    pb.getModulePassManager().run(mod, pb)
-    optimized = str(mod)
-    asm = tm.emit_assembly(mod)
-    engine = binding.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
-    engine.run_static_constructors()
-    return engine, optimized, asm
+def jit() -> tuple[native.JitModule, str, str]:
+    """(loaded module, optimized LLVM IR text, host assembly) of all functions and
+    wrappers, compiled by presk/emit/llvm.py."""
+    entries = [f"wrap_{fn}_{ty}" for fn, ty in CASES] + [symbol(fn, ty) for fn, ty in CASES]
+    code = native.compile(native.llvm_ir(module(), entries))
+    ir, asm = code.optimized_ir, code.asm()
+    assert ir is not None and asm is not None
+    return code, ir, asm
 
 
 def _ctype(ty: str):
@@ -112,7 +98,7 @@ def test_optimized_ir_and_machine_code_have_no_fma():
 
 @pytest.mark.parametrize("fn,ty", CASES)
 def test_native_computes_the_same_bits_as_evaluate(fn: str, ty: str) -> None:
-    engine, _, _ = jit()
+    code, _, _ = jit()
     ti = mathlib.TI[ty]
     x = points(fn, ty, N_PER_PART)
     # signalling NaNs and NaN payloads of both signs, too
@@ -126,7 +112,7 @@ def test_native_computes_the_same_bits_as_evaluate(fn: str, ty: str) -> None:
 
     ct = _ctype(ty)
     wrap = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
-        engine.get_function_address(f"wrap_{fn}_{ty}"))
+        code.address(f"wrap_{fn}_{ty}"))
     got = np.zeros_like(x)
     size = x.itemsize
     xa, ga = x.ctypes.data, got.ctypes.data
@@ -136,7 +122,7 @@ def test_native_computes_the_same_bits_as_evaluate(fn: str, ty: str) -> None:
     assert not differ.any(), (fn, ty, x[differ][:5], want[differ][:5], got[differ][:5])
 
     # the scalar entry point itself, on the points a Python float carries exactly
-    direct = ctypes.CFUNCTYPE(ct, ct)(engine.get_function_address(symbol(fn, ty)))
+    direct = ctypes.CFUNCTYPE(ct, ct)(code.address(symbol(fn, ty)))
     ok = ~np.isnan(x)
     got2 = np.array([direct(float(v)) for v in x[ok]], dtype=ti.dtype)
     w2 = want[ok]

@@ -1,0 +1,183 @@
+"""From an xDSL `llvm`-dialect module to machine code in this process.
+
+The native backend ends here: `llvm_ir` translates the module with xDSL's
+`convert_module` (entries external, every other function internal so that O2 may inline
+and delete it), `optimize` runs LLVM's O2 pipeline for the host CPU, `emit_object` makes
+the object code and `load_object` hands it to MCJIT. Compiling always goes through the
+object bytes, so a module compiled now and one loaded from the on-disk cache
+(presk/runtime/cache.py) are loaded by the same code: the cache holds exactly what MCJIT
+ran.
+
+Bits: Presk promises the same bits as its interpreter, so no fast-math flag may reach
+LLVM (`llvm_ir` refuses one) and the backend may not contract a*b+c into an FMA. LLVM's
+default `TargetOptions.AllowFPOpFusion` is `Standard` (fuse only `llvm.fmuladd` and
+`contract`-flagged ops), which llvmlite keeps; with neither in the IR there is no FMA.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Iterable
+
+import llvmlite.binding as binding
+from llvmlite import ir
+from xdsl.backend.llvm.convert import convert_module
+from xdsl.dialects.builtin import ModuleOp
+
+FAST_MATH_FLAGS = frozenset({"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn",
+                             "reassoc"})
+
+
+class NativeCompileError(Exception):
+    """A module the native backend refuses: a fast-math flag, an entry it lacks, object
+    code MCJIT cannot load, a symbol the loaded code does not define."""
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    """The machine we compile for: its triple, CPU name, CPU features and data layout."""
+
+    triple: str
+    cpu: str
+    features: str
+    data_layout: str
+
+    def machine(self) -> binding.TargetMachine:
+        """A new target machine at opt=2 for this host. MCJIT takes ownership of the
+        machine it is given, so every engine gets its own."""
+        target = binding.Target.from_triple(self.triple)
+        return target.create_target_machine(cpu=self.cpu, features=self.features, opt=2)
+
+
+@lru_cache(maxsize=1)
+def host_target() -> HostTarget:
+    """The host, with LLVM's native target initialized (`initialize_native_target` and
+    `initialize_native_asmprinter`; `binding.initialize()` must not be called on
+    llvmlite 0.50)."""
+    binding.initialize_native_target()
+    binding.initialize_native_asmprinter()
+    triple = binding.get_default_triple()
+    cpu = binding.get_host_cpu_name()
+    features = binding.get_host_cpu_features().flatten()
+    tm = binding.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=2)
+    return HostTarget(triple, cpu, features, str(tm.target_data))
+
+
+@lru_cache(maxsize=1)
+def _shared_machine() -> binding.TargetMachine:
+    """The target machine `optimize` and `emit_object` use (never given to an engine)."""
+    return host_target().machine()
+
+
+def _check_no_fast_math(function: ir.Function) -> None:
+    for block in function.blocks:
+        for instr in block.instructions:
+            flags = set(getattr(instr, "flags", ()) or ()) | set(
+                getattr(instr, "fastmath", ()) or ())
+            bad = flags & FAST_MATH_FLAGS
+            if bad:
+                raise NativeCompileError(
+                    f"@{function.name}: `{instr.opname}` carries the fast-math flag(s) "
+                    f"{', '.join(sorted(bad))}; Presk compiles IEEE arithmetic only")
+
+
+def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
+    """The LLVM IR text of an llvm-dialect module for the host: every defined function
+    whose name is not in `entries` gets internal linkage; entries stay external."""
+    wanted = set(entries)
+    host = host_target()
+    mod = convert_module(module, fallback_target_triple=host.triple,
+                         data_layout=host.data_layout)
+    defined = set()
+    for fn in mod.functions:
+        if fn.is_declaration:
+            continue
+        defined.add(fn.name)
+        _check_no_fast_math(fn)
+        fn.linkage = "" if fn.name in wanted else "internal"
+    missing = wanted - defined
+    if missing:
+        raise NativeCompileError(f"the module defines no entry {', '.join(sorted(missing))}")
+    return str(mod)
+
+
+def parse(ir_text: str) -> binding.ModuleRef:
+    """LLVM IR text → a verified llvmlite module."""
+    mod = binding.parse_assembly(ir_text)
+    mod.verify()
+    return mod
+
+
+def optimize(ir_text: str) -> binding.ModuleRef:
+    """The module of `ir_text` after LLVM's O2 pipeline (new pass manager) for the host."""
+    host_target()
+    mod = parse(ir_text)
+    tm = _shared_machine()
+    pb = binding.create_pass_builder(tm, binding.PipelineTuningOptions(speed_level=2))
+    pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def emit_object(mod: binding.ModuleRef) -> bytes:
+    """The host object code (ELF on Linux) of an optimized module."""
+    return _shared_machine().emit_object(mod)
+
+
+def load_object(obj: bytes, module: binding.ModuleRef | None = None) -> JitModule:
+    """Object code loaded into a new MCJIT engine (behind an empty module): the symbols
+    it defines are callable. `module`, the optimized IR it was made from, is kept only
+    for `optimized_ir` and `asm()`."""
+    host = host_target()
+    ref = binding.ObjectFileRef.from_data(obj)
+    if not ctypes.cast(ref._ptr, ctypes.c_void_p).value:
+        raise NativeCompileError("the object code is not a valid object file")
+    empty = binding.parse_assembly(
+        f'target triple = "{host.triple}"\ntarget datalayout = "{host.data_layout}"\n')
+    engine = binding.create_mcjit_compiler(empty, host.machine())
+    engine.add_object_file(ref)
+    engine.finalize_object()
+    return JitModule(engine, obj, module)
+
+
+def compile(code: str | bytes) -> JitModule:
+    """LLVM IR text (optimized here at O2) or object bytes (loaded as they are) → a
+    loaded module."""
+    if isinstance(code, bytes):
+        return load_object(code)
+    mod = optimize(code)
+    return load_object(emit_object(mod), mod)
+
+
+@dataclass
+class JitModule:
+    """Machine code loaded by MCJIT. Holds the engine (and so the code) alive as long as
+    it lives: keep it while any address taken from it may be called."""
+
+    engine: binding.ExecutionEngine
+    object_code: bytes
+    module: binding.ModuleRef | None = None
+    _ir: str | None = field(default=None, repr=False)
+
+    def address(self, symbol: str) -> int:
+        """The address of a function the loaded code defines (external linkage)."""
+        addr = self.engine.get_function_address(symbol)
+        if not addr:
+            raise NativeCompileError(f"the native code defines no symbol `{symbol}`")
+        return addr
+
+    @property
+    def optimized_ir(self) -> str | None:
+        """The optimized LLVM IR text, or None when the code came from object bytes."""
+        if self._ir is None and self.module is not None:
+            self._ir = str(self.module)
+        return self._ir
+
+    def asm(self) -> str | None:
+        """The host assembly of the optimized IR, or None when the code came from
+        object bytes."""
+        if self.module is None:
+            return None
+        return _shared_machine().emit_assembly(self.module)
