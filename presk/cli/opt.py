@@ -64,6 +64,12 @@ def _realize_to_kernel() -> type[ModulePass]:
     return ConvertRealizeToKernelPass
 
 
+def _kernel_to_std() -> type[ModulePass]:
+    from presk.conversion.kernel_to_std import ConvertKernelToStdPass
+
+    return ConvertKernelToStdPass
+
+
 def _std_to_llvm(cls: str) -> Callable[[], type[ModulePass]]:
     def load() -> type[ModulePass]:
         from presk.conversion import std_to_llvm
@@ -79,6 +85,7 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-psk-core-to-realize": _core_to_realize,
     "psk-fuse": _fuse,
     "convert-psk-realize-to-kernel": _realize_to_kernel,
+    "convert-psk-kernel-to-std": _kernel_to_std,
     "convert-arith-to-llvm": _std_to_llvm("ConvertArithToLLVMPass"),
     "convert-func-to-llvm": _std_to_llvm("ConvertFuncToLLVMPass"),
     "convert-cf-to-llvm": _std_to_llvm("ConvertCfToLLVMPass"),

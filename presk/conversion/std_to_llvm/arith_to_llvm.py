@@ -144,6 +144,12 @@ class TruncFToLLVM(RewritePattern):
         rewriter.replace(op, llvm.FPTruncOp(op.input, op.result.type))
 
 
+class BitcastToLLVM(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.BitcastOp, rewriter: PatternRewriter, /):
+        rewriter.replace(op, llvm.BitcastOp(op.input, op.result.type))
+
+
 class SIToFPToLLVM(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: arith.SIToFPOp, rewriter: PatternRewriter, /):
@@ -171,6 +177,7 @@ ARITH_TO_LLVM_PATTERNS = (
     ConstantToLLVM,
     ExtFToLLVM,
     TruncFToLLVM,
+    BitcastToLLVM,
     SIToFPToLLVM,
     FPToSIToLLVM,
 )
