@@ -81,9 +81,6 @@ class NativeProgram:
         """A callable entry with its own arena."""
         return NativeEntry(self.jit, self.sig(host_or_symbol))
 
-    def __iter__(self) -> Iterator[EntrySig]:
-        return iter(self.entries)
-
 
 def load_native(llvm_module_factory: LlvmModuleFactory, key_text: str,
                 lowering_version: str, entries: Sequence[EntrySig] | None = None,

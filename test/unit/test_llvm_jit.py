@@ -3,9 +3,9 @@ of presk/conversion/native_abi.py, translated, optimized at O2, compiled and cal
 
 The entries compute out[i] = a[i] * b[i] + c[i] in f32 over 1000 elements through an
 internal helper kernel with `noalias` buffers (the helper must be inlined and gone, the
-loop vectorized, no FMA formed), and out[i] = bf16(2 * bf16→f32(x[i])) in bf16 (as i16 bits: neither xDSL's translation
-nor llvmlite.ir knows bfloat); results
-must equal numpy's bit for bit.
+loop vectorized, no FMA formed), and out[i] = bf16(2 * bf16→f32(x[i])) in bf16 (as i16
+bits: neither xDSL's translation nor llvmlite.ir knows bfloat); results must equal
+numpy's bit for bit.
 """
 
 from __future__ import annotations

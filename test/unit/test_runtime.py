@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from presk.conversion.native_abi import ARENA_ALIGN, EntrySig
-from presk.runtime import (NativeProgram, RuntimeCallError, load_native, time_call)
+from presk.runtime import (NativeCompileError, NativeProgram, RuntimeCallError, load_native,
+                           time_call)
 from presk.runtime.buffers import aligned_empty, empty, is_aligned, storage_dtype
 from presk.runtime.cache import FORMAT, NativeCache, cache_dir, cache_key
 from test_llvm_jit import (N, bf16_input, bf16_sig, madd_expected, madd_inputs,
@@ -127,7 +128,7 @@ def test_expected_entries(cache_env: Path) -> None:
     f = Factory()
     sigs = test_module(4)[1]  # other shapes than the factory's
     load_native(f, KEY_TEXT, LOWERING)
-    with pytest.raises(Exception, match="other entries"):
+    with pytest.raises(NativeCompileError, match="other entries"):
         load_native(f, KEY_TEXT, LOWERING, entries=sigs)  # a hit with other sigs: a miss
     assert f.calls == 2
 
