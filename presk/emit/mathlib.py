@@ -1,7 +1,9 @@
-"""One math library for every target: exp, log, log1p, tanh, erf, sigmoid, softplus, sin and
-cos in f32 and f64, each written ONCE as a straight-line program over a tiny expression form.
+"""One math library for every target: exp, log, log1p, tanh, erf, sigmoid, softplus, sin,
+cos and pow in f32 and f64, each written ONCE as a straight-line program over a tiny
+expression form.
 
-The form (`Program`: a list of SSA `Instr`) has only operations whose IEEE result is fixed
+The form (`Program`: a list of SSA `Instr`; the n-th `arg` is the n-th argument, pow has two)
+has only operations whose IEEE result is fixed
 bit for bit in every target: + − × ÷ (round to nearest even, one rounding each, never fused),
 negation and |·|, comparisons (IEEE: false on NaN, `ne` true) and `select`, constants given
 as exact hex floats, and three bit operations:
@@ -38,6 +40,12 @@ Algorithms (docs/mathlib.md has the measured accuracy):
 - sin, cos: x = n·π/2 + y by fdlibm's three-step Cody–Waite reduction (π/2 in three
   short parts and a tail), fdlibm's kernel forms with fitted polynomials, quadrant n mod 4;
   only for |x| ≤ 2^20·π/2 (f64) / 2^12·π/2 (f32), NaN beyond (no Payne–Hanek yet).
+- pow: exp(y·log|x|) in double-word arithmetic of the type (f32 too: no detour through
+  f64): log|x| as hi + lo (log's reduction, s = f/(2+f) as s_hi + s_lo, 2s + (2/3)s³ in
+  double-word, s⁵·Q(s²) in the type), y·log split exactly by Dekker's product (Veltkamp
+  splits, multiplications only — no fma), exp of hi + lo (exp with the lo folded into the
+  Cody–Waite low part); the sign by parity of an integer y, and C99 Annex F's special
+  cases by selects.
 
 Nothing else in presk uses this module yet: the interpreters' table
 (presk/analysis/kernel_math.py) switches over in a later step.
@@ -92,10 +100,12 @@ class Instr:
 
 @dataclass
 class Program:
+    """The n-th `arg` instruction is the n-th argument (pow has two, the others one)."""
     name: str
     ty: str
     instrs: list[Instr] = field(default_factory=list)
     result: int = -1
+    arity: int = 1
 
 
 def _const_value(text: str, ti: TypeInfo):
@@ -141,10 +151,11 @@ class Val:
 
 
 class Builder:
-    def __init__(self, name: str, ty: str):
+    def __init__(self, name: str, ty: str, arity: int = 1):
         self.ti = TI[ty]
-        self.p = Program(name, ty)
-        self.x = self.emit("arg")
+        self.p = Program(name, ty, arity=arity)
+        self.args = [self.emit("arg") for _ in range(arity)]
+        self.x = self.args[0]
 
     def emit(self, op: str, *args: Val, const: str | None = None) -> Val:
         for a in args:
@@ -333,12 +344,20 @@ ERF_PIECES = {  # (lo, hi) of |x|: erf = 1 + R(|x| − (lo+hi)/2)
 # ---------------------------------------------------------------------------- the functions
 
 def _exp(b: Builder, x: Val) -> Val:
+    return _exp_core(b, x, None)
+
+
+def _exp_core(b: Builder, x: Val, xlo: Val | None) -> Val:
+    """exp(x + xlo), xlo a small correction (|xlo| ≤ ulp(x)) folded into the low part of
+    the Cody–Waite reduction; exp alone has none (and exactly the instructions it had)."""
     K = EXP[b.ti.name]
     ovf, unf = b.c(K["ovf"]), b.c(K["unf"])
     xc = b.select(x > ovf, ovf, b.select(x < unf, unf, x))  # NaN stays NaN
     k = b.rint(xc * b.c(K["invln2"]))
     hi = xc - k * b.c(K["ln2hi"])
     lo = k * b.c(K["ln2lo"])
+    if xlo is not None:
+        lo = lo - xlo
     r = hi - lo
     z = r * r
     c = r - z * b.horner(z, K["P"])  # P1 + z·(P2 + …)
@@ -510,11 +529,140 @@ def _cos(b: Builder, x: Val) -> Val:
     return _trig(b, x, True)
 
 
-DEFS: dict[str, Callable[[Builder, Val], Val]] = {
+POW = {
+    # split: Veltkamp's 2^s + 1 (hi of a split has p − s bits, so hi·hi is exact);
+    # big: 2^(p−1), from where every float is an integer; yclamp: |y| beyond it over- or
+    # underflows for every |x| ≠ 1 (|log|x|| ≥ 2^−p there), so y is clamped to it before
+    # the split (which would overflow near the top of the range);
+    # two3: 2/3 as hi + lo; Q: Σ 2/(2n+5)·z^n, the Taylor series of
+    # (atanh(s)/s − 1 − s²/3)·2/s⁴ in z = s², truncated where it is below 2^−p relative
+    "f64": dict(split="0x1.0000002p+27", big="0x1p+52", yclamp="0x1p+64",
+                two3=("0x1.5555555555555p-1", "0x1.5555555555555p-55"),
+                Q=("0x1.47ae147ae147bp-4", "0x1.642c8590b2164p-4", "0x1.8618618618618p-4",
+                   "0x1.af286bca1af28p-4", "0x1.e1e1e1e1e1e1ep-4", "0x1.1111111111111p-3",
+                   "0x1.3b13b13b13b14p-3", "0x1.745d1745d1746p-3", "0x1.c71c71c71c71cp-3",
+                   "0x1.2492492492492p-2", "0x1.999999999999ap-2")),
+    "f32": dict(split="0x1.001p+12", big="0x1p+23", yclamp="0x1p+32",
+                two3=("0x1.555556p-1", "-0x1.555556p-26"),
+                Q=("0x1.3b13b2p-3", "0x1.745d18p-3", "0x1.c71c72p-3", "0x1.24924ap-2",
+                   "0x1.99999ap-2")),
+}
+
+
+def _split(b: Builder, a: Val) -> tuple[Val, Val]:
+    """Veltkamp: a = hi + lo exactly, hi with p − s bits and lo with at most s."""
+    g = b.c(POW[b.ti.name]["split"]) * a
+    hi = g - (g - a)
+    return hi, a - hi
+
+
+def _two_prod(b: Builder, a: Val, c: Val) -> tuple[Val, Val]:
+    """Dekker: a·c = p + e exactly (no underflow), by multiplications only — no fma."""
+    p = a * c
+    ah, al = _split(b, a)
+    ch, cl = _split(b, c)
+    return p, ((ah * ch - p) + ah * cl + al * ch) + al * cl
+
+
+def _two_sum(a: Val, c: Val) -> tuple[Val, Val]:
+    """Knuth: a + c = s + e exactly, any magnitudes."""
+    s = a + c
+    cv = s - a
+    return s, (a - (s - cv)) + (c - cv)
+
+
+def _fast_two_sum(a: Val, c: Val) -> tuple[Val, Val]:
+    """Dekker: a + c = s + e exactly when |a| ≥ |c| (or a is 0)."""
+    s = a + c
+    return s, c - (s - a)
+
+
+def _log_dd(b: Builder, ax: Val) -> tuple[Val, Val]:
+    """log(ax) as hi + lo (|lo| ≤ ulp(hi)), relative error about 2^−(p+12), for positive
+    finite ax: ax = 2^k·m as in log, f = m − 1 (exact), s = f/(2+f) as s_hi + s_lo, and
+    log(m) = 2s + (2/3)s³ + s⁵·Q(s²) with 2s exact, (2/3)s³ in double-word, the small
+    terms in the type; then k·ln2 (ln2hi + ln2lo, k·ln2hi exact) added by an exact sum."""
+    L, P = LOG[b.ti.name], POW[b.ti.name]
+    sub = ax < b.c(L["minnormal"])
+    xs = b.select(sub, ax * b.c(L["sub_scale"]), ax)
+    e = b.exponent(xs) - b.select(sub, float(L["sub_shift"]), 0)
+    m = b.mantissa(xs)
+    big = m > b.c(L["sqrt2"])
+    m = b.select(big, m * 0.5, m)
+    k = b.select(big, e + 1, e)
+    f = m - 1
+    d_hi, d_lo = _fast_two_sum(b.lift(2), f)
+    s_hi = f / d_hi
+    p, pe = _two_prod(b, s_hi, d_hi)
+    s_lo = (((f - p) - pe) - s_hi * d_lo) / d_hi  # f − p exact (Sterbenz)
+    z_hi, z_lo = _two_prod(b, s_hi, s_hi)
+    c_hi, c_lo = _two_prod(b, z_hi, s_hi)
+    c_lo = c_lo + z_lo * s_hi  # s_hi³ = c_hi + c_lo
+    w_hi, w_lo = b.c(P["two3"][0]), b.c(P["two3"][1])
+    t_hi, t_lo = _two_prod(b, c_hi, w_hi)
+    t_lo = t_lo + (c_hi * w_lo + c_lo * w_hi)  # (2/3)·s_hi³
+    r5 = (c_hi * z_hi) * b.horner(z_hi, P["Q"])  # s⁵·Q(s²)
+    corr = (2 * z_hi) * s_lo  # d/ds (2/3)s³ · s_lo; 2s's own share is 2·s_lo
+    h, l0 = _fast_two_sum(2 * s_hi, t_hi)
+    h, l = _fast_two_sum(h, (((t_lo + corr) + 2 * s_lo) + r5) + l0)
+    kh = k * b.c(L["ln2hi"])
+    hi, e2 = _two_sum(kh, h)
+    return _fast_two_sum(hi, e2 + (l + k * b.c(L["ln2lo"])))
+
+
+def _is_int(b: Builder, a: Val) -> Val:
+    """1 where a ≥ 0 is an integer (+inf counts), else 0 (NaN too): below 2^(p−1),
+    (a + 2^(p−1)) − 2^(p−1) rounds a to an integer, exactly."""
+    big = b.c(POW[b.ti.name]["big"])
+    return b.select(a >= big, 1, b.select(((a + big) - big).eq(a), 1, 0))
+
+
+def _pow(b: Builder, x: Val, y: Val) -> Val:
+    """x^y as C99's pow (Annex F): exp(y·log|x|) with log|x| in double-word (_log_dd), the
+    product y·log split exactly (Dekker), exp of hi + lo (_exp_core); the sign from x < 0
+    and an odd integer y; NaN for x < 0 finite and y not an integer; the special cases
+    at 0, ±1, ±inf and NaN by selects, last pow(x, ±0) = pow(1, y) = 1 (NaN included)."""
+    P = POW[b.ti.name]
+    inf, nan = float("inf"), float("nan")
+    ax, ay = b.abs(x), b.abs(y)
+    # the core, for finite nonzero |x| and finite y (the selects below replace the rest)
+    ycl = b.c(P["yclamp"])
+    yc = b.select(y > ycl, ycl, b.select(y < -ycl, -ycl, y))
+    l_hi, l_lo = _log_dd(b, ax)
+    z_hi, z_lo = _two_prod(b, yc, l_hi)
+    z_hi, z_lo = _fast_two_sum(z_hi, z_lo + yc * l_lo)
+    mag = _exp_core(b, z_hi, z_lo)
+    mag = b.select(ax.eq(0), b.select(y < 0, inf, 0), mag)
+    mag = b.select(ax.eq(inf), b.select(y < 0, 0, inf), mag)
+    # y an odd integer: |y| < 2^p and |y|/2 (exact) is an integer plus one half
+    half = ay * 0.5
+    big = b.c(P["big"])
+    frac = b.abs(half - ((half + big) - big))
+    odd = b.select(ay < 2 * big, b.select(frac.eq(0.5), 1, 0), 0)
+    xneg = b.select(x.eq(0), 1 / x, x) < 0  # −0 included: 1/−0 = −inf
+    signed = b.select(xneg, b.select(odd.eq(1), -mag, mag), mag)
+    neg_finite = b.select(x > -inf, b.select(_is_int(b, ay).eq(1), signed, nan), signed)
+    res = b.select(x < 0, neg_finite, signed)
+    # y = ±inf: 0 or inf by |x| against 1, 1 at |x| = 1
+    yinf = b.select(ax < 1, b.select(y > 0, 0, inf), b.select(y > 0, inf, 0))
+    res = b.select(ay.eq(inf), b.select(ax.eq(1), 1, yinf), res)
+    res = b.select(b.isnan(y), y, res)
+    res = b.select(b.isnan(x), x, res)
+    res = b.select(y.eq(0), 1, res)
+    return b.select(x.eq(1), 1, res)
+
+
+DEFS: dict[str, Callable[..., Val]] = {
     "exp": _exp, "log": _log, "log1p": _log1p, "tanh": _tanh, "erf": _erf,
-    "sigmoid": _sigmoid, "softplus": _softplus, "sin": _sin, "cos": _cos,
+    "sigmoid": _sigmoid, "softplus": _softplus, "sin": _sin, "cos": _cos, "pow": _pow,
 }
 FUNCTIONS = tuple(DEFS)
+ARITY = {"pow": 2}
+"""The number of arguments of each function: 1 unless listed."""
+
+
+def arity(fn: str) -> int:
+    return ARITY.get(fn, 1)
 
 _CACHE: dict[tuple[str, str], Program] = {}
 
@@ -523,27 +671,33 @@ def program(fn: str, ty: str) -> Program:
     """The straight-line program of math function `fn` in type `ty` ("f32" / "f64")."""
     key = (fn, ty)
     if key not in _CACHE:
-        b = Builder(fn, ty)
-        b.p.result = DEFS[fn](b, b.x).i
+        b = Builder(fn, ty, arity(fn))
+        b.p.result = DEFS[fn](b, *b.args).i
         _CACHE[key] = b.p
     return _CACHE[key]
 
 
 # ---------------------------------------------------------------------------- numpy
 
-def evaluate(fn: str | Program, ty: str, x) -> np.ndarray:
-    """The program on numpy array x, every operation in the type with one IEEE rounding."""
+def evaluate(fn: str | Program, ty: str, *xs) -> np.ndarray:
+    """The program on numpy arrays xs (one per argument, broadcast together), every
+    operation in the type with one IEEE rounding."""
     p = fn if isinstance(fn, Program) else program(fn, ty)
+    if len(xs) != p.arity:
+        raise TypeError(f"{p.name} takes {p.arity} argument(s), got {len(xs)}")
     ti = TI[p.ty]
     dt = ti.dtype
-    x = np.ascontiguousarray(x, dtype=dt)
+    args = [np.ascontiguousarray(a, dtype=dt) for a in np.broadcast_arrays(*xs)]
+    x = args[0]
+    n_arg = 0
     vals: list = []
     with np.errstate(all="ignore"):
         for ins in p.instrs:
             a = [vals[i] for i in ins.args]
             op = ins.op
             if op == "arg":
-                v = x
+                v = args[n_arg]
+                n_arg += 1
             elif op == "const":
                 v = np.full(x.shape, _const_value(ins.const, ti), dtype=dt)
             elif op == "add":
@@ -622,19 +776,23 @@ def _c_literal(text: str, ti: TypeInfo) -> str:
 
 
 def to_c(fn: str | Program, ty: str) -> str:
-    """C99 source of `<T> presk_<fn>_<ty>(<T> x)` (external linkage), with its helpers (guarded, so
+    """C99 source of `<T> presk_<fn>_<ty>(<T> x)` (`(<T> x, <T> y)` for pow; external linkage), with its helpers (guarded, so
     several outputs concatenate). Compile with -ffp-contract=off and without fast-math."""
     p = fn if isinstance(fn, Program) else program(fn, ty)
     ti = TI[p.ty]
     T = ti.c_type
+    names = ["x", "y"][:p.arity]
+    params = ", ".join(f"{T} {n}" for n in names)
     lines = ["#include <math.h>", "#include <stdint.h>", "#include <string.h>",
-             _c_helpers(ti), f"{T} presk_{p.name}_{p.ty}({T} x);",
-             f"{T} presk_{p.name}_{p.ty}({T} x) {{"]
+             _c_helpers(ti), f"{T} presk_{p.name}_{p.ty}({params});",
+             f"{T} presk_{p.name}_{p.ty}({params}) {{"]
+    n_arg = 0
     for i, ins in enumerate(p.instrs):
         a = [f"v{j}" for j in ins.args]
         op = ins.op
         if op == "arg":
-            e = "x"
+            e = names[n_arg]
+            n_arg += 1
         elif op == "const":
             e = _c_literal(ins.const, ti)
         elif op in BINARY:

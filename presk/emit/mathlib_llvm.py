@@ -6,7 +6,7 @@ flags anywhere, so LLVM may not contract (no fma/fmuladd), reassociate or assume
 
 | program op | LLVM |
 |---|---|
-| arg | the function's argument |
+| arg | the function's argument (the n-th `arg`, the n-th: pow has two) |
 | const | `llvm.mlir.constant` (an exact float of the type; inf, −inf, the quiet NaN) |
 | add sub mul div | fadd fsub fmul fdiv |
 | neg, abs | fneg, `llvm.fabs.f32/f64` (by `llvm.call_intrinsic`: xDSL translates `llvm.intr.fabs` unmangled) |
@@ -17,9 +17,9 @@ flags anywhere, so LLVM may not contract (no fma/fmuladd), reassociate or assume
 | mantissa x | bitcast, and (2^mbits − 1), or (bias << mbits), bitcast |
 
 The bit operations take a few instructions each (the C emitter's helpers, inlined), every
-other op exactly one. The function is `T presk_<fn>_<ty>(T x)` with external linkage (the
-C emitter's name and linkage; `xdsl.backend.llvm.convert_module` emits every function
-external anyway). `declare_all(module, uses)` appends the functions a module calls.
+other op exactly one. The function is `T presk_<fn>_<ty>(T x)` (`(T x, T y)` for pow) with
+external linkage (the C emitter's name and linkage; `xdsl.backend.llvm.convert_module`
+emits every function external anyway). `declare_all(module, uses)` appends the functions a module calls.
 """
 
 from __future__ import annotations
@@ -58,11 +58,13 @@ def _const_float(text: str, ty: str) -> FloatAttr:
 
 def to_llvm(fn: str | mathlib.Program, ty: str,
             linkage: str = "external") -> llvm.FuncOp:
-    """`llvm.func @presk_<fn>_<ty>(T) -> T`: the program, one LLVM instruction per op."""
+    """`llvm.func @presk_<fn>_<ty>(T) -> T` (`(T, T) -> T` for pow): the program, one
+    LLVM instruction per op."""
     p = fn if isinstance(fn, mathlib.Program) else mathlib.program(fn, ty)
     ti = mathlib.TI[p.ty]
     F, I = _FLOAT[p.ty], _INT[p.ty]
-    block = Block(arg_types=[F])
+    block = Block(arg_types=[F] * p.arity)
+    n_arg = 0
     ops: list[Operation] = []
 
     def add(op: Operation) -> SSAValue:
@@ -79,8 +81,9 @@ def to_llvm(fn: str | mathlib.Program, ty: str,
     for ins in p.instrs:
         a = [vals[i] for i in ins.args]
         op = ins.op
-        if op == "arg":
-            v = block.args[0]
+        if op == "arg":  # the n-th `arg` is the n-th argument
+            v = block.args[n_arg]
+            n_arg += 1
         elif op == "const":
             v = add(llvm.ConstantOp(_const_float(ins.const, p.ty), F))
         elif op in _ARITH:
@@ -119,7 +122,7 @@ def to_llvm(fn: str | mathlib.Program, ty: str,
         vals.append(v)
     ops.append(llvm.ReturnOp(vals[p.result]))
     block.add_ops(ops)
-    return llvm.FuncOp(symbol(p.name, p.ty), llvm.LLVMFunctionType([F], F),
+    return llvm.FuncOp(symbol(p.name, p.ty), llvm.LLVMFunctionType([F] * p.arity, F),
                        linkage=llvm.LinkageAttr(linkage), body=Region(block))
 
 

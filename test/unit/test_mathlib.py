@@ -28,6 +28,7 @@ MAX_ULPS = {
     ("softplus", "f32"): 1, ("softplus", "f64"): 2,  # 2: seen on a denser grid
     ("sin", "f32"): 1, ("sin", "f64"): 1,
     ("cos", "f32"): 1, ("cos", "f64"): 1,
+    ("pow", "f32"): 1, ("pow", "f64"): 1,
 }
 
 _HI = gmpy2.context(precision=128, emin=-100000, emax=100000)
@@ -37,8 +38,10 @@ _ROUND = {
 }
 
 
-def _exact(fn: str, x: float):
+def _exact(fn: str, x: float, *more: float):
     v = gmpy2.mpfr(x)
+    if fn == "pow":  # MPFR's mpfr_pow follows C99 Annex F at the special values
+        return v ** gmpy2.mpfr(more[0])
     if fn == "exp":
         return gmpy2.exp(v)
     if fn == "log":
@@ -61,17 +64,19 @@ def _exact(fn: str, x: float):
     raise ValueError(fn)
 
 
-def reference(fn: str, ty: str, xs: np.ndarray) -> np.ndarray:
-    """The exact values of fn at xs, correctly rounded to the type."""
+def reference(fn: str, ty: str, xs: np.ndarray, *more: np.ndarray) -> np.ndarray:
+    """The exact values of fn at xs (and the further arguments `more`, for pow),
+    correctly rounded to the type."""
     out = np.empty(len(xs), dtype=np.float64)
     with np.errstate(invalid="ignore"):  # NaN payloads
         xs64 = xs.astype(np.float64).tolist()
+        more64 = [m.astype(np.float64).tolist() for m in more]
     for i, x in enumerate(xs64):
         if fn in ("sin", "cos") and abs(x) > float.fromhex(mathlib.TRIG[ty]["limit"]):
             out[i] = np.nan  # documented: NaN beyond the reduction's range
             continue
         with gmpy2.context(_HI):
-            y = _exact(fn, float(x))
+            y = _exact(fn, float(x), *(m[i] for m in more64))
         with gmpy2.context(_ROUND[ty]):
             y = y + 0 if not (gmpy2.is_nan(y) or gmpy2.is_infinite(y)) else y
             out[i] = float(y)
@@ -148,14 +153,66 @@ def points(fn: str, ty: str, n: int = 12000) -> np.ndarray:
     return x[np.isfinite(x) | np.isnan(x) | np.isinf(x)]
 
 
-def measure(fn: str, ty: str) -> tuple[float, float]:
-    x = points(fn, ty)
-    got = mathlib.evaluate(fn, ty, x)
-    err = ulp_errors(got, reference(fn, ty, x), ty)
-    return float(err.max()), float(x[int(err.argmax())])
+def pow_points(ty: str, n: int = 12000) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) pairs for pow: any positive x (log-uniform over the whole range) with y such
+    that y·log x is uniform over the exp's range and a little beyond (over- and
+    underflow, subnormal results); x near 1 (|x − 1| down to 1e−16 / 1e−7) with the large
+    y that keep the result in range (where log x must be precise); x in [−10, 10] with
+    real and integer y in [−30, 30] (negative x: NaN or a sign by parity); random bit
+    patterns; small integers to small integer powers (exact results); and every pair of
+    special values (±0, ±smallest subnormal, ±max, ±inf, NaN, ±1, ±2^p, odd 2^(p-1)+1…)."""
+    ti = mathlib.TI[ty]
+    dt = ti.dtype
+    fi = np.finfo(dt)
+    rng = np.random.default_rng(7)
+    top, bottom = (709.0, -745.0) if ty == "f64" else (88.0, -103.0)
+    xs, ys = [], []
+    x = np.exp(rng.uniform(np.log(float(fi.smallest_subnormal)), np.log(float(fi.max)), n))
+    x = x.astype(dt).astype(np.float64)
+    x = x[x != 1]
+    xs.append(x)
+    ys.append(rng.uniform(bottom * 1.02, top * 1.02, len(x)) / np.log(x))
+    x = 1 + rng.uniform(-1, 1, n) * 10.0 ** rng.uniform(-16 if ty == "f64" else -7, -1, n)
+    x = x.astype(dt).astype(np.float64)
+    x = x[x != 1]
+    xs.append(x)
+    ys.append(rng.uniform(bottom, top, len(x)) / np.log(x))
+    x = rng.uniform(-10, 10, n)
+    y = rng.uniform(-30, 30, n)
+    xs += [x, x]
+    ys += [y, np.round(y)]
+    for part in (xs, ys):
+        part.append(rng.integers(0, int(np.iinfo(ti.uint).max), n // 4, dtype=np.uint64)
+                    .astype(ti.uint).view(dt))
+    xs.append(rng.integers(-20, 21, n // 4).astype(np.float64))
+    ys.append(rng.integers(-12, 13, n // 4).astype(np.float64))
+    p = 2.0 ** (ti.mbits + 1)
+    special = [0.0, -0.0, fi.smallest_subnormal, -fi.smallest_subnormal, fi.tiny, fi.max,
+               -fi.max, np.nan, np.inf, -np.inf, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0,
+               1.5, -2.5, p, -p, p / 2 + 1, -(p / 2 + 1), p / 2 - 1, p / 4 + 0.5]
+    sx, sy = np.meshgrid(np.array(special, dtype=dt), np.array(special, dtype=dt))
+    xs.append(sx.ravel())
+    ys.append(sy.ravel())
+    with np.errstate(all="ignore"):  # NaN payloads of the bit patterns
+        return (np.concatenate([a.astype(dt) for a in xs]),
+                np.concatenate([a.astype(dt) for a in ys]))
+
+
+def arguments(fn: str, ty: str, n: int = 12000) -> tuple[np.ndarray, ...]:
+    """The test's points of fn, one array per argument."""
+    return pow_points(ty, n) if fn == "pow" else (points(fn, ty, n),)
+
+
+def measure(fn: str, ty: str) -> tuple[float, tuple[float, ...]]:
+    xs = arguments(fn, ty)
+    got = mathlib.evaluate(fn, ty, *xs)
+    err = ulp_errors(got, reference(fn, ty, *xs), ty)
+    i = int(err.argmax())
+    return float(err.max()), tuple(float(x[i]) for x in xs)
 
 
 CASES = [(f, t) for f in mathlib.FUNCTIONS for t in mathlib.TYPES]
+UNARY = [f for f in mathlib.FUNCTIONS if mathlib.arity(f) == 1]
 
 
 @pytest.mark.parametrize("fn,ty", CASES)
@@ -166,12 +223,13 @@ def test_accuracy_against_mpfr(fn: str, ty: str) -> None:
 
 @pytest.mark.parametrize("fn,ty", CASES)
 def test_numpy_evaluation_is_deterministic(fn: str, ty: str) -> None:
-    x = points(fn, ty, 2000)
-    a = mathlib.evaluate(fn, ty, x)
-    b = mathlib.evaluate(fn, ty, x.copy())
+    xs = arguments(fn, ty, 2000)
+    a = mathlib.evaluate(fn, ty, *xs)
+    b = mathlib.evaluate(fn, ty, *(x.copy() for x in xs))
     # element by element (scalar loops) and strided (another numpy loop) give the same bits
-    c = np.concatenate([mathlib.evaluate(fn, ty, x[i:i + 1]) for i in range(0, len(x), 97)])
-    d = mathlib.evaluate(fn, ty, np.repeat(x, 2)[::2])
+    c = np.concatenate([mathlib.evaluate(fn, ty, *(x[i:i + 1] for x in xs))
+                        for i in range(0, len(xs[0]), 97)])
+    d = mathlib.evaluate(fn, ty, *(np.repeat(x, 2)[::2] for x in xs))
     assert a.dtype == mathlib.TI[ty].dtype
     assert a.tobytes() == b.tobytes() == d.tobytes()
     assert c.tobytes() == a[::97].tobytes()
@@ -181,11 +239,16 @@ _DRIVER = """
 #include <stdio.h>
 #include <stdlib.h>
 int main(int argc, char **argv) {
-    if (argc != 3) return 2;
+    if (argc != 5) return 2;
     FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
-    %(T)s x;
+    %(T)s x, y;
     while (fread(&x, sizeof x, 1, in) == 1) {
 %(calls)s
+    }
+    fclose(in); fclose(out);
+    in = fopen(argv[3], "rb"), out = fopen(argv[4], "wb");
+    while (fread(&x, sizeof x, 1, in) == 1 && fread(&y, sizeof y, 1, in) == 1) {
+        %(T)s r = presk_pow_%(ty)s(x, y); fwrite(&r, sizeof r, 1, out);
     }
     fclose(in); fclose(out);
     return 0;
@@ -199,24 +262,30 @@ def test_c_emitter_computes_the_same_bits(ty: str, tmp_path) -> None:
     ti = mathlib.TI[ty]
     src = "".join(mathlib.to_c(fn, ty) for fn in mathlib.FUNCTIONS)
     calls = "\n".join(
-        f"        {{ {ti.c_type} y = presk_{fn}_{ty}(x); fwrite(&y, sizeof y, 1, out); }}"
-        for fn in mathlib.FUNCTIONS)
-    (tmp_path / "m.c").write_text(src + _DRIVER % {"T": ti.c_type, "calls": calls})
+        f"        {{ {ti.c_type} r = presk_{fn}_{ty}(x); fwrite(&r, sizeof r, 1, out); }}"
+        for fn in UNARY)
+    (tmp_path / "m.c").write_text(src + _DRIVER % {"T": ti.c_type, "calls": calls, "ty": ty})
     exe = tmp_path / "m"
     cc = subprocess.run(["cc", "-O2", "-ffp-contract=off", "-std=c99", "-Wall", "-Wextra",
                          "-Werror", str(tmp_path / "m.c"), "-o", str(exe), "-lm"],
                         capture_output=True, text=True)
     assert cc.returncode == 0, cc.stderr
-    x = np.concatenate([points(fn, ty, 600) for fn in mathlib.FUNCTIONS])
+    x = np.concatenate([points(fn, ty, 600) for fn in UNARY])
     assert len(x) > 3000
     x.tofile(tmp_path / "in.bin")
-    subprocess.run([str(exe), str(tmp_path / "in.bin"), str(tmp_path / "out.bin")],
-                   check=True)
+    px, py = pow_points(ty, 3000)
+    np.stack([px, py], axis=1).tofile(tmp_path / "pow.bin")
+    subprocess.run([str(exe), str(tmp_path / "in.bin"), str(tmp_path / "out.bin"),
+                    str(tmp_path / "pow.bin"), str(tmp_path / "powout.bin")], check=True)
     got = np.fromfile(tmp_path / "out.bin", dtype=ti.dtype).reshape(len(x), -1)
-    for j, fn in enumerate(mathlib.FUNCTIONS):
+    for j, fn in enumerate(UNARY):
         want = mathlib.evaluate(fn, ty, x)
         differ = want.view(ti.uint) != got[:, j].view(ti.uint)
         assert not differ.any(), (fn, ty, x[differ][:5], want[differ][:5], got[differ, j][:5])
+    want = mathlib.evaluate("pow", ty, px, py)
+    got = np.fromfile(tmp_path / "powout.bin", dtype=ti.dtype)
+    differ = want.view(ti.uint) != got.view(ti.uint)
+    assert len(got) == len(px) and not differ.any(), (px[differ][:5], py[differ][:5])
 
 
 if __name__ == "__main__":  # print the accuracy table

@@ -7,7 +7,9 @@ mathlib test's points; every result must have the bits of `mathlib.evaluate`. Ea
 is reached through a wrapper `void w(T *x, T *y) { *y = f(*x); }` so that the argument and
 the result never pass through a Python float (which would quiet signalling NaNs), and
 directly as `T f(T)` on the non-NaN points. The optimized IR must hold no fma/fmuladd,
-the host assembly no fused multiply-add instruction.
+the host assembly no fused multiply-add instruction. pow takes two arguments: its wrapper
+is `void w(T *x, T *y, T *r) { *r = pow(*x, *y); }`, its points the mathlib test's
+`pow_points` (about 5 400 pairs here).
 """
 
 from __future__ import annotations
@@ -25,19 +27,21 @@ from xdsl.ir import Block, Region
 from presk.emit import llvm as native
 from presk.emit import mathlib
 from presk.emit.mathlib_llvm import declare_all, symbol, to_llvm
-from test_mathlib import points
+from test_mathlib import arguments
 
 CASES = [(f, t) for f in mathlib.FUNCTIONS for t in mathlib.TYPES]
 N_PER_PART = 1000  # points(fn, ty, 1000): about 4 000 points per function and type
 
 
 def _wrapper(fn: str, ty: str) -> llvm.FuncOp:
-    F = llvm.LLVMFunctionType([llvm.LLVMPointerType(), llvm.LLVMPointerType()])
+    """`void wrap_<fn>_<ty>(T *x0, …, T *y) { *y = f(*x0, …); }`."""
+    n = mathlib.arity(fn)
+    F = llvm.LLVMFunctionType([llvm.LLVMPointerType()] * (n + 1))
     T = to_llvm(fn, ty).function_type.output
-    block = Block(arg_types=[llvm.LLVMPointerType(), llvm.LLVMPointerType()])
-    x = llvm.LoadOp(block.args[0], T)
-    y = llvm.CallOp(symbol(fn, ty), x, return_type=T)
-    block.add_ops([x, y, llvm.StoreOp(y, block.args[1]), llvm.ReturnOp(None)])
+    block = Block(arg_types=[llvm.LLVMPointerType()] * (n + 1))
+    xs = [llvm.LoadOp(block.args[i], T) for i in range(n)]
+    y = llvm.CallOp(symbol(fn, ty), *xs, return_type=T)
+    block.add_ops([*xs, y, llvm.StoreOp(y, block.args[n]), llvm.ReturnOp(None)])
     return llvm.FuncOp(f"wrap_{fn}_{ty}", F, linkage=llvm.LinkageAttr("external"),
                        body=Region(block))
 
@@ -100,31 +104,42 @@ def test_optimized_ir_and_machine_code_have_no_fma():
 def test_native_computes_the_same_bits_as_evaluate(fn: str, ty: str) -> None:
     code, _, _ = jit()
     ti = mathlib.TI[ty]
-    x = points(fn, ty, N_PER_PART)
-    # signalling NaNs and NaN payloads of both signs, too
+    xs = arguments(fn, ty, N_PER_PART)
+    # signalling NaNs and NaN payloads of both signs, too (for pow: in either argument,
+    # with 2 and with 1 in the other: pow(1, NaN) is 1)
     nan_bits = (np.array([0x7FA00001, 0xFFC12345, 0x7F800001, 0xFFFFFFFF], dtype=np.uint32)
                 if ty == "f32" else
                 np.array([0x7FF4000000000001, 0xFFF8123456789ABC, 0x7FF0000000000001,
-                          0xFFFFFFFFFFFFFFFF], dtype=np.uint64))
-    x = np.concatenate([x, nan_bits.view(ti.dtype)])
+                          0xFFFFFFFFFFFFFFFF], dtype=np.uint64)).view(ti.dtype)
+    if len(xs) == 1:
+        xs = (np.concatenate([xs[0], nan_bits]),)
+    else:
+        other = np.array([2, 2, 2, 2, 1, 1, 1, 1], dtype=ti.dtype)
+        both = np.concatenate([nan_bits, nan_bits])
+        xs = (np.concatenate([xs[0], both, other]), np.concatenate([xs[1], other, both]))
+    x = xs[0]
     assert len(x) > 3000
-    want = mathlib.evaluate(fn, ty, x)
+    want = mathlib.evaluate(fn, ty, *xs)
 
     ct = _ctype(ty)
-    wrap = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
+    n = len(xs)
+    wrap = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (n + 1))(
         code.address(f"wrap_{fn}_{ty}"))
     got = np.zeros_like(x)
     size = x.itemsize
-    xa, ga = x.ctypes.data, got.ctypes.data
+    addrs, ga = [a.ctypes.data for a in xs], got.ctypes.data
     for i in range(len(x)):
-        wrap(xa + i * size, ga + i * size)
+        wrap(*(a + i * size for a in addrs), ga + i * size)
     differ = want.view(ti.uint) != got.view(ti.uint)
-    assert not differ.any(), (fn, ty, x[differ][:5], want[differ][:5], got[differ][:5])
+    assert not differ.any(), (fn, ty, [a[differ][:5] for a in xs], want[differ][:5],
+                              got[differ][:5])
 
     # the scalar entry point itself, on the points a Python float carries exactly
-    direct = ctypes.CFUNCTYPE(ct, ct)(code.address(symbol(fn, ty)))
-    ok = ~np.isnan(x)
-    got2 = np.array([direct(float(v)) for v in x[ok]], dtype=ti.dtype)
+    direct = ctypes.CFUNCTYPE(ct, *[ct] * n)(code.address(symbol(fn, ty)))
+    ok = ~np.any([np.isnan(a) for a in xs], axis=0)
+    got2 = np.array([direct(*(float(a[i]) for a in xs)) for i in np.flatnonzero(ok)],
+                    dtype=ti.dtype)
     w2 = want[ok]
     same = (w2.view(ti.uint) == got2.view(ti.uint)) | (np.isnan(w2) & np.isnan(got2))
-    assert same.all(), (fn, ty, x[ok][~same][:5], w2[~same][:5], got2[~same][:5])
+    assert same.all(), (fn, ty, [a[ok][~same][:5] for a in xs], w2[~same][:5],
+                        got2[~same][:5])
