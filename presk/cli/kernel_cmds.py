@@ -5,13 +5,16 @@ entry's dims under a realization → `psk-fuse` → convert-psk-realize-to-kerne
 imports happen inside the functions, never for `presk check`.
 
 Python API:
-  kernel_pipeline(core_module, entry, dims, realization=None, fuse=True) -> Pipeline
-  run_kernel(core_module, entry, dims, params, values, realization=None) -> KernelRun
+  kernel_pipeline(core_module, entry, dims, realization=None, fuse=True, grad=False,
+                  remat="store") -> Pipeline
+  run_kernel(core_module, entry, dims, params, values, realization=None, fuse=True,
+             trace=None, grad=False, remat="store") -> KernelRun
+                                with grad: `result` and `grad.<path>` (the seed is 1)
   dump_kernel(args) -> int      args: file, entry, dim (["B=4"]), realize (None, a path,
                                 @path or inline JSON); optional format ("listing"|"mlir"),
-                                fuse (default True)
+                                fuse (default True), grad (False), remat ("store")
   run_kernel_cmd(args) -> int   args as `presk run` (file, entry, dim, seed, weights,
-                                inputs, out) plus realize
+                                inputs, out, grad, remat) plus realize
 """
 
 from __future__ import annotations
@@ -43,15 +46,24 @@ def _realization(spec):
 
 
 def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=None,
-                    fuse: bool = True) -> Pipeline:
+                    fuse: bool = True, grad: bool = False, remat: str = "store") -> Pipeline:
     """Record `entry` at `dims` under `realization` (None: all f64; a Realization, a path,
-    `@path` or inline JSON), fuse, and convert to PSK-Kernel."""
-    from ..conversion.core_to_realize import RecordError, record
+    `@path` or inline JSON), fuse, and convert to PSK-Kernel. With `grad`, what is recorded
+    is `entry.value_vjp` of a differentiated copy of the module (psk-differentiate under
+    `remat`): inputs the entry's, then the cotangent seed; outputs `result` and
+    `grad.<path>` (presk.conversion.core_to_realize.record_value_and_gradient)."""
+    from ..conversion.core_to_realize import RecordError, record, record_value_and_gradient
     from ..conversion.realize_to_kernel import KernelConversionError, realize_to_kernel
     from ..transforms.fuse import fuse_module
     real = _realization(realization)
     try:
-        realize = record(core_module, entry, dims, real)
+        if grad:
+            from .core_cmds import differentiate
+            module = core_module.clone()
+            differentiate(module, [entry], remat)
+            realize = record_value_and_gradient(module, entry, dims, real)
+        else:
+            realize = record(core_module, entry, dims, real)
     except RecordError as exc:
         raise UsageError(f"presk: {exc}") from None
     if fuse:
@@ -74,7 +86,8 @@ def dump_kernel(args: argparse.Namespace) -> int:
     module, _ = load_core(args.file)
     dims = parse_dims(getattr(args, "dim", None) or [])
     pipe = kernel_pipeline(module, args.entry, dims, getattr(args, "realize", None),
-                           getattr(args, "fuse", True))
+                           getattr(args, "fuse", True), getattr(args, "grad", False),
+                           getattr(args, "remat", "store"))
     if getattr(args, "format", "listing") == "mlir":
         print(pipe.kernel)
     else:
@@ -120,16 +133,23 @@ def entry_inputs(realize_module, params: dict[str, Any], values: dict[str, Any])
 
 def run_kernel(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, fuse: bool = True,
-               trace=None) -> KernelRun:
-    """Run `entry` through the kernel interpreter: the result by path, as float64."""
+               trace=None, grad: bool = False, remat: str = "store") -> KernelRun:
+    """Run `entry` through the kernel interpreter: the result by path, as float64. With
+    `grad`, its value and gradient (the seed 1): `result` and `grad.<path>`, as `presk run
+    --engine f64 --grad` names them."""
     from ..analysis.kernel_interpret import KernelInterpreter, to_f64
     from ..dialects import realize as R
-    pipe = kernel_pipeline(core_module, entry, dims, realization, fuse)
+    pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat)
     interp = KernelInterpreter(pipe.kernel, trace=trace)
-    host = R.entry_func(pipe.realize).func_name
-    outputs = interp.run(host, entry_inputs(pipe.realize, params, values))
-    flat = {"result": to_f64(outputs[0])} if len(outputs) == 1 else \
-        {f"result.{i}": to_f64(o) for i, o in enumerate(outputs)}
+    func = R.entry_func(pipe.realize)
+    if grad:
+        values = {**values, func.arg_name_list[-1]: 1.0}
+    outputs = interp.run(func.func_name, entry_inputs(pipe.realize, params, values))
+    if func.result_names is not None:
+        names = [n.data for n in func.result_names]
+    else:
+        names = ["result"] if len(outputs) == 1 else [f"result.{i}" for i in range(len(outputs))]
+    flat = {n: to_f64(o) for n, o in zip(names, outputs)}
     return KernelRun(flat, outputs, interp.stats, pipe)
 
 
@@ -139,9 +159,6 @@ def run_kernel_cmd(args: argparse.Namespace) -> int:
     from ..analysis import entry as E
     from ..analysis.weights import WeightsError
     from .core_cmds import _entry, _save, _show, load_core
-    if getattr(args, "grad", False):
-        raise UsageError("presk run: --grad is not run by the kernel engine yet (PSK-Realize "
-                         "does not record a vjp); use --engine f64 or mpfr")
     module, _ = load_core(args.file)
     entry = _entry(args, module)
     try:
@@ -150,7 +167,8 @@ def run_kernel_cmd(args: argparse.Namespace) -> int:
     except WeightsError as exc:
         raise UsageError(f"presk: {exc}") from None
     run = run_kernel(module, args.entry, entry.dims, params, values,
-                     getattr(args, "realize", None))
+                     getattr(args, "realize", None), grad=getattr(args, "grad", False),
+                     remat=getattr(args, "remat", "store"))
     dims = ", ".join(f"{k} = {v}" for k, v in entry.dims.items())
     print(f"{args.entry}{' at ' + dims if dims else ''} in the kernel interpreter under "
           f"{run.pipeline.realization_name} ({run.stats.launches} launches):")

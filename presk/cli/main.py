@@ -84,7 +84,11 @@ def _add_dump(sub: Any) -> None:
     p.add_argument("--format", choices=["listing", "mlir"], default="listing",
                    help="with --stage core or vjp: the listing (default) or the MLIR text")
     p.add_argument("--remat", choices=["store", "recompute"], default="store",
-                   help="with --stage vjp: what the forward sweep keeps for the reverse one")
+                   help="with --stage vjp or kernel --grad: what the forward sweep keeps for "
+                   "the reverse one")
+    p.add_argument("--grad", action="store_true",
+                   help="with --stage kernel: the entry's value and gradient (`E.value_vjp`, "
+                   "as `presk run --grad --engine kernel` runs it)")
     realize_cmds.add_to_dump(p)
     sensitivity_cmds.add_to_dump(p)
     p.set_defaults(run=cmd_dump)

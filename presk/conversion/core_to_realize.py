@@ -24,6 +24,14 @@ name, the others take `_2`, `_3` in that order (ties: the first recorded first).
 whose iteration i's instance does not return its accumulator's type has iteration i
 recorded apart (`slice` of each stacked leaf at i, a `call`), until the instance repeats;
 the rest is one `fold` over i..n-1.
+
+The functions psk-differentiate makes are recorded too (`record_value_and_gradient` gives
+`presk run --grad` its entry): residual tuples and trees are flattened like arguments (an
+f64 in a result is a value of the instance, rebuilt by its caller), `tree` and tuples cost
+nothing, `zeros_like` is a constant broadcast, and `fold_fwd`, `fold_scan`, `fold_bwd`,
+`fold_vjp` are one call per iteration (each iteration's residuals are values of their own
+types; the reverse folds' parameter cotangents are stacked, `psk_realize.stack`). A value
+cloned from f keeps the type it has in f (`_site_types`): docs/artifacts.md.
 """
 
 from __future__ import annotations
@@ -189,7 +197,7 @@ class Instance:
     func: R.FuncOp
     source: str
     results: list[R.RTensorType]
-    result_form: Any  # the Core result type, to rebuild a tuple or tree from leaves
+    result_form: Any  # the result's spec (types, trees, tuples, Hyper values): _bind rebuilds it
     order: int
     temp: str = ""
     runs: int = 0
@@ -225,6 +233,8 @@ class Recorder:
         args = [self._entry_arg(n, t, env) for n, t in zip(func.arg_name_list,
                                                            func.function_type.inputs.data)]
         top = self.instance(entry, env, args, entry=True)
+        if _hypers(top.result_form):
+            raise RecordError(f"`{entry}` returns an f64 or nat: an entry returns tensors")
         self._count_runs(top)
         self._name_instances(top)
         return ModuleOp([inst.func for inst in self.ordered])
@@ -319,8 +329,16 @@ class Recorder:
         return spec
 
     def _site_types(self, name: str) -> dict[str, str]:
+        """The function's site types; in a function psk-differentiate made (`f.fwd`,
+        `f.bwd`, `f.vjp`, `f.value_vjp`) a value cloned from f keeps the type it has in f
+        (its site is f's), so residuals and recomputed values are what the forward stores."""
         if name not in self._types:
-            self._types[name] = site_types(self.funcs[name], self.realization)
+            types = site_types(self.funcs[name], self.realization)
+            base = _forward_of(name)
+            if base is not None and base in self.funcs:
+                forward = self._site_types(base)
+                types.update({s: t for s, t in forward.items() if s in types})
+            self._types[name] = types
         return self._types[name]
 
     # ---- after recording ----
@@ -347,6 +365,17 @@ class Recorder:
                 if isinstance(op, (R.CallOp, R.FoldOp)):
                     target = by_temp[op.callee_name]
                     op.attributes["callee"] = SymbolRefAttr(target.func.sym_name.data)
+
+
+VJP_SUFFIXES = (".fwd", ".bwd", ".vjp", ".value_vjp")
+"""The functions psk-differentiate makes of a function f: f.fwd, f.bwd, f.vjp, f.value_vjp."""
+
+
+def _forward_of(name: str) -> str | None:
+    for suffix in VJP_SUFFIXES:
+        if name.endswith(suffix):
+            return name[:-len(suffix)]
+    return None
 
 
 def _bind(spec: Any, args) -> Any:
@@ -416,11 +445,8 @@ class _Body:
             if isinstance(op, C.ReturnOp):
                 value = env[op.value]
                 leaves = [v for _, v in _leaves(value, "r")]
-                if _hypers(value):
-                    raise RecordError(f"{op.site.data}: a function returning an f64 or nat is "
-                                      "not recorded")
                 self.emit(R.ReturnOp(leaves, site=op.site.data))
-                return leaves, op.value.type
+                return leaves, _spec(value)
             try:
                 env[op.results[0]] = self.step(op, [env[o] for o in op.operands])
             except (VerifyException, shapes.ShapeError) as exc:
@@ -477,6 +503,17 @@ class _Body:
             return self._call(op, args, site, name)
         if isinstance(op, C.FoldOp):
             return self._fold(op, args, site, name)
+        if isinstance(op, C.TreeOp):
+            return self._tree(op, args)
+        if isinstance(op, C.ZerosLikeOp):
+            return self._zeros_like(args[0], site, name)
+        if isinstance(op, (C.FoldFwdOp, C.FoldScanOp)):
+            return self._fold_forward(op, args, site, name)
+        if isinstance(op, (C.FoldBwdOp, C.FoldVjpOp)):
+            return self._fold_reverse(op, args, site, name)
+        if isinstance(op, C.GradOp):
+            raise RecordError(f"{site}: a `grad` is recorded once psk-differentiate has "
+                              "replaced it (presk run --grad does)")
         if core_compute(op):
             return self._compute(op, args, site, name)
         raise RecordError(f"{site}: {op.name} is not recorded at PSK-Realize yet")
@@ -571,26 +608,19 @@ class _Body:
             out[k] = size
         return out
 
-    def _rebuild(self, form: Attribute, leaves: list[SSAValue], inst: Instance) -> Any:
-        it = iter(leaves)
-
-        def build(t: Attribute) -> Any:
-            if isinstance(t, TupleType):
-                return tuple(build(e) for e in t.types.data)
-            if isinstance(t, C.ParamsAttr):
-                from presk.analysis.weights import tree_fields
-                fields = tree_fields(self.rec.core, t, self.dims)
-                return PTree(tuple((f.path, next(it)) for f in fields))
-            return next(it)
-        return build(form)
-
     def _call(self, op: C.CallOp, args: list[Any], site: str, name: str | None) -> Any:
-        inst = self.rec.instance(op.callee_name, self._callee_dims(op), [_spec(a) for a in args])
+        return self._call_instance(op.callee_name, self._callee_dims(op), args, site, name)
+
+    def _call_instance(self, callee: str, dims: dict[str, int], args: list[Any], site: str,
+                       name: str | None = None) -> Any:
+        """A call of `callee`'s instance for these arguments; its result rebuilt as the
+        callee returns it (tuples, trees and f64 values from the instance's leaves)."""
+        inst = self.rec.instance(callee, dims, [_spec(a) for a in args])
         leaves = [v for a in args for _, v in _leaves(a, "a")]
         call = self.emit(R.CallOp(inst.func.sym_name.data, leaves, inst.results, site=site,
                                   name=name))
         self.callees.append((inst, 1))
-        return self._rebuild(inst.result_form, list(call.results), inst)
+        return _bind(inst.result_form, iter(call.results))
 
     def _fold(self, op: C.FoldOp, args: list[Any], site: str, name: str | None) -> Any:
         tree, acc = args
@@ -624,6 +654,91 @@ class _Body:
         return acc
 
 
+    # ---- what reverse-mode differentiation makes ----
+    def _tree(self, op: C.TreeOp, args: list[Any]) -> PTree:
+        """A parameter tree from its fields, in declaration order: its leaves by path."""
+        decl = self.rec.decls[op.result.type.module_name]
+        items: list[tuple[str, Any]] = []
+        for entry, value in zip(decl.entries, args):
+            field_name = entry.field.data
+            if isinstance(value, PTree):
+                items += [(f"{field_name}.{p}", v) for p, v in value.items]
+            else:
+                items.append((field_name, value))
+        return PTree(tuple(items))
+
+    def _zeros_like(self, value: Any, site: str, name: str | None) -> Any:
+        """Zeros of each tensor leaf's shape: a constant, broadcast where it has axes."""
+        element = _compute_type(self.types.get(site, "f64"))
+
+        def zeros(v: Any) -> Any:
+            if isinstance(v, PTree):
+                return PTree(tuple((p, zeros(x)) for p, x in v.items))
+            if isinstance(v, tuple):
+                return tuple(zeros(x) for x in v)
+            if isinstance(v, Hyper):
+                return v
+            zero = self.emit(R.ConstantOp(0.0, element, site=site, name=name)).results[0]
+            t = R._ttype(v)
+            if not t.rank:
+                return zero
+            return self.emit(R.BroadcastOp(zero, [], t.with_element(element), site=site,
+                                           name=name)).results[0]
+        return zeros(value)
+
+    def _slices(self, tree: Any, i: int, site: str) -> PTree:
+        if not isinstance(tree, PTree):
+            raise RecordError(f"{site}: a fold runs over a stacked parameter tree")
+        return PTree(tuple((p, self.emit(R.SliceOp(v, i, site=site)).results[0])
+                           for p, v in tree.items))
+
+    def _fold_forward(self, op: C.FoldFwdOp | C.FoldScanOp, args: list[Any], site: str,
+                      name: str | None) -> tuple:
+        """`fold_fwd` (every step's result) and `fold_scan` (every accumulator, the first
+        one too), one call per iteration: an instance is specialized, so its count is
+        known, and each iteration's values (the residuals the reverse sweep reads) stay
+        separate values of their own types."""
+        tree, acc = args
+        dims = self._callee_dims(op)
+        scan = isinstance(op, C.FoldScanOp)
+        count = len(op.result.type.types.data) - (1 if scan else 0)
+        out: list[Any] = [acc] if scan else []
+        for i in range(count):
+            step = self._call_instance(op.callee_name, dims, [self._slices(tree, i, site), acc],
+                                       site, name)
+            out.append(step)
+            acc = step if scan else step[0]
+        return tuple(out)
+
+    def _fold_reverse(self, op: C.FoldBwdOp | C.FoldVjpOp, args: list[Any], site: str,
+                      name: str | None) -> tuple:
+        """`fold_bwd` (a step's `.bwd` on its stored result) and `fold_vjp` (a step's `.vjp`
+        on its parameters and accumulator), from the last iteration to the first; each
+        iteration's parameter cotangents stacked by path, iteration l at element l."""
+        tree, kept, dy = args
+        dims = self._callee_dims(op)
+        vjp = isinstance(op, C.FoldVjpOp)
+        count = len(kept) - (1 if vjp else 0)
+        grads: list[Any] = [None] * count
+        for i in reversed(range(count)):
+            step_args = [self._slices(tree, i, site), kept[i], dy] if vjp else [kept[i], dy]
+            grads[i], dy = self._call_instance(op.callee_name, dims, step_args, site, name)
+        if not all(isinstance(g, PTree) for g in grads):
+            raise RecordError(f"{site}: a fold's step returns no parameter tree cotangent")
+        paths = [p for p, _ in grads[0].items]
+        return (PTree(tuple((p, self._stack([g.field(p) for g in grads], site, name))
+                            for p in paths)), dy)
+
+    def _stack(self, values: list[SSAValue], site: str, name: str | None) -> SSAValue:
+        """One stacked tensor of the iterations' values, in one element type (f64 when
+        the iterations' types differ)."""
+        kinds = {R.element_name(R._ttype(v)) for v in values}
+        element = kinds.pop() if len(kinds) == 1 else "f64"
+        cache: dict[SSAValue, SSAValue] = {}
+        values = [self.read(v, element, site, cache) for v in values]
+        return self.emit(R.StackOp(values, site=site, name=name)).results[0]
+
+
 # --------------------------------------------------------------------------------------
 # The entry points
 # --------------------------------------------------------------------------------------
@@ -636,6 +751,52 @@ def record(core_module: ModuleOp, entry: str, dims: dict[str, int],
     module = Recorder(core_module, realization or Realization()).record(entry, dims)
     module.verify()
     return module
+
+
+def record_value_and_gradient(core_module: ModuleOp, entry: str, dims: dict[str, int],
+                              realization: Realization | None = None) -> ModuleOp:
+    """`entry.value_vjp` recorded (the module differentiated already, psk-differentiate)
+    as what `presk run --grad` computes: its inputs the entry's arguments, then the
+    cotangent seed (named as `entry.bwd` names it, `d%7`, given 1); its results the value
+    (`result`) and the gradient in the first argument (`grad.<path>`), the cotangents of
+    the other arguments left out, and what only they read with them."""
+    func = next((op for op in core_module.ops if isinstance(op, C.FuncOp)
+                 and op.sym_name.data == entry), None)
+    if func is None or not func.arg_name_list:
+        raise RecordError(f"`{entry}` is no function with arguments to differentiate")
+    module = record(core_module, entry + ".value_vjp", dims, realization)
+    inst = R.entry_func(module)
+    names = inst.arg_name_list
+
+    def leaves_of(arg: str) -> int:
+        return sum(1 for n in names if n == arg or n.startswith(arg + "."))
+    first = func.arg_name_list[0]
+    n_value = len(names) - sum(leaves_of(a) for a in func.arg_name_list)
+    grads = [n for n in names if n == first or n.startswith(first + ".")]
+    tree = isinstance(func.function_type.inputs.data[0], C.ParamsAttr)
+    grad_names = [f"grad.{n[len(first) + 1:]}" if tree else f"grad.{n}" for n in grads]
+    value_names = ["result"] if n_value == 1 else [f"result.{i}" for i in range(n_value)]
+    _keep_results(inst, n_value + len(grads), value_names + grad_names)
+    module.verify()
+    return module
+
+
+def _keep_results(func: R.FuncOp, count: int, names: list[str]) -> None:
+    """The instance returns its first `count` results, named; ops nothing reads any more
+    are erased."""
+    from xdsl.dialects.builtin import ArrayAttr, FunctionType, StringAttr
+    ret = func.body.block.last_op
+    assert isinstance(ret, R.ReturnOp)
+    kept, site = list(ret.values)[:count], ret.site.data
+    ret.detach()
+    ret.erase()
+    func.body.block.add_op(R.ReturnOp(kept, site=site))
+    func.attributes["function_type"] = FunctionType.from_lists(
+        [a.type for a in func.args], [v.type for v in kept])
+    func.attributes["result_names"] = ArrayAttr(StringAttr(n) for n in names)
+    for op in reversed(list(func.body.block.ops)):
+        if op.results and all(not r.uses for r in op.results):
+            op.erase()
 
 
 def parse_dims_text(text: str) -> dict[str, int]:

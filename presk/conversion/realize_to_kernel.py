@@ -15,7 +15,9 @@ arguments, then one output buffer per result (destination-passing). In its body:
   the kernels' loads: a bf16 parameter read by an f32 kernel stays bf16 (the kernel loads
   bf16 and widens exactly); any other convert is a host `convert` into an arena buffer,
   made where it is first read;
-* `constant` → an arena buffer and a `fill`; `slice` → `at` (a view); `call` → `call`;
+* `constant` → an arena buffer and a `fill`; `slice` → `at` (a view); `stack` → its
+  items written into `at %s[l]` views of its buffer (the op making an item that nothing
+  else reads writes there directly, any other item is copied); `call` → `call`;
   `fold {from, to}` → a host `fold` loop over two scratch buffers; `return` → the value's
   producer writes the output buffer directly (else a `copy`).
 
@@ -551,6 +553,8 @@ class _HostConversion:
         self.dest: dict[SSAValue, SSAValue] = {}  # Realize value → the output it fills
         self.epilogues: dict[Operation, R.DotOp] = {}  # add → the dot it finishes
         self.skip: set[Operation] = set()
+        self.into: dict[SSAValue, tuple[R.StackOp, int]] = {}  # value → the stack element it fills
+        self.stacks: dict[R.StackOp, SSAValue] = {}  # a stack → its buffer, made when first written
 
     # ---- buffers ----
     def alloc(self, t: Attribute, site: str, name: str | None = None) -> SSAValue:
@@ -564,7 +568,19 @@ class _HostConversion:
         arena buffer."""
         if value in self.dest:
             return self.dest[value]
+        if value in self.into:
+            stack, index = self.into[value]
+            at = K.AtOp(self.stack_buffer(stack), index)
+            at.attributes["site"] = StringAttr(site)
+            self.block.add_op(at)
+            return at.result
         return self.alloc(value.type, site, name)
+
+    def stack_buffer(self, stack: R.StackOp) -> SSAValue:
+        """A stack's buffer: its items are written into its elements (`at %s[l]`)."""
+        if stack not in self.stacks:
+            self.stacks[stack] = self.target(stack.result, _site(stack), _name(stack))
+        return self.stacks[stack]
 
     def buffer(self, value: SSAValue) -> SSAValue:
         """The host buffer holding a Realize value, materializing a convert."""
@@ -615,6 +631,14 @@ class _HostConversion:
                             add.operands[0] is not add.operands[1]:
                         self.epilogues[add] = op
                         self.skip.add(op)
+        # A stack's item that nothing else reads is written into its element directly.
+        for op in ops:
+            if isinstance(op, R.StackOp):
+                for index, item in enumerate(op.items):
+                    owner = item.owner
+                    if len(list(item.uses)) == 1 and isinstance(owner, Operation) and \
+                            not isinstance(owner, (R.SliceOp, R.FoldOp, R.ConvertOp)):
+                        self.into[item] = (op, index)
         # Results written straight into the outputs.
         ret = self.func.body.block.last_op
         assert isinstance(ret, R.ReturnOp)
@@ -669,6 +693,9 @@ class _HostConversion:
         if isinstance(op, R.FoldOp):
             self.lower_fold(op)
             return
+        if isinstance(op, R.StackOp):
+            self.lower_stack(op)
+            return
         if isinstance(op, R.ReturnOp):
             for value, out in zip(op.values, self.host.output_args):
                 if self.dest.get(value) is out:
@@ -698,6 +725,19 @@ class _HostConversion:
             views.append(at.result)
         body.add_op(K.CallOp(op.callee_name, [*views, fold.acc, fold.dest], site))
         self.values[op.result] = fold.result
+
+    def lower_stack(self, op: R.StackOp) -> None:
+        """Items not written into their element in place are copied there."""
+        site = _site(op)
+        dst = self.stack_buffer(op)
+        for index, item in enumerate(op.items):
+            if self.into.get(item) == (op, index):
+                continue
+            at = K.AtOp(dst, index)
+            at.attributes["site"] = StringAttr(site)
+            self.block.add_op(at)
+            self.block.add_op(K.CopyOp(self.buffer(item), at.result, site))
+        self.values[op.result] = dst
 
     def lower_compute(self, op: Operation) -> None:
         site = _site(op)
@@ -825,6 +865,8 @@ class RealizeToKernel:
             outs = [buffer_type(t) for t in func.result_types]
             arg_types = [buffer_type(a.type) for a in func.args]
             out_names = ["out"] if len(outs) == 1 else [f"out.{i}" for i in range(len(outs))]
+            if func.result_names is not None:
+                out_names = [n.data for n in func.result_names]
             host = K.HostOp(func.func_name, func.source_func, arg_types + outs, len(outs),
                             list(func.arg_name_list) + out_names)
             if func is entry:

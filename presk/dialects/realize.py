@@ -28,6 +28,8 @@ Textual forms (one line each; attributes print sorted, `site` on every op):
   convert   %r = psk_realize.convert %a {site = <the reader's site>} : (f64-tensor) -> f32-tensor
   constant  %r = psk_realize.constant {site = "RMSNorm.apply/%5", value = 1.000000e-06 : f64} : !psk_realize.tensor<f64>
   slice     %r = psk_realize.slice %stacked {index = 0 : i64, site = "Tower.apply/%3"} : (S) -> R
+  stack     %r = psk_realize.stack %g0, %g1, %g2 {site = "Tower.apply.bwd/%18"} : (T, T, T) -> S
+  func (--grad entry) … attributes {…, result_names = ["result", "grad.w", …]}: the results' paths
   call      %r = psk_realize.call @RMSNorm.apply_2(%a, %b) {site = "Block.apply/%4"} : (A, B) -> R
   fold      %r = psk_realize.fold @Block.apply(%s0, %s1, %s2, %acc) {from = 1 : i64, site = …, to = 3 : i64} : (…) -> R
   group     %r = psk_realize.group %i0, %i1 {site = "RMSNorm.apply/%7"} : (A, B) -> R {
@@ -47,7 +49,9 @@ Semantics a consumer needs (the kernel stage, interpreters):
   nearest even when it narrows; a widening convert (bf16→f32, bf16→f64, f32→f64) is exact
   and a kernel may fold it into its loads.
 - `constant` is a scalar of any element type: `value` rounded to it.
-- `slice %s {index = i}` is iteration i's view of a stacked value (its leading axis).
+- `slice %s {index = i}` is iteration i's view of a stacked value (its leading axis);
+  `stack %v0, …, %vn-1` the inverse: a new leading axis of n, element l being %vl (the
+  parameter cotangents of a fold's iterations, which a vjp records one call each).
 - `fold @f(%s…, %acc) {from, to}`: acc = f(slice(s…, i), acc) for i in from..to-1; the
   callee takes the sliced stacked values, then the accumulator, and returns it.
 - `group`: its block's arguments are its inputs (the operands, same order), its body is
@@ -950,6 +954,41 @@ class SliceOp(RealizeOp):
             raise VerifyException(f"index {self.position} is outside {rtype_text(a)}")
 
 
+@core_op
+class StackOp(RealizeOp):
+    """The operands (one type) stacked along a new leading axis: element l is operand l.
+    What a fold's reverse sweep makes of its iterations' parameter cotangents."""
+
+    name = "psk_realize.stack"
+
+    items = var_operand_def(RTensorType)
+    result = result_def(RTensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, items: Sequence[SSAValue | Operation], *, site: str,
+                 name: str | None = None):
+        t = _ttype(items[0])
+        result = RTensorType(t.element, ArrayAttr([AxisAttr.from_axis(Axis(None, len(items))),
+                                                   *t.axes.data]))
+        super().__init__(operands=[list(items)], result_types=[result],
+                         attributes=_attrs(site, name))
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not self.items:
+            raise VerifyException("a stack needs one item or more")
+        first = self.items[0].type
+        for v in self.items:
+            if not fits(v.type, first):
+                raise VerifyException(f"a stack of {rtype_text(first)} is given "
+                                      f"{rtype_text(v.type)}")
+        r = self.result.type
+        if r.element != first.element or r.sizes != (len(self.items), *first.sizes):
+            raise VerifyException(f"stacking {len(self.items)} × {rtype_text(first)} does not "
+                                  f"make {rtype_text(r)}")
+
+
 # ---- instances, calls, folds, groups ----
 
 
@@ -965,6 +1004,8 @@ class FuncOp(IRDLOperation):
     arg_names = attr_def(ArrayAttr[StringAttr])
     dims = opt_attr_def(DictionaryAttr)
     entry = opt_attr_def(UnitAttr)
+    result_names = opt_attr_def(ArrayAttr[StringAttr])
+    """Optional: the results' paths (`result`, `grad.blocks.proj.w`) on a --grad entry."""
     body = region_def("single_block")
 
     traits = traits_def(SymbolOpInterface(), IsolatedFromAbove())
@@ -1020,6 +1061,9 @@ class FuncOp(IRDLOperation):
         for t in (*inputs, *self.result_types):
             if not isinstance(t, RTensorType):
                 raise VerifyException(f"an instance takes and returns tensors, not {t}")
+        if self.result_names is not None and len(self.result_names) != len(self.result_types):
+            raise VerifyException(f"result_names names {len(self.result_names)} of "
+                                  f"{len(self.result_types)} results")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -1359,7 +1403,7 @@ Realize = Dialect(
         AddOp, SubOp, MulOp, DivOp, MinimumOp, MaximumOp, PowOp,
         SumOp, MeanOp, MaxOp, MinOp, LogSumExpOp, SoftmaxOp,
         DotOp, ContractOp, SumToOp, SpreadOp, BroadcastOp,
-        ConvertOp, ConstantOp, SliceOp,
+        ConvertOp, ConstantOp, SliceOp, StackOp,
         FuncOp, CallOp, FoldOp, GroupOp, YieldOp, ReturnOp,
     ],
     [RTensorType],
