@@ -1,6 +1,11 @@
 """The two number systems the PSK-Core interpreter computes in.
 
-`F64` is IEEE binary64 on numpy float64 arrays. `MPFR(bits)` is MPFR through gmpy2 on
+`F64` is IEEE binary64 on numpy float64 arrays, its transcendental functions (exp, log,
+tanh, erf, sin, cos, softplus, pow, and sigmoid, gelu and the slopes composed of them) the
+math library's f64 programs (presk/emit/mathlib.py, `mathlib.evaluate`) — the functions
+the kernel interpreter and the native code compute — composed in the order of operations
+of presk/conversion/realize_to_kernel.py's `scalar_op`, so that an all-f64 kernel computes
+this interpreter's bits. `MPFR(bits)` is MPFR through gmpy2 on
 numpy object arrays of `mpfr` at `bits` of precision: the exact reference every later
 stage (autodiff checks, the precision analysis, the native backend) is measured against.
 Both take arrays already aligned by the interpreter and return arrays.
@@ -20,6 +25,8 @@ from typing import Callable
 
 import gmpy2
 import numpy as np
+
+from presk.emit import mathlib
 
 UNARY_NAMES = ("neg", "sqrt", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "softplus",
                "abs", "sin", "cos", "erf", "erf_slope", "gelu_slope")
@@ -122,30 +129,41 @@ class Numbers(ABC):
         return total
 
 
-def _f64_erf() -> Callable[[np.ndarray], np.ndarray]:
-    erf = np.frompyfunc(math.erf, 1, 1)
-    return lambda x: np.asarray(erf(x), dtype=np.float64)
+def _f64(fn: str) -> Callable[..., np.ndarray]:
+    """The math library's f64 `fn` (presk/emit/mathlib.py)."""
+    return lambda *xs: mathlib.evaluate(fn, "f64", *xs)
+
+
+# the f64 constants of realize_to_kernel's scalar_op
+_SQRT2 = math.sqrt(2.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
 class F64(Numbers):
     name = "f64"
 
     def __init__(self) -> None:
-        erf = _f64_erf()
+        exp, erf = _f64("exp"), _f64("erf")
+
+        def phi(x: np.ndarray) -> np.ndarray:  # (1 + erf(x / √2)) / 2
+            return (1.0 + erf(x / _SQRT2)) / 2.0
+
+        # composites in scalar_op's order: a kernel computes them from the same functions
         self._unary = {
-            "neg": np.negative, "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "tanh": np.tanh,
-            "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+            "neg": np.negative, "sqrt": np.sqrt, "exp": exp, "log": _f64("log"),
+            "tanh": _f64("tanh"),
+            "sigmoid": lambda x: 1.0 / (1.0 + exp(-x)),
             "relu": lambda x: np.maximum(x, 0.0),
-            "gelu": lambda x: x * (1.0 + erf(x / math.sqrt(2.0))) / 2.0,
-            "softplus": lambda x: np.logaddexp(0.0, x),
-            "abs": np.abs, "sin": np.sin, "cos": np.cos, "erf": erf,
-            "erf_slope": lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x),
-            "gelu_slope": lambda x: (1.0 + erf(x / math.sqrt(2.0))) / 2.0
-            + x * np.exp(-x * x / 2.0) / math.sqrt(2.0 * math.pi),
+            "gelu": lambda x: x * phi(x),
+            "softplus": _f64("softplus"),
+            "abs": np.abs, "sin": _f64("sin"), "cos": _f64("cos"), "erf": erf,
+            "erf_slope": lambda x: _TWO_OVER_SQRT_PI * exp(-x * x),
+            "gelu_slope": lambda x: phi(x) + x * exp(-x * x / 2.0) / _SQRT_2PI,
         }
         self._binary = {
             "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-            "min": np.minimum, "max": np.maximum, "pow": np.power,
+            "min": np.minimum, "max": np.maximum, "pow": _f64("pow"),
         }
 
     def array(self, values: np.ndarray) -> np.ndarray:

@@ -47,8 +47,10 @@ Algorithms (docs/mathlib.md has the measured accuracy):
   Cody–Waite low part); the sign by parity of an integer y, and C99 Annex F's special
   cases by selects.
 
-Nothing else in presk uses this module yet: the interpreters' table
-(presk/analysis/kernel_math.py) switches over in a later step.
+Every engine computes these functions with this module: the PSK-Core f64 interpreter
+(presk/analysis/numbers.py `F64`) and the kernel interpreter (presk/analysis/kernel_math.py)
+through `evaluate`, the native backend through presk/emit/mathlib_llvm.py, the C export
+through `to_c` — so they compute the same bits.
 """
 
 from __future__ import annotations
@@ -687,6 +689,8 @@ def evaluate(fn: str | Program, ty: str, *xs) -> np.ndarray:
         raise TypeError(f"{p.name} takes {p.arity} argument(s), got {len(xs)}")
     ti = TI[p.ty]
     dt = ti.dtype
+    shape = np.broadcast_shapes(*(np.shape(a) for a in xs))
+    # ascontiguousarray makes a 0-d operand 1-d: the result is reshaped back at the end
     args = [np.ascontiguousarray(a, dtype=dt) for a in np.broadcast_arrays(*xs)]
     x = args[0]
     n_arg = 0
@@ -735,7 +739,7 @@ def evaluate(fn: str | Program, ty: str, *xs) -> np.ndarray:
                 raise ValueError(op)
             assert v.dtype == (np.bool_ if op in BOOL_OPS else dt), (op, v.dtype)
             vals.append(v)
-    return vals[p.result]
+    return vals[p.result].reshape(shape)
 
 
 # ---------------------------------------------------------------------------- C
