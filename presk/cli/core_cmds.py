@@ -200,6 +200,14 @@ def _save(tensors, path: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.engine == "native":
+        from .native_cmds import run_native_cmd
+        return run_native_cmd(args)
+    if args.time:
+        raise UsageError("presk run: --time applies to --engine native")
+    if args.realize and args.engine in ("f64", "mpfr"):
+        raise UsageError(f"presk run: --realize applies to --engine native or kernel, not "
+                         f"{args.engine}")
     if args.engine == "kernel":
         from .kernel_cmds import run_kernel_cmd
         return run_kernel_cmd(args)
@@ -263,17 +271,22 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def add_run(sub: Any) -> None:
-    p = sub.add_parser("run", help="evaluate an entry exactly (MPFR) or in f64")
+    p = sub.add_parser("run", help="run an entry: native code, the kernel interpreter, f64 "
+                       "or exactly (MPFR)")
     p.add_argument("file", help="a .psk program or a PSK-Core .mlir file")
     p.add_argument("--entry", required=True, help="the function to run, e.g. loss")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="a dim's value, e.g. --dim B=4 (repeatable)")
-    p.add_argument("--engine", choices=["mpfr", "f64", "kernel"], default="mpfr",
-                   help="mpfr (exact, the default), f64 (IEEE binary64, on PSK-Core) or "
-                   "kernel (the loop nests of PSK-Kernel, each value in its realized type)")
+    p.add_argument("--engine", choices=["native", "kernel", "f64", "mpfr"], default="native",
+                   help="native (machine code compiled through LLVM, the default), kernel "
+                   "(the loop nests of PSK-Kernel interpreted: the same bits), f64 (IEEE "
+                   "binary64 on PSK-Core) or mpfr (exact)")
     p.add_argument("--realize", metavar="REALIZATION",
-                   help="with --engine kernel: the realization (a path, @path or inline JSON, "
-                   "format presk-realization/1); absent: all f64")
+                   help="with --engine native or kernel: the realization (a path, @path or "
+                   "inline JSON, format presk-realization/1); absent: all f64")
+    p.add_argument("--time", action="store_true",
+                   help="with --engine native: also the time per call (median of repeats) "
+                   "and the compile time")
     p.add_argument("--bits", type=_bits, default=128, help="MPFR precision (default 128)")
     p.add_argument("--seed", type=int, default=0, help="seed of initial weights and inputs")
     p.add_argument("--weights", help="a safetensors file of parameters keyed by path")

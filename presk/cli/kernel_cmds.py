@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from .common import ProgramError, UsageError
 
@@ -131,34 +131,60 @@ def entry_inputs(realize_module, params: dict[str, Any], values: dict[str, Any])
     return out
 
 
+@dataclass
+class EntryCall:
+    """What calling an entry host takes and gives: its input buffers (as stored) and the
+    names of its outputs (`result`, `grad.<path>`)."""
+
+    pipeline: Pipeline
+    host: str
+    inputs: list[Any]
+    output_names: list[str]
+
+    def flatten(self, outputs: Sequence[Any]) -> dict[str, Any]:
+        """The outputs by name, as float64."""
+        from ..analysis.kernel_interpret import to_f64
+        return {n: to_f64(o) for n, o in zip(self.output_names, outputs)}
+
+
+def entry_call(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
+               values: dict[str, Any], realization=None, fuse: bool = True,
+               grad: bool = False, remat: str = "store") -> EntryCall:
+    """Record `entry` (with `grad`: its value and gradient, the seed 1) down to PSK-Kernel
+    and prepare the entry host's inputs."""
+    from ..dialects import realize as R
+    pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat)
+    func = R.entry_func(pipe.realize)
+    if grad:
+        values = {**values, func.arg_name_list[-1]: 1.0}
+    inputs = entry_inputs(pipe.realize, params, values)
+    n_out = len(func.function_type.outputs.data)
+    if func.result_names is not None:
+        names = [n.data for n in func.result_names]
+    else:
+        names = ["result"] if n_out == 1 else [f"result.{i}" for i in range(n_out)]
+    return EntryCall(pipe, func.func_name, inputs, names)
+
+
 def run_kernel(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, fuse: bool = True,
                trace=None, grad: bool = False, remat: str = "store") -> KernelRun:
     """Run `entry` through the kernel interpreter: the result by path, as float64. With
     `grad`, its value and gradient (the seed 1): `result` and `grad.<path>`, as `presk run
     --engine f64 --grad` names them."""
-    from ..analysis.kernel_interpret import KernelInterpreter, to_f64
-    from ..dialects import realize as R
-    pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat)
-    interp = KernelInterpreter(pipe.kernel, trace=trace)
-    func = R.entry_func(pipe.realize)
-    if grad:
-        values = {**values, func.arg_name_list[-1]: 1.0}
-    outputs = interp.run(func.func_name, entry_inputs(pipe.realize, params, values))
-    if func.result_names is not None:
-        names = [n.data for n in func.result_names]
-    else:
-        names = ["result"] if len(outputs) == 1 else [f"result.{i}" for i in range(len(outputs))]
-    flat = {n: to_f64(o) for n, o in zip(names, outputs)}
-    return KernelRun(flat, outputs, interp.stats, pipe)
+    from ..analysis.kernel_interpret import KernelInterpreter
+    call = entry_call(core_module, entry, dims, params, values, realization, fuse, grad,
+                      remat)
+    interp = KernelInterpreter(call.pipeline.kernel, trace=trace)
+    outputs = interp.run(call.host, call.inputs)
+    return KernelRun(call.flatten(outputs), outputs, interp.stats, call.pipeline)
 
 
-def run_kernel_cmd(args: argparse.Namespace) -> int:
-    """`presk run FILE --entry E --dim … --engine kernel [--realize …]`: print as `presk
-    run` does, with the run's launches."""
+def prepare_run(args: argparse.Namespace):
+    """The Core module, the prepared entry, its parameters and inputs for `presk run`."""
     from ..analysis import entry as E
     from ..analysis.weights import WeightsError
-    from .core_cmds import _entry, _save, _show, load_core
+    from .core_cmds import _entry, load_core
     module, _ = load_core(args.file)
     entry = _entry(args, module)
     try:
@@ -166,15 +192,29 @@ def run_kernel_cmd(args: argparse.Namespace) -> int:
         values = E.inputs(entry, args.seed, getattr(args, "inputs", None))
     except WeightsError as exc:
         raise UsageError(f"presk: {exc}") from None
+    return module, entry, params, values
+
+
+def print_run(args: argparse.Namespace, dims: dict[str, int], where: str,
+              result: dict[str, Any]) -> None:
+    """`loss at B = 4 in <where>:` and one line per output, as `presk run` prints; `--out`."""
+    from .core_cmds import _save, _show
+    text = ", ".join(f"{k} = {v}" for k, v in dims.items())
+    print(f"{args.entry}{' at ' + text if text else ''} in {where}:")
+    for path, value in result.items():
+        print(f"  {path} = {_show(value)}")
+    if getattr(args, "out", None):
+        _save(dict(result), args.out)
+        print(f"  written to {args.out}")
+
+
+def run_kernel_cmd(args: argparse.Namespace) -> int:
+    """`presk run FILE --entry E --dim … --engine kernel [--realize …]`: print as `presk
+    run` does, with the run's launches."""
+    module, entry, params, values = prepare_run(args)
     run = run_kernel(module, args.entry, entry.dims, params, values,
                      getattr(args, "realize", None), grad=getattr(args, "grad", False),
                      remat=getattr(args, "remat", "store"))
-    dims = ", ".join(f"{k} = {v}" for k, v in entry.dims.items())
-    print(f"{args.entry}{' at ' + dims if dims else ''} in the kernel interpreter under "
-          f"{run.pipeline.realization_name} ({run.stats.launches} launches):")
-    for path, value in run.result.items():
-        print(f"  {path} = {_show(value)}")
-    if getattr(args, "out", None):
-        _save(dict(run.result), args.out)
-        print(f"  written to {args.out}")
+    print_run(args, entry.dims, f"the kernel interpreter under "
+              f"{run.pipeline.realization_name} ({run.stats.launches} launches)", run.result)
     return 0

@@ -1,0 +1,76 @@
+"""PSK-Kernel → machine code in this process: the native backend's pipeline.
+
+    convert-psk-kernel-to-std            presk/conversion/kernel_to_std.py
+    convert-scf-to-cf                    xDSL
+    convert-index/arith/cf/func-to-llvm  presk/conversion/std_to_llvm
+    reconcile-unrealized-casts           xDSL
+    + the math library's functions       presk/emit/mathlib_llvm.py (declare_all)
+    → LLVM IR → O2 for the host CPU → object code → MCJIT   presk/emit/llvm.py
+
+`native_program(kernel_module)` goes through the on-disk cache (presk/runtime/cache.py):
+the key is the PSK-Kernel module's text and `lowering_version()`, a hash of the source of
+every file above, so that a change to the lowering can never load stale code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from ..conversion.kernel_to_std import ConvertKernelToStdPass, entry_signatures
+from ..conversion.native_abi import EntrySig
+from . import NativeCache, NativeProgram, load_native
+
+_PRESK = Path(__file__).resolve().parent.parent
+_LOWERING_SOURCES = (
+    "conversion/kernel_to_std.py", "conversion/native_abi.py", "conversion/std_to_llvm",
+    "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py",
+)
+
+
+@lru_cache(maxsize=1)
+def lowering_version() -> str:
+    """A hash of the lowering's source files (the cache key's second part)."""
+    h = hashlib.sha256()
+    for rel in _LOWERING_SOURCES:
+        path = _PRESK / rel
+        files = sorted(path.glob("*.py")) if path.is_dir() else [path]
+        for f in files:
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _passes() -> list[ModulePass]:
+    from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
+    from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPass
+
+    from ..conversion.std_to_llvm import (ConvertArithToLLVMPass, ConvertCfToLLVMPass,
+                                          ConvertFuncToLLVMPass, ConvertIndexToLLVMPass)
+    return [ConvertKernelToStdPass(), ConvertScfToCf(), ConvertIndexToLLVMPass(),
+            ConvertArithToLLVMPass(), ConvertCfToLLVMPass(), ConvertFuncToLLVMPass(),
+            ReconcileUnrealizedCastsPass()]
+
+
+def llvm_dialect_module(kernel_module: ModuleOp) -> tuple[ModuleOp, list[EntrySig]]:
+    """The kernel module (left unchanged) lowered to the llvm dialect, the math library's
+    functions appended, and the entries it exports."""
+    from ..emit.mathlib_llvm import declare_all
+    sigs = entry_signatures(kernel_module)
+    module = kernel_module.clone()
+    ctx = Context()
+    for p in _passes():
+        p.apply(ctx, module)
+    declare_all(module)
+    return module, sigs
+
+
+def native_program(kernel_module: ModuleOp, cache: bool | NativeCache = True) -> NativeProgram:
+    """Compile (or load from the cache) every entry host of a PSK-Kernel module."""
+    return load_native(lambda: llvm_dialect_module(kernel_module), str(kernel_module),
+                       lowering_version(), cache=cache)
