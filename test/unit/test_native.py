@@ -22,6 +22,7 @@ Every test runs in one module-wide temporary PRESK_CACHE_DIR, never the user's c
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from functools import lru_cache
@@ -201,7 +202,6 @@ def test_cli_time() -> None:
     assert lines[0] == "loss at B = 4 in native code under all-f64:"
     assert lines[1].startswith("  result = ")
     (timing,) = [ln for ln in lines if ln.startswith("time per call:")]
-    import re
     m = re.fullmatch(r"time per call: median [0-9.]+ (µs|ms) \(min [0-9.]+ (µs|ms), \d+ "
                      r"repeats of \d+ calls\); compile [0-9.]+ ms \((cold|from the cache)\)",
                      timing)
