@@ -88,7 +88,8 @@ def test_run_grad_writes_the_interpreters_gradient(tmp_path: Path, remat: str) -
 
 def test_run_grad_in_mpfr_is_the_interpreters(tmp_path: Path) -> None:
     out = tmp_path / "g.safetensors"
-    run(PRESK, "run", TRAIN, "--entry", "loss", "--dim", f"B={B}", "--grad", "--out", str(out))
+    run(PRESK, "run", TRAIN, "--entry", "loss", "--dim", f"B={B}", "--grad", "--engine", "mpfr",
+        "--out", str(out))
     tensors = load_tensors(str(out))
     assert_same(tensors, reference("mpfr"))
     f64 = reference("f64")
@@ -143,7 +144,8 @@ def test_grad_in_the_language_reads_like_presk_run_grad(tmp_path: Path) -> None:
 def test_grad_in_the_language_in_mpfr(tmp_path: Path) -> None:
     program = grad_program(tmp_path)
     out = tmp_path / "parts.safetensors"
-    run(PRESK, "run", str(program), "--entry", "parts", "--dim", f"B={B}", "--out", str(out))
+    run(PRESK, "run", str(program), "--entry", "parts", "--dim", f"B={B}", "--engine", "mpfr",
+        "--out", str(out))
     got, expected = load_tensors(str(out)), reference("mpfr")
     assert np.array_equal(got["result.0"], expected["result"])
     assert np.array_equal(got["result.2"], expected["grad.blocks.proj.w"])

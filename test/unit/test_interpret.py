@@ -343,7 +343,7 @@ def result_line(stdout: str) -> str:
 
 def test_presk_run_bits_128_is_fast_and_exact() -> None:
     start = time.perf_counter()
-    done = presk("run", T07, "--entry", "loss", "--dim", "B=4", "--bits", "128")
+    done = presk("run", T07, "--entry", "loss", "--dim", "B=4", "--engine", "mpfr", "--bits", "128")
     elapsed = time.perf_counter() - start
     print(f"\n  presk run tutorial/07_train.psk --entry loss --dim B=4 --bits 128: "
           f"{elapsed:.3f} s wall")
@@ -1069,7 +1069,8 @@ def test_run_prints_a_tensor_result_with_every_digit_in_mpfr(tmp_path: Path) -> 
     program.write_text("dim B\n"
                        "fn f(x : ℝ[batch: B, model: 4]) -> (ℝ[], ℝ[batch: B]) =\n"
                        "  (mean(x), sum(axis model, x))\n", encoding="utf-8")
-    done = presk("run", str(program), "--entry", "f", "--dim", "B=2", "--bits", "128")
+    done = presk("run", str(program), "--entry", "f", "--dim", "B=2", "--engine", "mpfr",
+                 "--bits", "128")
     assert done.returncode == 0, done.stderr
     lines = [line.strip() for line in done.stdout.splitlines()]
     assert lines[0] == "f at B = 2 in mpfr128:"
