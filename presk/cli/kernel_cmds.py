@@ -52,6 +52,7 @@ def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=N
     is `entry.value_vjp` of a differentiated copy of the module (psk-differentiate under
     `remat`): inputs the entry's, then the cotangent seed; outputs `result` and
     `grad.<path>` (presk.conversion.core_to_realize.record_value_and_gradient)."""
+    from ..analysis.realization import RealizationError
     from ..conversion.core_to_realize import RecordError, record, record_value_and_gradient
     from ..conversion.realize_to_kernel import KernelConversionError, realize_to_kernel
     from ..transforms.fuse import fuse_module
@@ -64,7 +65,7 @@ def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=N
             realize = record_value_and_gradient(module, entry, dims, real)
         else:
             realize = record(core_module, entry, dims, real)
-    except RecordError as exc:
+    except (RecordError, RealizationError) as exc:
         raise UsageError(f"presk: {exc}") from None
     if fuse:
         fuse_module(realize)

@@ -251,11 +251,15 @@ class KernelToFunc(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: K.KernelOp, rewriter: PatternRewriter, /):
+        from presk.conversion.tile_contraction import tile_kernel
         name = op.sym_name.data
         attrs = None
         if name not in self.aliased:
             attrs = ArrayAttr([DictionaryAttr({"llvm.noalias": UnitAttr()})] * len(op.args))
-        rewriter.replace(op, _function(op, kernel_symbol(name), False, attrs, rewriter), [])
+        new = _function(op, kernel_symbol(name), False, attrs, rewriter)
+        if op.layout.kind.data == "tiled":
+            tile_kernel(new.body.block, op.layout, rewriter)
+        rewriter.replace(op, new, [])
 
 
 class HostToFunc(RewritePattern):
@@ -334,54 +338,58 @@ _ARITH: dict[type, type] = {
 }
 
 
+def lower_scalar_op(e: _Emit, op: Operation, args: Sequence[SSAValue], t: Attribute
+                    ) -> SSAValue:
+    """The arith/llvm form of a kernel's scalar op on lowered operands `args` of type `t`
+    (a scalar type, or for + − × ÷, min, max and negation a vector of it)."""
+    if type(op) in _ARITH:
+        return e(_ARITH[type(op)](args[0], args[1]))
+    if isinstance(op, (K.MinOp, K.MaxOp)):
+        a, b = args
+        # numpy: (a < b or a is NaN) ? a : b  — NaN from either side, ties give b.
+        better = e(arith.CmpfOp(a, b, "olt" if isinstance(op, K.MinOp) else "ogt"))
+        take_a = e(arith.OrIOp(better, e(arith.CmpfOp(a, a, "uno"))))
+        return e(arith.SelectOp(take_a, a, b))
+    if isinstance(op, K.NegOp):
+        return e(arith.NegfOp(args[0]))
+    if isinstance(op, K.CastOp):
+        to = op.result.type
+        return e(arith.ExtFOp(args[0], to) if isinstance(to, Float64Type)
+                 else arith.TruncFOp(args[0], to))
+    if isinstance(op, K.ConstantOp):
+        return e.float(op.number, op.result.type)
+    if isinstance(op, K.MathOp):
+        return _math(e, op.fn.data, list(args), op.result.type)
+    raise NativeLoweringError(f"{op.name} is not a scalar op of a kernel")
+
+
+_SCALAR_OPS = (*_ARITH, K.MinOp, K.MaxOp, K.NegOp, K.CastOp, K.ConstantOp, K.MathOp)
+
+
 class ScalarToArith(RewritePattern):
-    """+ − × ÷, negation, min and max, casts and constants."""
+    """+ − × ÷, negation, min and max, casts, constants and math functions."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        e = _emit(op, rewriter)
-        if type(op) in _ARITH:
-            value = e(_ARITH[type(op)](op.operands[0], op.operands[1]))
-        elif isinstance(op, (K.MinOp, K.MaxOp)):
-            a, b = op.operands
-            # numpy: (a < b or a is NaN) ? a : b  — NaN from either side, ties give b.
-            better = e(arith.CmpfOp(a, b, "olt" if isinstance(op, K.MinOp) else "ogt"))
-            take_a = e(arith.OrIOp(better, e(arith.CmpfOp(a, a, "uno"))))
-            value = e(arith.SelectOp(take_a, a, b))
-        elif isinstance(op, K.NegOp):
-            value = e(arith.NegfOp(op.operand))
-        elif isinstance(op, K.CastOp):
-            to = op.result.type
-            value = e(arith.ExtFOp(op.operand, to) if isinstance(to, Float64Type)
-                      else arith.TruncFOp(op.operand, to))
-        elif isinstance(op, K.ConstantOp):
-            value = e.float(op.number, op.result.type)
-        else:
+        if not isinstance(op, _SCALAR_OPS):
             return
-        rewriter.replace(op, [], [value])
+        t = op.operands[0].type if op.operands else op.results[0].type
+        rewriter.replace(op, [], [lower_scalar_op(_emit(op, rewriter), op, op.operands, t)])
 
 
 _INTRINSIC = {"sqrt": "llvm.sqrt", "abs": "llvm.fabs"}
 
 
-class MathToCalls(RewritePattern):
-    """`math` → an exact intrinsic, selects, or a call of the math library."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: K.MathOp, rewriter: PatternRewriter, /):
-        from presk.emit import mathlib  # the list of functions only
-        e = _emit(op, rewriter)
-        fn, t = op.fn.data, op.result.type
-        ty = K.type_name(t)
-        args = list(op.args)
-        if fn in _INTRINSIC:
-            value = e(llvm.CallIntrinsicOp(f"{_INTRINSIC[fn]}.{ty}", args, [t]))
-        elif fn == "heaviside":
-            value = _heaviside(e, args[0], args[1])
-        elif fn in mathlib.FUNCTIONS:
-            value = e(llvm.CallOp(f"presk_{fn}_{ty}", *args, return_type=t))
-        else:
-            raise NativeLoweringError(f"the math library has no `{fn}` ({ty})")
-        rewriter.replace(op, [], [value])
+def _math(e: _Emit, fn: str, args: list[SSAValue], t: Attribute) -> SSAValue:
+    """A math function: an exact intrinsic, selects, or a call of the math library."""
+    from presk.emit import mathlib  # the list of functions only
+    ty = K.type_name(t)
+    if fn in _INTRINSIC:
+        return e(llvm.CallIntrinsicOp(f"{_INTRINSIC[fn]}.{ty}", args, [t]))
+    if fn == "heaviside":
+        return _heaviside(e, args[0], args[1])
+    if fn in mathlib.FUNCTIONS:
+        return e(llvm.CallOp(f"presk_{fn}_{ty}", *args, return_type=t))
+    raise NativeLoweringError(f"the math library has no `{fn}` ({ty})")
 
 
 def _heaviside(e: _Emit, x: SSAValue, h: SSAValue) -> SSAValue:
@@ -625,16 +633,22 @@ class ConvertKernelToStdPass(ModulePass):
         aliased = aliased_kernels(op)
         _walk([KernelToFunc(aliased), HostToFunc()], op)
         _walk([ForToScf(), YieldToScf(), LoadToLLVM(), StoreToLLVM(), ScalarToArith(),
-               MathToCalls(), LaunchToCall(), ArenaToPointers(plan.offsets),
+               LaunchToCall(), ArenaToPointers(plan.offsets),
                ElementwiseHostOps(), AtToGEP(), FoldToScf()], op)
         _declare_math(op)
 
 
 def _declare_math(module: ModuleOp) -> None:
-    """Declare the math library's functions the kernels call (`declare_all` of
-    presk/emit/mathlib_llvm.py replaces each declaration by its definition)."""
-    calls = {(c.callee.string_value(), c.returned.type) for c in module.walk()
-             if isinstance(c, llvm.CallOp) and c.callee is not None}
-    for name, t in sorted(calls, key=lambda c: c[0]):
-        module.body.block.add_op(llvm.FuncOp(name, llvm.LLVMFunctionType([t], t),
+    """Declare the functions the module calls and does not define: the math library's
+    (`declare_all` of presk/emit/mathlib_llvm.py replaces each declaration by its
+    definition) and the C library's `malloc` and `free` (a packed operand's memory)."""
+    defined = {f.sym_name.data for f in module.ops if isinstance(f, (func.FuncOp, llvm.FuncOp))}
+    calls: dict[str, llvm.LLVMFunctionType] = {}
+    for c in module.walk():
+        if isinstance(c, llvm.CallOp) and c.callee is not None:
+            name = c.callee.string_value()
+            out = c.returned.type if c.returned is not None else llvm.LLVMVoidType()
+            calls[name] = llvm.LLVMFunctionType([a.type for a in c.args], out)
+    for name in sorted(set(calls) - defined):
+        module.body.block.add_op(llvm.FuncOp(name, calls[name],
                                              linkage=llvm.LinkageAttr("external")))

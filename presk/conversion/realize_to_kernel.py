@@ -40,6 +40,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float32Type,
+    Float64Type,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
@@ -484,10 +485,16 @@ def build_spread(nb: NestBuilder, op: Operation, source: _Input, places: list[in
     nb.close(len(idx))
 
 
+VECTOR_BYTES = 64
+"""The vector register a contraction's tile is planned for (AVX-512; LLVM splits a wider
+vector into the machine's registers)."""
+
+
 def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
                    lhs_axes: list[int], rhs_axes: list[int]) -> K.LayoutAttr:
-    """A contraction's default layout: a register tile of up to 4×4 outputs, the J side in
-    vector lanes, tiles visited I-major."""
+    """A contraction's default layout: a register tile of up to 4 rows (I) × the J side in
+    vector lanes — two vectors of 64 bytes when J holds them (32 f32, 16 f64), else up to
+    4 — tiles visited I-major."""
     i_size = 1
     for a in range(lhs.rank):
         if a not in lhs_axes:
@@ -496,8 +503,15 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     for b in range(rhs.rank):
         if b not in rhs_axes:
             j_size *= rhs.sizes[b]
-    tile = [min(4, max(i_size, 1)), min(4, max(j_size, 1))]
-    return K.LayoutAttr.tiled(tile, tile[1], "IJ")
+    element = op.results[0].type.element  # type: ignore[attr-defined]
+    lanes = VECTOR_BYTES // (8 if isinstance(element, Float64Type) else 4)
+    rows = min(4, max(i_size, 1))
+    if j_size >= 2 * lanes:
+        return K.LayoutAttr.tiled([rows, 2 * lanes], lanes, "IJ")
+    if j_size >= lanes:
+        return K.LayoutAttr.tiled([rows, lanes], lanes, "IJ")
+    cols = min(4, max(j_size, 1))
+    return K.LayoutAttr.tiled([rows, cols], cols, "IJ")
 
 
 # --------------------------------------------------------------------------------------

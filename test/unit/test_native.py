@@ -225,17 +225,10 @@ def test_cli_usage_errors(args, message) -> None:
     assert done.stderr.splitlines() == [message]
 
 
-_UNFIT = pytest.mark.xfail(strict=True, reason=(
-    "kernel_pipeline catches RecordError but not the RealizationError that record() raises "
-    "for a realization that does not fit the program: a traceback, exit code 1"))
-
-
 @pytest.mark.parametrize("which, engine", [
     ("missing", "native"), ("not-json", "native"), ("other-kind", "native"),
     ("not-json", "kernel"),
-    pytest.param("unknown-site", "native", marks=_UNFIT),
-    pytest.param("unknown-value", "kernel", marks=_UNFIT),
-    pytest.param("unknown-param", "native", marks=_UNFIT),
+    ("unknown-site", "native"), ("unknown-value", "kernel"), ("unknown-param", "native"),
 ])
 def test_cli_wrong_realize_file(tmp_path: Path, engine: str, which: str) -> None:
     path = tmp_path / "r.json"

@@ -1,0 +1,481 @@
+"""The register tile of a `tiled` contraction kernel, for convert-psk-kernel-to-std.
+
+A tiled kernel's nest is `for i { for j { …; acc = for k iter(…) {…}; …; store [.., i, j] } }`
+(outer parallel loops may surround it). Its layout `tile = [R, C]` is a directive: compute
+R rows × C columns of outputs together — the C columns as one vector of C lanes (LLVM
+splits it into the machine's registers), the R rows as R copies of every op that depends
+on i, sharing every op that does not (the loads of the other operand). Each output still
+sees exactly the ops of the nest in their order (the k loop ascending, one rounding each),
+so every layout computes the same bits: vectorizing across j and unrolling across i only
+changes which outputs run together.
+
+* An op is classified by whether it depends on i and on j (through loop indices, loads
+  and loop-carried values). A value that depends on j is a vector of C lanes; one that
+  depends on i has R copies; a scalar meeting a vector is broadcast.
+* A load whose last index is j is a vector load (contiguous). A load that has j at another
+  position reads a transposed copy of its buffer (packed once per launch, into memory from
+  `malloc`, freed at the end), in which j is the last axis. Loads without j are scalars.
+* Math functions on vectors run lane by lane (the library's scalar functions).
+* The tiles cover [0, R·⌊I/R⌋) × [0, C·⌊J/C⌋); the rest runs the nest as it is (copies of
+  the original loops with narrowed bounds), lowered by the scalar patterns.
+
+`tile_kernel(block, kernel_layout)` rewrites a kernel function's block in place and
+reports whether it did; a nest of another shape is left to the scalar lowering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, llvm, scf
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerAttr,
+    VectorType,
+    i16,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint
+
+from presk.conversion.kernel_to_std import _as_buffer, _Emit, lower_scalar_op
+from presk.dialects import kernel as K
+
+PTR = llvm.LLVMPointerType()
+
+
+# --------------------------------------------------------------------------------------
+# The nest's shape
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Nest:
+    i_loop: K.ForOp
+    j_loop: K.ForOp
+    rows: int  # R
+    cols: int  # C
+
+    @property
+    def i(self) -> SSAValue:
+        return self.i_loop.induction
+
+    @property
+    def j(self) -> SSAValue:
+        return self.j_loop.induction
+
+    def main_end(self, loop: K.ForOp, step: int) -> int:
+        lower, upper = loop.lower.data, loop.upper.data
+        return lower + (upper - lower) // step * step
+
+
+def find_nest(block: Block, layout: K.LayoutAttr) -> Nest | None:
+    """The two innermost parallel loops of the kernel's nest, or None if the nest is not
+    `for … { for i { for j { body } } }` with a body the tile can run."""
+    loops = [op for op in block.ops if isinstance(op, K.ForOp)]
+    if len(loops) != 1:
+        return None
+    chain = [loops[0]]
+    while True:
+        inner = [op for op in chain[-1].body.block.ops if not isinstance(op, K.YieldOp)]
+        if len(inner) == 1 and isinstance(inner[0], K.ForOp) and not inner[0].inits:
+            chain.append(inner[0])
+        else:
+            break
+    if len(chain) < 2 or any(loop.inits for loop in chain):
+        return None
+    i_loop, j_loop = chain[-2], chain[-1]
+    rows = min(layout.tile.data[0].data, i_loop.trip)
+    cols = min(layout.tile.data[1].data, j_loop.trip)
+    nest = Nest(i_loop, j_loop, rows, cols)
+    if not _runnable(nest) or i_loop.trip < rows or j_loop.trip < cols or cols < 2:
+        return None
+    return nest
+
+
+def _runnable(nest: Nest) -> bool:
+    """Every load names j at most once; every store is at the body's top level and names
+    j; inner loops carry values (a sum)."""
+    for op in nest.j_loop.body.walk():
+        if isinstance(op, (K.LoadOp, K.StoreOp)) and list(op.indices).count(nest.j) > 1:
+            return False
+        if isinstance(op, K.StoreOp) and (op.parent_op() is not nest.j_loop
+                                          or nest.j not in op.indices):
+            return False
+        if isinstance(op, K.ForOp) and not op.inits:
+            return False
+    return True
+
+
+def depends(nest: Nest) -> dict[SSAValue, frozenset[str]]:
+    """Which of i and j each value of the j body depends on (loop-carried values to a
+    fixed point: a carried value depends on what its init and its yield depend on)."""
+    deps: dict[SSAValue, frozenset[str]] = {nest.i: frozenset("i"), nest.j: frozenset("j")}
+    get = lambda v: deps.get(v, frozenset())  # noqa: E731  values from outside: neither
+    changed = True
+    while changed:
+        changed = False
+        for op in nest.j_loop.body.walk():
+            if isinstance(op, K.ForOp):
+                pairs = [(arg, res, get(arg) | get(init) | get(out)) for arg, res, init, out
+                         in zip(op.carried, op.results, op.inits, _yielded(op))]
+                for arg, res, d in pairs:
+                    if get(arg) != d or get(res) != d:
+                        deps[arg] = deps[res] = d
+                        changed = True
+                continue
+            d = frozenset().union(*(get(o) for o in op.operands))
+            for r in op.results:
+                if get(r) != d:
+                    deps[r] = d
+                    changed = True
+    return deps
+
+
+def _yielded(loop: K.ForOp) -> list[SSAValue]:
+    last = loop.body.block.last_op
+    assert isinstance(last, K.YieldOp)
+    return list(last.values)
+
+
+# --------------------------------------------------------------------------------------
+# Emitting the tile
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Value:
+    """A value of the tile: one per row if it depends on i (else shared), each a vector of
+    C lanes if it depends on j (else a scalar)."""
+
+    rows: list[SSAValue]
+    vector: bool
+
+    def row(self, r: int) -> SSAValue:
+        return self.rows[r] if len(self.rows) > 1 else self.rows[0]
+
+
+@dataclass
+class Tiler:
+    nest: Nest
+    deps: dict[SSAValue, frozenset[str]]
+    emit: object  # the scalar lowering's _Emit (loads, stores, offsets, bf16)
+    packed: dict[SSAValue, tuple[SSAValue, list[int]]]  # buffer → (copy, axis order)
+    env: dict[SSAValue, Value] = field(default_factory=dict)
+
+    @property
+    def R(self) -> int:
+        return self.nest.rows
+
+    @property
+    def C(self) -> int:
+        return self.nest.cols
+
+    def dep(self, v: SSAValue) -> frozenset[str]:
+        return self.deps.get(v, frozenset())
+
+    def value(self, v: SSAValue) -> Value:
+        return self.env.get(v) or Value([v], False)
+
+    # ---- vectors ----
+    def broadcast(self, e, x: SSAValue) -> SSAValue:
+        vt = VectorType(x.type, [self.C])
+        one = e(llvm.InsertElementOp(e(llvm.UndefOp(vt)), x, e.int(0, i32)))
+        return e(llvm.ShuffleVectorOp(one, one, DenseArrayBase.from_list(i32, [0] * self.C),
+                                      vt))
+
+    def lane(self, e, v: SSAValue, c: int) -> SSAValue:
+        t = v.type
+        assert isinstance(t, VectorType)
+        one = e(llvm.ShuffleVectorOp(v, v, DenseArrayBase.from_list(i32, [c]),
+                                     VectorType(t.element_type, [1])))
+        return e(llvm.BitcastOp(one, t.element_type))
+
+    def gather(self, e, lanes: Sequence[SSAValue]) -> SSAValue:
+        vt = VectorType(lanes[0].type, [self.C])
+        v = e(llvm.UndefOp(vt))
+        for c, x in enumerate(lanes):
+            v = e(llvm.InsertElementOp(v, x, e.int(c, i32)))
+        return v
+
+    def operand(self, e, v: SSAValue, r: int, vector: bool) -> SSAValue:
+        x = self.value(v)
+        got = x.row(r)
+        return self.broadcast(e, got) if vector and not x.vector else got
+
+    # ---- the body ----
+    def block(self, e, block: Block) -> list[Value] | None:
+        for op in block.ops:
+            if isinstance(op, K.YieldOp):
+                return [self.value(v) for v in op.values]
+            self.op(e, op)
+        return None
+
+    def op(self, e, op: Operation) -> None:
+        if isinstance(op, K.LoadOp):
+            self.load(e, op)
+        elif isinstance(op, K.StoreOp):
+            self.store(e, op)
+        elif isinstance(op, K.ForOp):
+            self.loop(e, op)
+        else:
+            self.scalar(e, op)
+
+    def _row_count(self, v: SSAValue) -> int:
+        return self.R if "i" in self.dep(v) else 1
+
+    def _indices(self, e, indices: Sequence[SSAValue], r: int, order: list[int] | None
+                 ) -> list[SSAValue]:
+        """The indices for row r with j at its first column (in `order` if packed)."""
+        out = []
+        for x in indices:
+            if x is self.nest.i:
+                out.append(e(arith.AddiOp(self.i0, e.index(r))) if r else self.i0)
+            elif x is self.nest.j:
+                out.append(self.j0)
+            else:
+                out.append(self.value(x).row(0))
+        return [out[a] for a in order] if order is not None else out
+
+    def load(self, e, op: K.LoadOp) -> None:
+        buf, order = op.buffer, None
+        has_j = self.nest.j in op.indices
+        if has_j and op.indices[-1] is not self.nest.j:
+            buf, order = self.packed[op.buffer]
+        t = op.buffer.type
+        rows = []
+        for r in range(self._row_count(op.result)):
+            idx = self._indices(e, list(op.indices), r, order)
+            offset = e.flat(t if order is None else _permuted(t, order), idx)
+            if has_j:
+                rows.append(self.vector_load(e, buf, t, offset))
+            else:
+                rows.append(e.load(op.buffer, offset))
+        self.env[op.result] = Value(rows, has_j)
+
+    def vector_load(self, e, buf: SSAValue, t: K.BufferType, offset: SSAValue) -> SSAValue:
+        bf16 = K.type_name(t.element) == "bf16"
+        stored = i16 if bf16 else t.element
+        p = e(llvm.GEPOp(e.ptr(buf), [llvm.GEP_USE_SSA_VAL], stored,
+                         ssa_indices=[e(arith.IndexCastOp(offset, i64))], inbounds=True))
+        raw = e(llvm.LoadOp(p, VectorType(stored, [self.C]), alignment=_bytes(stored)))
+        if not bf16:
+            return raw
+        wide = e(arith.ExtUIOp(raw, VectorType(i32, [self.C])))
+        shifted = e(arith.ShLIOp(wide, self.broadcast(e, e.int(16, i32))))
+        return e(arith.BitcastOp(shifted, VectorType(Float32Type(), [self.C])))
+
+    def store(self, e, op: K.StoreOp) -> None:
+        t = op.buffer.type
+        contiguous = op.indices[-1] is self.nest.j
+        for r in range(self.R):
+            value = self.operand(e, op.value, r, True)
+            idx = self._indices(e, list(op.indices), r, None)
+            if contiguous:
+                self.vector_store(e, value, op.buffer, t, e.flat(t, idx))
+                continue
+            for c in range(self.C):  # a transposed output: element by element
+                at = [e(arith.AddiOp(x, e.index(c))) if x is self.j0 and c else x for x in idx]
+                e.store(self.lane(e, value, c), op.buffer, e.flat(t, at))
+
+    def vector_store(self, e, value: SSAValue, buf: SSAValue, t: K.BufferType,
+                     offset: SSAValue) -> None:
+        if K.type_name(t.element) == "bf16":
+            value = self.gather(e, [e.f32_to_bf16(self.lane(e, value, c))
+                                    for c in range(self.C)])
+        stored = value.type.element_type  # type: ignore[attr-defined]
+        p = e(llvm.GEPOp(e.ptr(buf), [llvm.GEP_USE_SSA_VAL], stored,
+                         ssa_indices=[e(arith.IndexCastOp(offset, i64))], inbounds=True))
+        e(llvm.StoreOp(value, p, alignment=_bytes(stored)))
+
+    def loop(self, e, op: K.ForOp) -> None:
+        slots = []  # per carried value: (rows, vector)
+        for arg in op.carried:
+            slots.append((self._row_count(arg), "j" in self.dep(arg)))
+        inits = []
+        for init, (n, vec) in zip(op.inits, slots):
+            inits += [self.operand(e, init, r, vec) for r in range(n)]
+        block = Block(arg_types=[IndexType()] + [v.type for v in inits])
+        loop = scf.ForOp(e.index(op.lower.data), e.index(op.upper.data), e.index(1), inits,
+                         Region(block))
+        e(loop)
+        inner = type(e)(e.rewriter, InsertPoint.at_end(block))
+        self.env[op.induction] = Value([block.args[0]], False)
+        args = iter(block.args[1:])
+        for arg, (n, vec) in zip(op.carried, slots):
+            self.env[arg] = Value([next(args) for _ in range(n)], vec)
+        out = self.block(inner, op.body.block)
+        assert out is not None
+        yielded = []
+        for v, (n, vec) in zip(_yielded(op), slots):
+            yielded += [self.operand(inner, v, r, vec) for r in range(n)]
+        block.add_op(scf.YieldOp(*yielded))
+        results = iter(loop.results)
+        for res, (n, vec) in zip(op.results, slots):
+            self.env[res] = Value([next(results) for _ in range(n)], vec)
+
+    def scalar(self, e, op: Operation) -> None:
+        """An arithmetic op (or math, a cast, a constant) for every row it depends on, on
+        vectors if it depends on j: the scalar lowering's own patterns build each copy."""
+        result = op.results[0]
+        vec = "j" in self.dep(result)
+        rows = []
+        for r in range(self._row_count(result)):
+            args = [self.operand(e, v, r, vec) for v in op.operands]
+            if vec and isinstance(op, K.MathOp):
+                lanes = [self.emit_scalar(e, op, [self.lane(e, a, c) for a in args])
+                         for c in range(self.C)]
+                rows.append(self.gather(e, lanes))
+            else:
+                rows.append(self.emit_scalar(e, op, args, vec))
+        self.env[result] = Value(rows, vec)
+
+    def emit_scalar(self, e, op: Operation, args: list[SSAValue], vec: bool = False
+                    ) -> SSAValue:
+        """A copy of `op` on `args`, lowered by the scalar patterns at once."""
+        t = args[0].type if args else op.results[0].type
+        if isinstance(op, K.ConstantOp):
+            x = e.float(op.number, op.result.type)
+            return self.broadcast(e, x) if vec else x
+        if isinstance(op, K.CastOp):
+            to = op.result.type
+            to = VectorType(to, [self.C]) if vec else to
+            return e(arith.ExtFOp(args[0], to) if _is_f64(op.result.type)
+                     else arith.TruncFOp(args[0], to))
+        return lower_scalar_op(e, op, args, t)
+
+
+def _is_f64(t: Attribute) -> bool:
+    return isinstance(t, Float64Type)
+
+
+def _bytes(t: Attribute) -> int:
+    return 8 if isinstance(t, Float64Type) else 4 if isinstance(t, Float32Type) else 2
+
+
+def _permuted(t: K.BufferType, order: list[int]) -> K.BufferType:
+    axes = t.axes.data
+    from xdsl.dialects.builtin import ArrayAttr
+    return K.BufferType(t.element, ArrayAttr([axes[a] for a in order]))
+
+
+# --------------------------------------------------------------------------------------
+# Packing: a transposed copy of a buffer, j's axis last
+# --------------------------------------------------------------------------------------
+
+
+def pack_order(nest: Nest, op: K.LoadOp) -> list[int]:
+    """The axis order of the copy: the buffer's axes with j's moved last."""
+    p = list(op.indices).index(nest.j)
+    return [a for a in range(len(op.indices)) if a != p] + [p]
+
+
+def emit_pack(e, buf: SSAValue, order: list[int]) -> tuple[SSAValue, SSAValue]:
+    """malloc a copy of `buf` with its axes in `order`, fill it; (the copy as a buffer
+    value, the pointer to free)."""
+    t = buf.type
+    assert isinstance(t, K.BufferType)
+    size = e(arith.ConstantOp(IntegerAttr(max(t.bytes, 1), i64)))
+    mem = e(llvm.CallOp("malloc", size, return_type=PTR))
+    copy = _as_buffer(e, mem, _permuted(t, order))
+    shape = t.shape
+
+    def nest_level(b, idx: list[SSAValue], level: int) -> None:
+        if level == len(shape):
+            x = b(llvm.LoadOp(b.element_ptr(buf, b.flat(t, idx)), _stored(t)))
+            at = b.flat(_permuted(t, order), [idx[a] for a in order])
+            b(llvm.StoreOp(x, b.element_ptr(copy, at)))
+            return
+        b.loop(shape[level], lambda inner, i: nest_level(inner, idx + [i], level + 1))
+
+    nest_level(e, [], 0)
+    return copy, mem
+
+
+def _stored(t: K.BufferType) -> Attribute:
+    return i16 if K.type_name(t.element) == "bf16" else t.element
+
+
+# --------------------------------------------------------------------------------------
+# The rewrite
+# --------------------------------------------------------------------------------------
+
+
+def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter) -> bool:
+    """Replace the nest in `block` (a kernel function's body, its buffers already views of
+    pointers) by the tiled loops and the remainder nests."""
+    make_emit = lambda at: _Emit(rewriter, at)  # noqa: E731
+    nest = find_nest(block, layout)
+    if nest is None:
+        return False
+    deps = depends(nest)
+    ret = block.last_op
+    assert ret is not None
+    # Packing at the top of the function (every buffer it packs is an argument view).
+    outermost = next(op for op in block.ops if isinstance(op, K.ForOp))
+    top = make_emit(InsertPoint.before(outermost))
+    packed: dict[SSAValue, tuple[SSAValue, list[int]]] = {}
+    frees: list[SSAValue] = []
+    for op in nest.j_loop.body.walk():
+        if isinstance(op, K.LoadOp) and nest.j in op.indices \
+                and op.indices[-1] is not nest.j and op.buffer not in packed:
+            order = pack_order(nest, op)
+            copy, mem = emit_pack(top, op.buffer, order)
+            packed[op.buffer] = (copy, order)
+            frees.append(mem)
+    _emit_tiles(nest, deps, packed, make_emit)
+    _remainders(nest, rewriter)
+    end = make_emit(InsertPoint.before(ret))
+    for mem in frees:
+        end(llvm.CallOp("free", mem))
+    return True
+
+
+def _emit_tiles(nest: Nest, deps, packed, make_emit) -> None:
+    e = make_emit(InsertPoint.before(nest.i_loop))
+    i_end = nest.main_end(nest.i_loop, nest.rows)
+    j_end = nest.main_end(nest.j_loop, nest.cols)
+    i_block, j_block = Block(arg_types=[IndexType()]), Block(arg_types=[IndexType()])
+    e(scf.ForOp(e.index(nest.i_loop.lower.data), e.index(i_end), e.index(nest.rows), [],
+                Region(i_block)))
+    inner = make_emit(InsertPoint.at_end(i_block))
+    inner(scf.ForOp(inner.index(nest.j_loop.lower.data), inner.index(j_end),
+                    inner.index(nest.cols), [], Region(j_block)))
+    i_block.add_op(scf.YieldOp())
+    body = make_emit(InsertPoint.at_end(j_block))
+    tiler = Tiler(nest, deps, body, packed)
+    tiler.i0, tiler.j0 = i_block.args[0], j_block.args[0]  # type: ignore[attr-defined]
+    tiler.block(body, nest.j_loop.body.block)
+    j_block.add_op(scf.YieldOp())
+
+
+def _remainders(nest: Nest, rewriter: PatternRewriter) -> None:
+    """The rows past the last full tile (every column), then the columns past the last
+    full tile (the tiled rows): copies of the original nest with narrowed bounds."""
+    i_loop, j_loop = nest.i_loop, nest.j_loop
+    i_end = nest.main_end(i_loop, nest.rows)
+    j_end = nest.main_end(j_loop, nest.cols)
+    if j_end < j_loop.upper.data:
+        cols = i_loop.clone()
+        cols.attributes["upper"] = _int(i_end)
+        _only_loop(cols).attributes["lower"] = _int(j_end)
+        rewriter.insert(cols, InsertPoint.before(i_loop))
+    if i_end < i_loop.upper.data:
+        i_loop.attributes["lower"] = _int(i_end)
+    else:
+        rewriter.erase(i_loop)
+
+
+def _only_loop(loop: K.ForOp) -> K.ForOp:
+    return next(op for op in loop.body.block.ops if isinstance(op, K.ForOp))
+
+
+def _int(n: int):
+    from xdsl.dialects.builtin import IntAttr
+    return IntAttr(n)
