@@ -393,10 +393,11 @@ def _math(e: _Emit, fn: str, args: list[SSAValue], t: Attribute) -> SSAValue:
 
 
 def _heaviside(e: _Emit, x: SSAValue, h: SSAValue) -> SSAValue:
-    """1 where x > 0, 0 where x < 0, h where x = 0, NaN where x is NaN (numpy's)."""
+    """1 where x > 0, 0 where x < 0, h where x = 0, and numpy's canonical quiet NaN (+, no
+    payload) where x is any NaN, as np.heaviside."""
     t = x.type
     one, zero = e.float(1.0, t), e.float(0.0, t)
-    at_zero = e(arith.SelectOp(e(arith.CmpfOp(x, x, "uno")), x, h))
+    at_zero = e(arith.SelectOp(e(arith.CmpfOp(x, x, "uno")), e.float(float("nan"), t), h))
     neg = e(arith.SelectOp(e(arith.CmpfOp(x, zero, "olt")), zero, at_zero))
     return e(arith.SelectOp(e(arith.CmpfOp(x, zero, "ogt")), one, neg))
 

@@ -301,12 +301,10 @@ def test_random_programs_native_is_the_kernel_interpreter(tmp_path: Path, prog: 
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "heaviside of a NaN: the interpreter's np.heaviside returns numpy's canonical +NaN "
-    "(0x7ff8…), the lowering's _heaviside returns x itself (-NaN stays 0xfff8…)"))
 def test_heaviside_of_a_negative_nan(tmp_path: Path) -> None:
     """The gradient of min(0.5, w) is heaviside(0.5 − w, 0.5): at w = −NaN, 0.5 − w is
-    −NaN (x86 keeps the NaN operand's sign, numpy and LLVM alike)."""
+    −NaN (x86 keeps the NaN operand's sign, numpy and LLVM alike); heaviside of any NaN is
+    the canonical +NaN, as numpy's (found by the fuzzing: the lowering returned x)."""
     path = tmp_path / "heaviside.psk"
     path.write_text("fn loss(w : ℝ[b: 2]) -> ℝ[] =\n  sum(min(0.5, w))\n", encoding="utf-8")
     core = lower_program(elaborate(str(path)))
