@@ -26,6 +26,8 @@ from llvmlite import ir
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects.builtin import ModuleOp
 
+from presk.emit.mathlib_llvm import SYMBOL as MATH_SYMBOL
+
 FAST_MATH_FLAGS = frozenset({"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn",
                              "reassoc"})
 
@@ -98,6 +100,9 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
         defined.add(fn.name)
         _check_no_fast_math(fn)
         fn.linkage = "" if fn.name in wanted else "internal"
+        if MATH_SYMBOL.fullmatch(fn.name):
+            # Straight-line code with selects: inlined, a loop calling it vectorizes.
+            fn.attributes.add("alwaysinline")
     missing = wanted - defined
     if missing:
         raise NativeCompileError(f"the module defines no entry {', '.join(sorted(missing))}")

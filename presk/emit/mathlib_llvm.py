@@ -126,14 +126,15 @@ def to_llvm(fn: str | mathlib.Program, ty: str,
                        linkage=llvm.LinkageAttr(linkage), body=Region(block))
 
 
-_SYMBOL = re.compile(r"presk_(\w+)_(f32|f64)")
+SYMBOL = re.compile(r"presk_(\w+)_(f32|f64)")
+"""The name of a math library function: presk_<fn>_<ty>."""
 
 
 def _parse_use(use) -> tuple[str, str]:
     if isinstance(use, tuple):
         fn, ty = use
     else:
-        m = _SYMBOL.fullmatch(str(use))
+        m = SYMBOL.fullmatch(str(use))
         if m is None:
             raise ValueError(f"not a mathlib function: {use!r}")
         fn, ty = m.groups()
@@ -151,7 +152,7 @@ def declare_all(module: ModuleOp,
     if uses is None:
         uses = sorted({op.callee.string_value() for op in module.walk()
                        if isinstance(op, llvm.CallOp) and op.callee is not None
-                       and _SYMBOL.fullmatch(op.callee.string_value())})
+                       and SYMBOL.fullmatch(op.callee.string_value())})
     have = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp)}
     added: list[str] = []
     for use in uses:
