@@ -1,0 +1,81 @@
+"""The register tiles of the native backend (presk/conversion/tile_contraction.py) compute
+the kernel interpreter's bits.
+
+A contraction `x · w` of x : ℝ[a: I, b: K] and w : ℝ[K, J] is a `tiled` kernel; its
+gradient adds the two transposed contractions (dx = dy · wᵀ, whose j operand is read
+transposed and packed; dw = xᵀ · dy, summed over the batch). Sizes are chosen so that
+the default layouts take every form — [4, 4] tiles of 4 lanes (J < 16), [4, 16] and
+[4, 32] tiles of 16 f32 or 8 f64 lanes — with rows and columns left over for the scalar
+remainder nests, and each is run under all-f64, all-f32 and bf16 parameters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from presk.analysis import entry as E
+from presk.analysis.kernel_interpret import KernelInterpreter
+from presk.analysis.realization import Realization
+from presk.cli.kernel_cmds import entry_call
+from presk.dialects import kernel as K
+from presk.frontend.elaborate import elaborate
+from presk.frontend.lower import lower_program
+from presk.runtime.compile import native_program
+
+SIZES = [(5, 3, 6), (9, 5, 37), (4, 7, 16), (7, 2, 70), (1, 4, 33)]
+"""(I, K, J): rows, the contracted size, columns."""
+
+
+def _program(tmp: Path, i: int, k: int, j: int) -> Path:
+    path = tmp / f"dot_{i}_{k}_{j}.psk"
+    path.write_text(
+        "module M {\n"
+        f"  param w : ℝ[{k}, {j}] init = normal(std = 0.5)\n"
+        f"  fn apply(v : ℝ[..., b: {k}]) -> ℝ[..., {j}] = v · w\n"
+        "}\n"
+        f"fn loss(θ : params M, x : ℝ[a: {i}, b: {k}]) -> ℝ[] =\n"
+        "  sum(tanh(M.apply(θ, x)))\n"
+        f"fn out(θ : params M, x : ℝ[a: {i}, b: {k}]) -> ℝ[a: {i}, {j}] =\n"
+        "  M.apply(θ, x)\n", encoding="utf-8")
+    return path
+
+
+def _realization(kind: str) -> Realization | None:
+    if kind == "f64":
+        return None
+    sites = {"M.apply/%3": "f32"} if kind == "f32" else {}
+    return Realization(None, sites, {"w": "f32" if kind == "f32" else "bf16"})
+
+
+@pytest.mark.parametrize("i, k, j", SIZES)
+@pytest.mark.parametrize("kind", ["f64", "f32", "bf16"])
+@pytest.mark.parametrize("entry, grad", [("out", False), ("loss", True)])
+def test_tiles_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, i: int, k: int,
+                                             j: int, kind: str, entry: str, grad: bool):
+    monkeypatch.setenv("PRESK_CACHE", "off")
+    core = lower_program(elaborate(str(_program(tmp_path, i, k, j))))
+    prepared = E.prepare(core, entry, {})
+    rng = np.random.default_rng(i * 100 + j)
+    params = {f.path: rng.standard_normal(f.shape) for f in prepared.fields}
+    values = {n: rng.standard_normal(s) for n, s in prepared.inputs.items()}
+    call = entry_call(core, entry, {}, params, values, _realization(kind), True, grad)
+    tiled = [k for k in K.kernels(call.pipeline.kernel).values()
+             if k.layout.kind.data == "tiled"]
+    assert len(tiled) == (3 if grad else 1)
+    want = KernelInterpreter(call.pipeline.kernel).run(call.host, call.inputs)
+    got = native_program(call.pipeline.kernel).entry(call.host)(call.inputs)
+    for name, g, w in zip(call.output_names, got, want):
+        assert g.tobytes() == w.tobytes(), (name, g, w)
+
+
+def test_wide_contractions_take_two_vectors_of_columns(tmp_path: Path) -> None:
+    """The default layout of J ≥ 32 f32 columns: 4 rows × 32 columns, 16 lanes."""
+    core = lower_program(elaborate(str(_program(tmp_path, 9, 5, 37))))
+    call = entry_call(core, "out", {}, {"w": np.ones((5, 37))}, {"x": np.ones((9, 5))},
+                      _realization("f32"))
+    (kernel,) = [k for k in K.kernels(call.pipeline.kernel).values()
+                 if k.layout.kind.data == "tiled"]
+    assert kernel.layout.text() == "tiled, tile [4, 32], lanes 16, order IJ"
