@@ -3,9 +3,12 @@
     presk-translate FILE.psk --to mlir        the program in PSK-Core, MLIR text
     presk-translate FILE.psk --to listing     the same as the Core listing (`presk dump`)
     presk-translate FILE.mlir --to listing    PSK-Core MLIR text as the listing
+    presk-translate FILE.psk --to llvm --entry loss --dim B=4 [--realize R] [--grad]
+                                              the entry's native module as LLVM IR, as it
+                                              goes into O2 (`--optimized`: as it comes out)
 
 `-o FILE` writes the result (atomically) instead of printing it. The emitters of later
-stages (C, PyTorch, LLVM IR) join `--to` as they land.
+stages (C, PyTorch) join `--to` as they land.
 """
 
 from __future__ import annotations
@@ -33,7 +36,24 @@ def _to_listing(module) -> str:
     return format_module(module)
 
 
-TARGETS: dict[str, Callable] = {"mlir": _to_mlir, "listing": _to_listing}
+def _to_llvm(module, args: argparse.Namespace) -> str:
+    """The entry recorded down to PSK-Kernel (as `presk run --engine native` records it),
+    lowered to the llvm dialect and translated to LLVM IR for the host."""
+    from ..emit.llvm import llvm_ir, optimize
+    from ..runtime.compile import llvm_dialect_module
+    from .core_cmds import parse_dims
+    from .kernel_cmds import kernel_pipeline
+    if not args.entry:
+        raise UsageError("presk-translate: --to llvm needs --entry, e.g. --entry loss")
+    pipe = kernel_pipeline(module, args.entry, parse_dims(args.dim), args.realize, True,
+                           args.grad, args.remat)
+    llvm_module, sigs = llvm_dialect_module(pipe.kernel)
+    text = llvm_ir(llvm_module, [s.symbol for s in sigs])
+    return str(optimize(text)) if args.optimized else text
+
+
+TARGETS: dict[str, Callable] = {"mlir": _to_mlir, "listing": _to_listing, "llvm": _to_llvm}
+NEEDS_ENTRY = {"llvm"}
 
 
 def _write(text: str, path: str | None) -> None:
@@ -56,11 +76,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--to", required=True, choices=sorted(TARGETS),
                         help="what to translate to")
     parser.add_argument("-o", "--output", help="write here instead of to standard output")
+    entry = parser.add_argument_group("with --to llvm")
+    entry.add_argument("--entry", help="the function to compile, e.g. loss")
+    entry.add_argument("--dim", action="append", default=[], metavar="NAME=N",
+                       help="a dim's value, e.g. --dim B=4 (repeatable)")
+    entry.add_argument("--realize", metavar="REALIZATION",
+                       help="the realization (a path, @path or inline JSON); absent: all f64")
+    entry.add_argument("--grad", action="store_true", help="the entry's value and gradient")
+    entry.add_argument("--remat", choices=["store", "recompute"], default="store",
+                       help="with --grad: what the forward sweep keeps for the reverse one")
+    entry.add_argument("--optimized", action="store_true",
+                       help="the IR after LLVM's O2 for this machine")
     try:
         args = parser.parse_args(argv)
+        if args.to not in NEEDS_ENTRY and (args.entry or args.dim or args.realize
+                                           or args.grad or args.optimized):
+            raise UsageError(f"presk-translate: --entry, --dim, --realize, --grad and "
+                             f"--optimized apply to --to llvm, not --to {args.to}")
         from .core_cmds import load_core
         module, _ = load_core(args.file)
-        _write(TARGETS[args.to](module), args.output)
+        target = TARGETS[args.to]
+        text = target(module, args) if args.to in NEEDS_ENTRY else target(module)
+        _write(text, args.output)
         return 0
     except UsageError as exc:
         print(exc, file=sys.stderr)
