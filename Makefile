@@ -17,8 +17,10 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/presk check --summary tutorial/07_train.psk
 	$(BIN)/presk dump tutorial/07_train.psk --stage core --entry loss
-	$(BIN)/presk run tutorial/07_train.psk --entry loss --dim B=4
-	$(BIN)/presk run tutorial/07_train.psk --entry loss --dim B=4 --grad --engine f64
+	$(BIN)/presk run tutorial/07_train.psk --entry loss --dim B=4 --engine mpfr
+	$(BIN)/presk run tutorial/07_train.psk --entry loss --dim B=4 --time \
+	  --realize @test/fixtures/realization_mixed.json
+	$(BIN)/presk run tutorial/07_train.psk --entry loss --dim B=4 --grad --time
 
 test: $(STAMP)
 	$(BIN)/pytest -q test/unit
