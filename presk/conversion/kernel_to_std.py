@@ -232,14 +232,19 @@ def _function(op: K.KernelOp | K.HostOp, symbol: str, arena: bool,
     e = _Emit(rewriter, InsertPoint.at_end(block))
     views = [e(UnrealizedConversionCastOp.get([p], [a.type]))
              for p, a in zip(block.args, op.args)]
-    old = op.body.block
-    for arg, view in zip(old.args, views):
-        arg.replace_all_uses_with(view)
-    for inner in list(old.ops):
-        inner.detach()
-        block.add_op(inner)
+    _move_body(op.body.block, block, views)
     block.add_op(func.ReturnOp())
     return new
+
+
+def _move_body(old: Block, new: Block, values: Sequence[SSAValue]) -> None:
+    """Move `old`'s ops to the end of `new`, its arguments replaced by `values` (the old
+    block stays, empty, in the op the rewrite replaces)."""
+    for arg, value in zip(old.args, values):
+        arg.replace_all_uses_with(value)
+    for inner in list(old.ops):
+        inner.detach()
+        new.add_op(inner)
 
 
 @dataclass
@@ -528,12 +533,7 @@ class FoldToScf(RewritePattern):
         even = b(arith.CmpiOp(b(arith.AndIOp(step, b.index(1))), b.index(0), "eq"))
         dest = b(arith.SelectOp(even, s0, s1))
         values = [l, _as_buffer(b, acc, t), _as_buffer(b, dest, t)]
-        body = op.body.block
-        for arg, value in zip(body.args, values):
-            arg.replace_all_uses_with(value)
-        for inner in list(body.ops):
-            inner.detach()
-            block.add_op(inner)
+        _move_body(op.body.block, block, values)
         block.add_op(scf.YieldOp(dest))
         rewriter.replace(op, [], [_as_buffer(e, loop.results[0], t)])
 
