@@ -841,7 +841,7 @@ class NegOp(_ScalarOp):
 MATH_FUNCTIONS = {
     # name: arity
     "exp": 1, "log": 1, "tanh": 1, "erf": 1, "sqrt": 1, "sin": 1, "cos": 1, "abs": 1,
-    "log1p": 1, "expm1": 1, "softplus": 1, "pow": 2, "heaviside": 2,
+    "log1p": 1, "softplus": 1, "pow": 2, "heaviside": 2,
 }
 """The functions of the math table (presk/analysis/kernel_math.py)."""
 
