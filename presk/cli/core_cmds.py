@@ -16,7 +16,7 @@ from .common import ProgramError, UsageError, elaborate_or_report
 def load_core(path: str):
     """A PSK-Core module from a .psk program (elaborated and lowered) or an .mlir file."""
     if path.endswith(".mlir"):
-        return _parse_mlir(path), None
+        return parse_mlir(path), None
     from ..frontend.lower import LoweringError, lower_program
     program = elaborate_or_report(path)
     try:
@@ -26,7 +26,10 @@ def load_core(path: str):
         raise ProgramError() from None
 
 
-def _parse_mlir(path: str):
+def parse_mlir(path: str, all_stages: bool = False):
+    """An MLIR file: PSK-Core (and with `all_stages` also PSK-Realize and PSK-Kernel),
+    verified; a syntax or verifier error is a diagnostic (exit 1), an unreadable file one
+    line (exit 2)."""
     from xdsl.context import Context
     from xdsl.dialects.builtin import Builtin
     from xdsl.parser import Parser
@@ -40,6 +43,11 @@ def _parse_mlir(path: str):
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Core)
+    if all_stages:
+        from ..dialects.kernel import Kernel
+        from ..dialects.realize import Realize
+        ctx.load_dialect(Realize)
+        ctx.load_dialect(Kernel)
     try:
         module = Parser(ctx, text, name=path).parse_module()
         module.verify()

@@ -6,6 +6,9 @@
     presk-translate FILE.psk --to llvm --entry loss --dim B=4 [--realize R] [--grad]
                                               the entry's native module as LLVM IR, as it
                                               goes into O2 (`--optimized`: as it comes out)
+    presk-translate KERNEL.mlir --to llvm     the same from a PSK-Kernel module (its
+                                              `entry` hosts), e.g. `presk dump --stage
+                                              kernel --format mlir`'s
 
 `-o FILE` writes the result (atomically) instead of printing it. The emitters of later
 stages (C, PyTorch) join `--to` as they land.
@@ -36,18 +39,37 @@ def _to_listing(module) -> str:
     return format_module(module)
 
 
-def _to_llvm(module, args: argparse.Namespace) -> str:
-    """The entry recorded down to PSK-Kernel (as `presk run --engine native` records it),
-    lowered to the llvm dialect and translated to LLVM IR for the host."""
-    from ..emit.llvm import llvm_ir, optimize
-    from ..runtime.compile import llvm_dialect_module
+def kernel_module(module, args: argparse.Namespace):
+    """The PSK-Kernel module to emit: the file's own, or the entry recorded down to
+    PSK-Kernel from PSK-Core (as `presk run --engine native` records it)."""
+    from ..dialects import kernel as K
     from .core_cmds import parse_dims
     from .kernel_cmds import kernel_pipeline
+    if K.hosts(module):
+        if args.entry or args.dim or args.realize or args.grad:
+            raise UsageError("presk-translate: a PSK-Kernel file is recorded already: "
+                             "--entry, --dim, --realize and --grad apply to a program")
+        if not any(h.entry is not None for h in K.hosts(module).values()):
+            raise UsageError("presk-translate: the PSK-Kernel module has no host marked "
+                             "`entry`")
+        return module
     if not args.entry:
-        raise UsageError("presk-translate: --to llvm needs --entry, e.g. --entry loss")
-    pipe = kernel_pipeline(module, args.entry, parse_dims(args.dim), args.realize, True,
-                           args.grad, args.remat)
-    llvm_module, sigs = llvm_dialect_module(pipe.kernel)
+        raise UsageError(f"presk-translate: --to {args.to} needs --entry, e.g. --entry loss")
+    return kernel_pipeline(module, args.entry, parse_dims(args.dim), args.realize, True,
+                           args.grad, args.remat).kernel
+
+
+def _to_llvm(module, args: argparse.Namespace) -> str:
+    """The kernel module lowered to the llvm dialect and translated to LLVM IR for the
+    host."""
+    from ..conversion.kernel_to_std import NativeLoweringError
+    from ..emit.llvm import NativeCompileError, llvm_ir, optimize
+    from ..runtime.compile import llvm_dialect_module
+    try:
+        llvm_module, sigs = llvm_dialect_module(kernel_module(module, args))
+    except (NativeLoweringError, NativeCompileError) as exc:
+        print(f"presk-translate: error: {exc}", file=sys.stderr)
+        raise ProgramError() from None
     text = llvm_ir(llvm_module, [s.symbol for s in sigs])
     return str(optimize(text)) if args.optimized else text
 
@@ -68,6 +90,15 @@ def _write(text: str, path: str | None) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+def _load(args: argparse.Namespace):
+    """A .psk program lowered to PSK-Core, or an .mlir file at any of Presk's stages (the
+    targets that emit kernels take PSK-Kernel too)."""
+    from .core_cmds import load_core, parse_mlir
+    if args.file.endswith(".mlir") and args.to in NEEDS_ENTRY:
+        return parse_mlir(args.file, all_stages=True)
+    return load_core(args.file)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,8 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                                            or args.grad or args.optimized):
             raise UsageError(f"presk-translate: --entry, --dim, --realize, --grad and "
                              f"--optimized apply to --to llvm, not --to {args.to}")
-        from .core_cmds import load_core
-        module, _ = load_core(args.file)
+        module = _load(args)
         target = TARGETS[args.to]
         text = target(module, args) if args.to in NEEDS_ENTRY else target(module)
         _write(text, args.output)
