@@ -1,0 +1,80 @@
+"""A training run's objective as native code: its value and gradient at the run's batch
+size, compiled once (or taken from the on-disk cache), called once per step.
+
+The entry is `objective.value_vjp` recorded down to PSK-Kernel under the realization, as
+`presk run --grad --engine native` records it (presk/cli/kernel_cmds.py `entry_call`):
+inputs the parameters by path (`θ.blocks.proj.w`), the batch (`batch.0`, `batch.1`) and
+the cotangent seed (1); outputs `result` and `grad.<path>`. Its buffers are allocated and
+bound once (`NativeEntry.bind`), so a step is: the parameters and the batch copied into
+their input buffers, rounded to nearest even into each buffer's type (a plain copy for
+f64); one ctypes call; the loss and the gradient read from the output buffers (widened to
+f64 exactly). No Python between the launches of a step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..analysis import entry as E
+from ..analysis.kernel_interpret import to_f64, to_storage
+
+
+@dataclass
+class Slot:
+    """One input buffer of the entry and where its values come from."""
+
+    name: str  # the entry's argument name: `θ.w`, `batch.0`, `d%7`
+    buffer: np.ndarray  # bound to the native entry (its storage type)
+    element: str  # f64, f32, bf16
+
+    def fill(self, values: np.ndarray) -> None:
+        if self.element == "f64":
+            np.copyto(self.buffer, values)
+        else:
+            np.copyto(self.buffer, to_storage(values, self.element))
+
+
+class NativeObjective:
+    """`loss, grads = objective(params, batch)`: params by path (f64 arrays), batch a
+    sequence of arrays in the order of the objective's batch argument; grads by path."""
+
+    def __init__(self, core_module, objective: str, dims: dict[str, int], realization=None,
+                 remat: str = "store", cache: bool = True):
+        from ..cli.kernel_cmds import entry_call
+        from ..cli.native_cmds import compile_call
+        self.prepared = E.prepare(core_module, objective, dims)
+        params = {f.path: np.zeros(f.shape) for f in self.prepared.fields}
+        values = {n: np.zeros(s) for n, s in self.prepared.inputs.items()}
+        self.call = entry_call(core_module, objective, dims, params, values, realization,
+                               True, True, remat)
+        self.program, self.entry = compile_call(self.call, cache)
+        self._step: Callable[[], None] = self.entry.bind(self.call.inputs)
+        self.outputs: list[np.ndarray] = self._step.outputs  # type: ignore[attr-defined]
+        self.slots = [Slot(sig.name, b, sig.element)
+                      for sig, b in zip(self.entry.sig.inputs, self.call.inputs)]
+        self._param_slots = {s.name.partition(".")[2]: s for s in self.slots
+                             if s.name.partition(".")[2] in params}
+        self._batch_slots = [s for s in self.slots if s.name in values]
+        self.paths = [f.path for f in self.prepared.fields]
+
+    @property
+    def batch_names(self) -> list[str]:
+        return [s.name for s in self._batch_slots]
+
+    def __call__(self, params: Mapping[str, np.ndarray], batch: Sequence[np.ndarray]
+                 ) -> tuple[float, dict[str, np.ndarray]]:
+        for path, slot in self._param_slots.items():
+            slot.fill(params[path])
+        for slot, values in zip(self._batch_slots, batch):
+            slot.fill(values)
+        self._step()
+        out = dict(zip(self.call.output_names, self.outputs))
+        loss = float(to_f64(out["result"]))
+        return loss, {p: to_f64(out[f"grad.{p}"]) for p in self.paths}
+
+
+__all__ = ["NativeObjective", "Slot"]
