@@ -1,0 +1,50 @@
+"""`presk export FILE --target pytorch -o DIR`: one Python module per .psk file, written by
+presk/emit/pytorch.py, each file replaced atomically (a temporary file, then a rename), so
+that an interrupted export never leaves a half-written module behind."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+
+from .common import UsageError
+from .core_cmds import load_core
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..emit.pytorch import ExportError, pytorch_export, summary_line
+    module, program = load_core(args.file)
+    stem = os.path.splitext(os.path.basename(args.file))[0]
+    try:
+        export = pytorch_export(module, stem, program=program)
+    except ExportError as exc:
+        raise UsageError(f"presk export: {args.file}: {exc}") from None
+    write_files(export.sources, args.output)
+    print(summary_line(export, args.output))
+    return 0
+
+
+def write_files(files: dict[str, str], directory: str) -> None:
+    """Create `directory` and write each file into it through a temporary file."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise UsageError(f"presk export: -o {directory}: exists and is not a directory")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        for name, text in files.items():
+            _write_atomically(os.path.join(directory, name), text)
+    except OSError as exc:
+        raise UsageError(f"presk export: -o {directory}: cannot write "
+                         f"({exc.strerror or exc})") from None
+
+
+def _write_atomically(path: str, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".py", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the module from other users
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
