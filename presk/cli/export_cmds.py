@@ -1,0 +1,46 @@
+"""`presk export FILE --target c|pytorch -o DIR`: the program for where Python is not (a C
+program that computes the native bits) and for the ecosystem users already have (a
+PyTorch module).
+
+Each target lives in its own module and is imported only when asked for:
+  c        presk/cli/export_c.py        run(args) -> int
+  pytorch  presk/cli/export_pytorch.py  run(args) -> int
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+TARGETS = {"c": "export_c", "pytorch": "export_pytorch"}
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    module = importlib.import_module(f"{__package__}.{TARGETS[args.target]}")
+    return module.run(args)
+
+
+def add_export(sub: Any) -> None:
+    p = sub.add_parser("export", help="write the program as C (the native bits) or as a "
+                       "PyTorch module")
+    p.add_argument("file", help="the program's main .psk file (or a PSK-Core .mlir file)")
+    p.add_argument("--target", required=True, choices=sorted(TARGETS),
+                   help="c: a C program of one entry at --dim values under --realize; "
+                   "pytorch: one Python module per .psk file")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="the directory to write (created; files in it are replaced)")
+    c = p.add_argument_group("with --target c")
+    c.add_argument("--entry", help="the function to export, e.g. loss")
+    c.add_argument("--dim", action="append", default=[], metavar="NAME=N",
+                   help="a dim's value, e.g. --dim B=4 (repeatable)")
+    c.add_argument("--realize", metavar="REALIZATION",
+                   help="the realization (a path, @path or inline JSON); absent: all f64")
+    c.add_argument("--grad", action="store_true", help="the entry's value and gradient")
+    c.add_argument("--remat", choices=["store", "recompute"], default="store",
+                   help="with --grad: what the forward sweep keeps for the reverse one")
+    c.add_argument("--seed", type=int, default=0,
+                   help="seed of the weights and inputs `make check` runs on")
+    c.add_argument("--weights", help="a safetensors file of parameters keyed by path")
+    c.add_argument("--inputs", help="a safetensors file of inputs keyed by argument path")
+    p.set_defaults(run=cmd_export)
