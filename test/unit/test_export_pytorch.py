@@ -83,7 +83,9 @@ def run_isolated(job: dict) -> dict[str, np.ndarray]:
 
 @lru_cache(maxsize=None)
 def differentiated(name: str):
-    module = lower_program(elaborate(str(TUTORIAL / f"{name}.psk")))
+    """The program `name` (a tutorial's, or a path) with `loss` differentiated."""
+    path = name if name.endswith(".psk") else str(TUTORIAL / f"{name}.psk")
+    module = lower_program(elaborate(path))
     Differentiator(module, "store").run(["loss"])
     return module
 
@@ -115,13 +117,54 @@ def _note(key: str, diffs: dict[str, float]) -> None:
 @pytest.mark.parametrize("kind", ["init", "random"])
 @pytest.mark.parametrize("name", list(ENTRIES))
 def test_entry_matches_the_f64_interpreter(name: str, kind: str, tmp_path: Path) -> None:
-    out = export(name, tmp_path / "pt")
-    module = differentiated(name)
+    mod, cls = ENTRIES[name]
+    compare_entry(TUTORIAL / f"{name}.psk", name, mod, cls, [], kind, tmp_path)
+
+
+# Ops the tutorials leave out: a sum over a named axis broadcast back (`s[..., None]`),
+# a method besides apply, ℝ[] constants under sqrt and as Python numbers, real, minimum
+# and maximum, softmax, a top-level helper, a contraction with an unnamed axis, max of all.
+MISC = """\
+dim B
+module M{D : dim} {
+  param a : ℝ[D]  init = normal(std = 0.5)
+  param m : ℝ[D, 3] init = xavier_normal
+
+  fn scale(x : ℝ[..., model: D]) -> ℝ[..., model: D] =
+    x * sqrt(2.0) + real(3)
+
+  fn apply(x : ℝ[..., model: D]) -> ℝ[..., model: D] =
+    let s = sum(axis model, x)
+    let t = max(x, scale(x)) - s
+    min(t, a) + softmax(axis model, t)
+}
+
+fn helper(x : ℝ[batch: B, model: 4]) -> ℝ[batch: B] = logsumexp(axis model, x) / 2.0
+
+fn loss(θ : params M{4}, batch : (ℝ[batch: B, model: 4], ℝ[batch: B, model: 4])) -> ℝ[] =
+  let (x, y) = batch
+  let z = M.apply(θ, x)
+  mean(helper(z) * sum(axis model, y)) + max(z · θ.m)
+"""
+
+
+def test_more_ops_match_the_f64_interpreter(tmp_path: Path) -> None:
+    source = tmp_path / "misc.psk"
+    source.write_text(MISC)
+    compare_entry(source, "misc", "_misc", "M", [4], "random", tmp_path)
+
+
+def compare_entry(source: Path, name: str, mod: str, cls: str, dims: list[int], kind: str,
+                  tmp_path: Path) -> None:
+    """Export `source`, run its `loss` isolated at B = 4 and 7, compare with value_vjp."""
+    out = tmp_path / "pt"
+    assert presk_main(["export", str(source), "--target", "pytorch", "-o", str(out)]) == 0
+    module = differentiated(str(source))
     for b in (4, 7):
         entry = E.prepare(module, "loss", {"B": b})
         weights_file = tmp_path / f"w{b}.safetensors"
-        assert presk_main(["init", str(TUTORIAL / f"{name}.psk"), "--entry", "loss", "--dim",
-                           f"B={b}", "-o", str(weights_file)]) == 0
+        assert presk_main(["init", str(source), "--entry", "loss", "--dim", f"B={b}",
+                           "-o", str(weights_file)]) == 0
         params = {k: np.asarray(v, dtype=np.float64) for k, v in load_file(weights_file).items()}
         if kind == "random":
             rng = np.random.default_rng(29 + b)
@@ -132,8 +175,8 @@ def test_entry_matches_the_f64_interpreter(name: str, kind: str, tmp_path: Path)
         values = E.inputs(entry, b, None)
         save_file(values, str(tmp_path / "x.safetensors"))
         got = run_isolated({
-            "dir": str(out), "module": ENTRIES[name][0], "class": ENTRIES[name][1],
-            "entry": [python_name(name), "loss"], "dtype": "float64",
+            "dir": str(out), "module": mod, "class": cls, "dims": dims,
+            "entry": [python_name(source.stem), "loss"], "dtype": "float64",
             "weights": str(weights_file), "inputs": str(tmp_path / "x.safetensors"),
             "out": str(tmp_path / "out.safetensors")})
         numbers = F64()
