@@ -11,7 +11,8 @@ import sys
 from typing import Any, Callable, NoReturn
 
 from . import (
-    bounds_cmds, core_cmds, data_cmd, precision_cmds, realize_cmds, sensitivity_cmds, solve_cmds,
+    bounds_cmds, core_cmds, data_cmd, export_cmds, precision_cmds, realize_cmds, sensitivity_cmds,
+    solve_cmds,
 )
 from .common import ProgramError, UsageError, elaborate_or_report
 
@@ -101,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for add in (_add_check, _add_dump, core_cmds.add_run, core_cmds.add_init,
-                precision_cmds.add_calibrate, solve_cmds.add_solve, data_cmd.add_parser):
+                precision_cmds.add_calibrate, solve_cmds.add_solve, export_cmds.add_export,
+                data_cmd.add_parser):
         add(sub)
     return parser
 
