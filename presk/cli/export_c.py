@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from .common import UsageError
+from .common import ProgramError, UsageError
 
 
 @dataclass
@@ -112,6 +113,7 @@ def _check_output(path: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`presk export … --target c`: write the program, print the summary line and files."""
+    from ..emit.c_program import CExportError
     from .kernel_cmds import prepare_run
     if not args.entry:
         raise UsageError("presk export: --target c needs --entry, e.g. --entry loss")
@@ -123,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"presk export: cannot write into {args.output}: "
                          f"{exc.strerror or exc}") from None
+    except CExportError as exc:
+        print(f"presk: error: the C export cannot write `{args.entry}`: {exc}",
+              file=sys.stderr)
+        raise ProgramError() from None
     print(summary(args, entry.dims, result))
     for name, text in result.files.items():
         print(f"  {name:<14} {_plural(text.count(chr(10)), 'line')}")

@@ -43,8 +43,10 @@ from presk.dialects import kernel as K
 from presk.emit import mathlib
 from presk.emit.kernel_listing import count, entry_host, format_kernel, launch_label
 
-CFLAGS = "-O2 -ffp-contract=off -fno-fast-math -Wall -Wextra -Werror -std=c99"
-"""The flags the Makefile compiles with: IEEE arithmetic, nothing fused."""
+CFLAGS = "-O2 -Wall -Wextra -Werror -std=c99"
+"""The Makefile's CFLAGS (a user may replace them: `make CFLAGS=-O3`)."""
+FPFLAGS = "-ffp-contract=off -fno-fast-math"
+"""What the bits need, always added: IEEE arithmetic, nothing fused."""
 
 STORAGE_C = {"f64": "double", "f32": "float", "bf16": "uint16_t"}
 COMPUTE_C = {"f64": "double", "f32": "float", "bf16": "float"}
@@ -74,11 +76,18 @@ def c_identifier(name: str) -> str:
     return "v_" + text if text[0].isdigit() else text
 
 
+C_RESERVED = frozenset("""auto break case char const continue default do double else enum
+extern float for goto if inline int long register restrict return short signed sizeof static
+struct switch typedef union unsigned void volatile while _Bool _Complex _Imaginary arena memcpy
+""".split())
+"""C99's keywords, and the names the generated code uses in every function."""
+
+
 class Names:
-    """Unique identifiers in one scope."""
+    """Unique identifiers in one scope (never a keyword or a name the code uses)."""
 
     def __init__(self, taken: Sequence[str] = ()):
-        self.taken = set(taken)
+        self.taken = set(taken) | C_RESERVED
 
     def fresh(self, base: str) -> str:
         base = c_identifier(base)
@@ -339,7 +348,7 @@ class HostC:
         self.symbols = symbols
         self.plan = plan
         self.lines: list[str] = []
-        self.scope = Names(["arena"])
+        self.scope = Names()
         self.names: dict[SSAValue, str] = {}
         self.const: set[SSAValue] = set()
         self.site: str | None = None
@@ -520,7 +529,7 @@ def entry_c(module: Operation, output_names: Sequence[str] | None = None) -> Ent
     outputs = list(sig.outputs)
     if output_names is not None:
         outputs = [BufferSig(n, b.element, b.shape) for n, b in zip(output_names, outputs)]
-    fields = Names(["arena"])
+    fields = Names()
     ins = [(fields.fresh(b.name), b) for b in sig.inputs]
     outs = [(fields.fresh(b.name), b) for b in outputs]
     return EntryC(sig, "presk_" + c_identifier(host.sym_name.data), ins, outs)
@@ -797,8 +806,9 @@ static void from_le(const buffer *b, void *data, const unsigned char *bytes)
 {
     for (size_t i = 0; i < b->count; i++) {
         const uint64_t u = get_bits(b, bytes, i);
+        const uint32_t v = (uint32_t)u;
         if (b->element == PRESK_F64) memcpy((double *)data + i, &u, 8);
-        else if (b->element == PRESK_F32) { const uint32_t v = (uint32_t)u; memcpy((float *)data + i, &v, 4); }
+        else if (b->element == PRESK_F32) memcpy((float *)data + i, &v, 4);
         else ((uint16_t *)data)[i] = (uint16_t)u;
     }
 }
@@ -965,12 +975,14 @@ def makefile(entry: EntryC) -> str:
     return f"""# Build the exported program and check it against the native backend's outputs.
 CC = cc
 CFLAGS = {CFLAGS}
+# The native bits need IEEE arithmetic with nothing fused, whatever CFLAGS say.
+FPFLAGS = {FPFLAGS}
 LDLIBS = -lm
 SOURCES = main.c model.c kernels.c presk_rt.c presk_libm.c
 HEADERS = model.h presk_rt.h
 
 {prog}: $(SOURCES) $(HEADERS)
-\t$(CC) $(CFLAGS) -o $@ $(SOURCES) $(LDLIBS)
+\t$(CC) $(CFLAGS) $(FPFLAGS) -o $@ $(SOURCES) $(LDLIBS)
 
 # Run on the recorded inputs and compare every output with the native backend's, bit for bit.
 check: {prog}
@@ -1017,9 +1029,14 @@ little-endian, in the buffer's storage type: f64 (8 bytes), f32 (4 bytes), or bf
 #include <stdlib.h>
 #include "model.h"
 
-{function}_inputs in = {{ {in_example} }};   /* your buffers */
-{function}_outputs out = {{ {out_example} }};
-void *arena = malloc({arena_macro});              /* {arena} bytes, reusable */
+/* your buffers, one pointer each */
+{function}_inputs in = {{
+{in_example}
+}};
+{function}_outputs out = {{
+{out_example}
+}};
+void *arena = malloc({arena_macro});  /* {arena} bytes, reusable */
 {function}(&in, &out, arena);
 ```
 
@@ -1046,12 +1063,11 @@ def readme(module: Operation, entry: EntryC) -> str:
                       for kind, fields in (("input", entry.inputs), ("output", entry.outputs))
                       for f, b in fields)
     return README.format(
-        function=entry.function, host=entry.sig.host, cflags=CFLAGS, program=entry.program,
+        function=entry.function, host=entry.sig.host, cflags=f"{CFLAGS} {FPFLAGS}",
+        program=entry.program,
         table=table, arena_macro=entry.arena_macro, arena=entry.sig.arena_bytes,
-        in_example=", ".join(f".{f} = {f}" for f, _ in entry.inputs[:2])
-        + (", ..." if len(entry.inputs) > 2 else ""),
-        out_example=", ".join(f".{f} = {f}" for f, _ in entry.outputs[:2])
-        + (", ..." if len(entry.outputs) > 2 else ""),
+        in_example=",\n".join(f"    .{f} = {f}" for f, _ in entry.inputs),
+        out_example=",\n".join(f"    .{f} = {f}" for f, _ in entry.outputs),
         kernels=len(K.kernels(module)), hosts=len(reachable_hosts(module)))
 
 
