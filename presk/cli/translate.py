@@ -9,9 +9,15 @@
     presk-translate KERNEL.mlir --to llvm     the same from a PSK-Kernel module (its
                                               `entry` hosts), e.g. `presk dump --stage
                                               kernel --format mlir`'s
+    presk-translate FILE.psk --to c --entry loss --dim B=4 [--realize R] [--grad]
+    presk-translate KERNEL.mlir --to c        the C program of `presk export --target c`
+                                              (its sources; no recorded data)
+    presk-translate FILE.psk --to pytorch     the Python modules of `presk export --target
+    presk-translate FILE.mlir --to pytorch    pytorch` (from Core .mlir: one module)
 
-`-o FILE` writes the result (atomically) instead of printing it. The emitters of later
-stages (C, PyTorch) join `--to` as they land.
+`-o FILE` writes the result (atomically) instead of printing it; for the targets of
+several files (c, pytorch) `-o DIR` writes each file into DIR, and printed, each file
+follows a line naming it.
 """
 
 from __future__ import annotations
@@ -74,8 +80,23 @@ def _to_llvm(module, args: argparse.Namespace) -> str:
     return str(optimize(text)) if args.optimized else text
 
 
-TARGETS: dict[str, Callable] = {"mlir": _to_mlir, "listing": _to_listing, "llvm": _to_llvm}
-NEEDS_ENTRY = {"llvm"}
+def _to_c(module, args: argparse.Namespace) -> dict[str, str]:
+    from ..emit.c_program import c_sources
+    return c_sources(kernel_module(module, args))
+
+
+def _to_pytorch(module, program) -> dict[str, str]:
+    from ..emit.pytorch import ExportError, pytorch_sources
+    try:
+        return pytorch_sources(program if program is not None else module)
+    except ExportError as exc:
+        raise UsageError(f"presk-translate: {exc}") from None
+
+
+TARGETS: dict[str, Callable] = {"mlir": _to_mlir, "listing": _to_listing, "llvm": _to_llvm,
+                                "c": _to_c, "pytorch": _to_pytorch}
+NEEDS_ENTRY = {"llvm", "c"}
+COMMENT = {"c": "//", "pytorch": "#"}
 
 
 def _write(text: str, path: str | None) -> None:
@@ -93,12 +114,28 @@ def _write(text: str, path: str | None) -> None:
 
 
 def _load(args: argparse.Namespace):
-    """A .psk program lowered to PSK-Core, or an .mlir file at any of Presk's stages (the
-    targets that emit kernels take PSK-Kernel too)."""
+    """(module, program): a .psk program lowered to PSK-Core and the program, or an .mlir
+    file (at any of Presk's stages for the targets that emit kernels) and None."""
     from .core_cmds import load_core, parse_mlir
     if args.file.endswith(".mlir") and args.to in NEEDS_ENTRY:
-        return parse_mlir(args.file, all_stages=True)
-    return load_core(args.file)[0]
+        return parse_mlir(args.file, all_stages=True), None
+    return load_core(args.file)
+
+
+def _write_files(files: dict[str, str], directory: str | None, comment: str) -> None:
+    """Each file into `directory` (created), or printed after a line naming it."""
+    if directory is None:
+        for name, text in files.items():
+            sys.stdout.write(f"{comment} ---- {name} ----\n{text}")
+            if not text.endswith("\n"):
+                sys.stdout.write("\n")
+        return
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"presk-translate: cannot create {directory}: {exc.strerror}") from None
+    for name, text in files.items():
+        _write(text, os.path.join(directory, name))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--to", required=True, choices=sorted(TARGETS),
                         help="what to translate to")
     parser.add_argument("-o", "--output", help="write here instead of to standard output")
-    entry = parser.add_argument_group("with --to llvm")
+    entry = parser.add_argument_group("with --to llvm or c")
     entry.add_argument("--entry", help="the function to compile, e.g. loss")
     entry.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                        help="a dim's value, e.g. --dim B=4 (repeatable)")
@@ -121,19 +158,30 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if args.to not in NEEDS_ENTRY and (args.entry or args.dim or args.realize
-                                           or args.grad or args.optimized):
-            raise UsageError(f"presk-translate: --entry, --dim, --realize, --grad and "
-                             f"--optimized apply to --to llvm, not --to {args.to}")
-        module = _load(args)
+                                           or args.grad):
+            raise UsageError(f"presk-translate: --entry, --dim, --realize and --grad apply "
+                             f"to --to llvm or c, not --to {args.to}")
+        if args.optimized and args.to != "llvm":
+            raise UsageError(f"presk-translate: --optimized applies to --to llvm, not "
+                             f"--to {args.to}")
+        module, program = _load(args)
         target = TARGETS[args.to]
-        text = target(module, args) if args.to in NEEDS_ENTRY else target(module)
-        _write(text, args.output)
+        if args.to in NEEDS_ENTRY:
+            out = target(module, args)
+        else:
+            out = target(module, program) if args.to == "pytorch" else target(module)
+        if isinstance(out, dict):
+            _write_files(out, args.output, COMMENT[args.to])
+        else:
+            _write(out, args.output)
         return 0
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return 2
     except ProgramError:
         return 1
+    except BrokenPipeError:  # the reader stopped early (`| head`)
+        return 0
 
 
 if __name__ == "__main__":
