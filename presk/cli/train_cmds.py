@@ -1,0 +1,239 @@
+"""`presk train FILE`: run a program's `training run` natively, with a progress bar, a CSV
+log, checkpoints, resuming, and the loss curve; `presk train --plot DIR` redraws a run's
+curve from its log.
+
+A run writes into one directory (`--out`, by default `runs/<file>-<run>/`): `log.csv`,
+the checkpoints (the run's `checkpoint every N steps to "dir/"`, inside it), `loss.png`.
+`--resume DIR` continues the run of DIR from its newest whole checkpoint, to the same bits
+as a run never stopped. Ctrl-C writes a checkpoint and exits with code 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from .common import ProgramError, UsageError
+
+
+def add_train(sub: Any) -> None:
+    p = sub.add_parser("train", help="run a program's training run natively (progress, log, "
+                       "checkpoints, resume, loss curve)")
+    p.add_argument("file", nargs="?", help="the program's main .psk file")
+    p.add_argument("--run", dest="run_name", metavar="NAME",
+                   help="the training run to make (needed when the file has several)")
+    p.add_argument("--epochs", type=_positive, help="epochs instead of the run's")
+    p.add_argument("--steps", type=_positive, help="stop after this many steps in all")
+    p.add_argument("--out", metavar="DIR", help="the run's directory (default runs/<file>-<run>)")
+    p.add_argument("--resume", metavar="DIR",
+                   help="continue the run of DIR from its newest whole checkpoint")
+    p.add_argument("--remat", choices=["store", "recompute"], default="store",
+                   help="what the gradient's forward sweep keeps for the reverse one")
+    p.add_argument("--realize", metavar="REALIZATION",
+                   help="the realization of the objective (a path, @path or inline JSON)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the initial weights")
+    p.add_argument("--weights", help="initial weights: a safetensors file keyed by path")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--plot", metavar="DIR", help="only redraw DIR/loss.png from DIR/log.csv")
+    p.set_defaults(run=cmd_train)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    if args.plot:
+        return _replot(args.plot)
+    if not args.file:
+        raise UsageError("presk train: give the program's .psk file (or --plot DIR)")
+    from ..train.loop import LOG, read_log
+    program, core, training = _load(args)
+    directory = args.resume or args.out or os.path.join(
+        "runs", f"{os.path.splitext(os.path.basename(args.file))[0]}-{training.name}")
+    if args.resume:
+        _resume_length(args, training, directory)
+    trainer = _trainer(args, core, training, directory)
+    log_path = os.path.join(directory, LOG)
+    if args.resume:
+        ck = trainer.resume(lambda m: print(f"presk train: {m}", file=sys.stderr))
+        if ck is None:
+            raise UsageError(f"presk train: {directory} holds no checkpoint to resume from")
+        _check_same_run(ck.meta, trainer.meta)
+        if os.path.exists(log_path):
+            trainer.history = [r for r in read_log(log_path) if r.step <= ck.step]
+        print(f"presk train: resuming `{training.name}` at step {ck.step} of {trainer.total}")
+    return _run(args, trainer, log_path)
+
+
+def _resume_length(args: argparse.Namespace, training, directory: str) -> None:
+    """A resumed run keeps the length it was started with (its schedule depends on it):
+    from its newest checkpoint unless --epochs or --steps say otherwise."""
+    from ..train.checkpoint import latest
+    place = os.path.join(directory, training.checkpoint_dir or "ckpt")
+    ck = latest(place, lambda m: None)
+    if ck is not None and args.steps is None and args.epochs is None:
+        total = ck.meta.get("total")
+        args.steps = int(total) if isinstance(total, int) else None
+
+
+def _check_same_run(saved: dict, now: dict) -> None:
+    """Refuse to resume a checkpoint under another objective, realization or length: the
+    rest of the run would not be the run that was stopped."""
+    for key in ("run", "objective", "realization", "total"):
+        if key in saved and saved[key] != now.get(key):
+            raise UsageError(f"presk train: the checkpoint was made with {key} "
+                             f"{saved[key]!r}, this run has {now.get(key)!r}")
+
+
+def _load(args: argparse.Namespace):
+    from ..frontend.lower import LoweringError, lower_program
+    from .common import elaborate_or_report
+    program = elaborate_or_report(args.file)
+    runs = program.main.trainings
+    if not runs:
+        raise UsageError(f"presk train: {args.file} has no `training` run")
+    if args.run_name is None and len(runs) > 1:
+        raise UsageError(f"presk train: {args.file} has several runs ({', '.join(runs)}): "
+                         "choose one with --run")
+    name = args.run_name or next(iter(runs))
+    if name not in runs:
+        raise UsageError(f"presk train: no training run `{name}` (the runs: "
+                         f"{', '.join(runs)})")
+    try:
+        core = lower_program(program)
+    except LoweringError as exc:
+        print(f"{args.file}: error: {exc}", file=sys.stderr)
+        raise ProgramError() from None
+    return program, core, runs[name]
+
+
+def _trainer(args, core, training, directory: str):
+    from ..analysis.weights import WeightsError
+    from ..train.checkpoint import checkpoints
+    from ..train.data import DataError
+    from ..train.loop import Trainer
+    if args.resume and not os.path.isdir(directory):
+        raise UsageError(f"presk train: {directory}: no such run directory")
+    try:
+        trainer = Trainer.create(core, training, directory, seed=args.seed,
+                                 weights=args.weights, realization=args.realize,
+                                 remat=args.remat, epochs=args.epochs, steps=args.steps)
+    except (DataError, WeightsError) as exc:
+        raise UsageError(f"presk train: {exc}") from None
+    if not args.resume and trainer.checkpoint_dir and checkpoints(trainer.checkpoint_dir):
+        raise UsageError(f"presk train: {directory} holds a run already: continue it with "
+                         f"--resume {directory}, or give another --out")
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"presk train: {directory}: cannot create ({exc.strerror})") from None
+    return trainer
+
+
+def _run(args: argparse.Namespace, trainer, log_path: str) -> int:
+    from ..train.checkpoint import CheckpointError
+    from ..train.loop import PLOT, LogWriter, plot
+    log = LogWriter(log_path, trainer.history)
+    start, first = time.perf_counter(), trainer.step
+    try:
+        with _Progress(trainer, args.quiet) as bar:
+            while trainer.step < trainer.total:
+                record = trainer.one_step()
+                if trainer.due():  # the log first: it always covers the checkpoints
+                    log.flush(trainer.history)
+                    trainer.checkpoint(record.loss)
+                bar.update(record)
+        elapsed = time.perf_counter() - start
+        log.flush(trainer.history)
+        if trainer.history and not trainer.due():
+            trainer.checkpoint(trainer.history[-1].loss)
+    except KeyboardInterrupt:
+        return _interrupted(trainer, log)
+    except CheckpointError as exc:
+        raise UsageError(f"presk train: {exc}") from None
+    curve = os.path.join(trainer.directory, PLOT)
+    plot(trainer.history, curve, f"{trainer.training.name}: {trainer.training.objective.name}")
+    _summary(trainer, elapsed, first, log_path, curve)
+    return 0
+
+
+def _interrupted(trainer, log) -> int:
+    log.flush(trainer.history)
+    path = trainer.checkpoint(trainer.history[-1].loss if trainer.history else None)
+    where = f"; checkpoint {path}" if path else " (the run names no checkpoint place)"
+    print(f"presk train: interrupted at step {trainer.step} of {trainer.total}{where}; "
+          f"continue with --resume {trainer.directory}", file=sys.stderr)
+    return 130
+
+
+def _summary(trainer, elapsed: float, first: int, log_path: str, curve: str) -> None:
+    h = trainer.history
+    done = trainer.step - first
+    rate = done / max(elapsed, 1e-9)
+    print(f"trained `{trainer.training.name}`: {trainer.step} steps ({done} now, "
+          f"{rate:,.0f} steps/s); loss {h[0].loss:.6g} at step 1 → {h[-1].loss:.6g} at step "
+          f"{h[-1].step}")
+    print(f"  log {log_path}, curve {curve}"
+          + (f", checkpoints {trainer.checkpoint_dir}" if trainer.checkpoint_dir else ""))
+
+
+def _replot(directory: str) -> int:
+    from ..train.loop import LOG, PLOT, plot, read_log
+    path = os.path.join(directory, LOG)
+    try:
+        records = read_log(path)
+    except (OSError, KeyError, ValueError) as exc:
+        raise UsageError(f"presk train: {path}: cannot read the log ({exc})") from None
+    if not records:
+        raise UsageError(f"presk train: {path}: the log holds no step")
+    curve = os.path.join(directory, PLOT)
+    plot(records, curve, os.path.basename(os.path.normpath(directory)))
+    print(f"presk train: {curve} redrawn from {len(records)} steps")
+    return 0
+
+
+class _Progress:
+    """A rich progress bar on stderr (epoch, step, loss, steps/s, ETA), redrawn at most
+    ten times a second so that it costs the steps nothing; nothing with --quiet."""
+
+    def __init__(self, trainer, quiet: bool):
+        self.trainer, self.quiet = trainer, quiet
+        self.last = 0.0
+
+    def __enter__(self) -> _Progress:
+        if self.quiet:
+            return self
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeRemainingColumn)
+        self.progress = Progress(
+            TextColumn("epoch {task.fields[epoch]}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("loss {task.fields[loss]}"), TextColumn("{task.fields[rate]} steps/s"),
+            TimeRemainingColumn(), console=Console(stderr=True), transient=False)
+        self.progress.__enter__()
+        self.task = self.progress.add_task("train", total=self.trainer.total,
+                                           completed=self.trainer.step, epoch=0, loss="–",
+                                           rate="–")
+        self.start, self.first = time.perf_counter(), self.trainer.step
+        return self
+
+    def update(self, record) -> None:
+        if self.quiet:
+            return
+        now = time.perf_counter()
+        if now - self.last < 0.1 and self.trainer.step < self.trainer.total:
+            return
+        self.last = now
+        rate = (self.trainer.step - self.first) / max(now - self.start, 1e-9)
+        self.progress.update(self.task, completed=self.trainer.step, epoch=record.epoch,
+                             loss=f"{record.loss:.5g}", rate=f"{rate:,.0f}")
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.quiet:
+            self.progress.__exit__(*exc)

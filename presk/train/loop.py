@@ -1,0 +1,190 @@
+"""The training loop of a `training run`: the objective's value and gradient as native code
+(presk/train/objective.py), the optimizer's update (presk/train/optim.py), the data stream
+(presk/train/data.py), checkpoints (presk/train/checkpoint.py) and a log.
+
+One step: the next batch of the stream; `loss, grads = objective(params, batch)`; the
+optimizer updates the parameters in place (f64 master copies; the objective rounds them
+into its buffers' types). Every `checkpoint every N steps` a checkpoint holds the
+parameters, the optimizer's state, the step and the stream's position, so that a run
+resumed from it computes the same bits as one never stopped.
+
+A run writes into its directory: `log.csv` (step, epoch, loss, lr), the checkpoints
+(`ckpt/` or the directory the run names), and at the end `loss.png`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..analysis import entry as E
+from ..frontend.program import TrainingInfo
+from .checkpoint import Checkpoint, latest, save
+from .data import Stream
+from .objective import NativeObjective
+from .optim import Optimizer, from_info
+
+LOG = "log.csv"
+PLOT = "loss.png"
+LOG_FIELDS = ("step", "epoch", "loss", "lr")
+
+
+@dataclass
+class StepRecord:
+    step: int  # updates done after this one
+    epoch: int
+    loss: float  # the objective's value before the update
+    lr: float
+
+
+@dataclass
+class Trainer:
+    """A run, ready to step: its objective compiled, its parameters, optimizer and stream."""
+
+    training: TrainingInfo
+    objective: NativeObjective
+    stream: Stream
+    optimizer: Optimizer
+    params: dict[str, np.ndarray]
+    total: int  # steps the run makes in all
+    directory: str
+    checkpoint_dir: str | None
+    step: int = 0
+    history: list[StepRecord] = field(default_factory=list)
+    meta: dict[str, object] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, core_module, training: TrainingInfo, directory: str, *, seed: int = 0,
+               weights: str | None = None, realization=None, remat: str = "store",
+               epochs: int | None = None, steps: int | None = None) -> Trainer:
+        objective = NativeObjective(core_module, training.objective.name, training.dims,
+                                    realization, remat)
+        stream = Stream.from_info(training.data, training.sample_type, training.batch_type)
+        total = steps if steps is not None else \
+            (epochs if epochs is not None else training.epochs) * stream.steps_per_epoch
+        params = E.weights(objective.prepared, seed, weights)
+        ckpt = None
+        if training.checkpoint_every:
+            ckpt = os.path.join(directory, training.checkpoint_dir or "ckpt")
+        meta = {"run": training.name, "objective": training.objective.name, "seed": seed,
+                "remat": remat, "total": total,
+                "realization": objective.call.pipeline.realization_name}
+        return cls(training, objective, stream, from_info(training.optimizer, total),
+                   params, total, directory, ckpt, meta=meta)
+
+    # ---- resuming ----
+    def resume(self, warn: Callable[[str], None]) -> Checkpoint | None:
+        """Continue from the newest whole checkpoint of the run's directory, if any."""
+        if self.checkpoint_dir is None:
+            return None
+        ck = latest(self.checkpoint_dir, warn)
+        if ck is None:
+            return None
+        for path, value in ck.params.items():
+            np.copyto(self.params[path], value)
+        self.optimizer.load_state(ck.optimizer)
+        self.stream.restore(ck.data)
+        self.step = ck.step
+        return ck
+
+    # ---- stepping ----
+    def one_step(self) -> StepRecord:
+        epoch = self.stream.position.epoch
+        batch = self.stream.__next__()
+        values = list(batch) if isinstance(batch, tuple) else [batch]
+        lr = self.optimizer.lr_at(self.optimizer.steps)
+        loss, grads = self.objective(self.params, values)
+        self.optimizer.step(self.params, grads)
+        self.step += 1
+        record = StepRecord(self.step, epoch, loss, lr)
+        self.history.append(record)
+        return record
+
+    def due(self) -> bool:
+        every = self.training.checkpoint_every
+        return bool(every) and self.step % every == 0
+
+    def checkpoint(self, loss: float | None = None) -> str | None:
+        """Write a checkpoint of the run as it stands (None without a checkpoint place)."""
+        if self.checkpoint_dir is None:
+            return None
+        meta = dict(self.meta, loss=loss)
+        return save(self.checkpoint_dir, Checkpoint(
+            self.step, {k: v.copy() for k, v in self.params.items()},
+            self.optimizer.state(), self.stream.state(), meta))
+
+
+# --------------------------------------------------------------------------------------
+# The log and the curve
+# --------------------------------------------------------------------------------------
+
+
+def read_log(path: str) -> list[StepRecord]:
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [StepRecord(int(r["step"]), int(r["epoch"]), float(r["loss"]), float(r["lr"]))
+            for r in rows]
+
+
+def write_log(path: str, records: list[StepRecord]) -> None:
+    """The whole log, atomically (a resumed run rewrites it up to its checkpoint)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(LOG_FIELDS)
+    w.writerows(_row(r) for r in records)
+    _write_atomic(path, buf.getvalue().encode())
+
+
+class LogWriter:
+    """Appends the steps not written yet to `log.csv` (at each checkpoint and at the end),
+    after rewriting the file once with the steps it starts from."""
+
+    def __init__(self, path: str, history: list[StepRecord]):
+        self.path, self.written = path, len(history)
+        write_log(path, history)
+
+    def flush(self, history: list[StepRecord]) -> None:
+        with open(self.path, "a", encoding="utf-8", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows(
+                _row(r) for r in history[self.written:])
+        self.written = len(history)
+
+
+def _row(r: StepRecord) -> list[object]:
+    return [r.step, r.epoch, repr(r.loss), repr(r.lr)]
+
+
+def plot(records: list[StepRecord], path: str, title: str) -> None:
+    """The loss curve as a PNG (matplotlib, no display needed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    ax.plot([r.step for r in records], [r.loss for r in records], linewidth=1)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_yscale("log")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    plt.close(fig)
+    _write_atomic(path, buf.getvalue())
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def steps_per_second(start: float, steps: int) -> float:
+    elapsed = time.perf_counter() - start
+    return steps / elapsed if elapsed > 0 else float("inf")

@@ -1,0 +1,113 @@
+"""`presk train`: the tutorial's run learns; a run killed (SIGKILL) or interrupted (SIGINT)
+and resumed ends with the bits of a run never stopped; a truncated newest checkpoint is
+refused in one line and the one before it used; the log, the curve and the errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+ROOT = Path(__file__).resolve().parents[2]
+PRESK = str(Path(sys.executable).parent / "presk")
+TRAIN = str(ROOT / "tutorial" / "07_train.psk")
+
+
+def train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([PRESK, "train", TRAIN, "--quiet", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def final(run: Path) -> dict[str, np.ndarray]:
+    newest = sorted((run / "ckpt").glob("step-*.safetensors"))[-1]
+    return load_file(str(newest))
+
+
+def same_bits(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    return sorted(a) == sorted(b) and all(a[k].tobytes() == b[k].tobytes() for k in a)
+
+
+def log_rows(run: Path) -> list[str]:
+    return (run / "log.csv").read_text().splitlines()
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    """The reference: 200 epochs (6 400 steps) of the tutorial's run, never stopped."""
+    cwd = tmp_path_factory.mktemp("ref")
+    done = train("--epochs", "200", "--out", "ref", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return cwd / "ref"
+
+
+def test_the_tutorial_learns(uninterrupted: Path) -> None:
+    rows = log_rows(uninterrupted)
+    assert rows[0] == "step,epoch,loss,lr" and len(rows) == 6401
+    first, last = float(rows[1].split(",")[2]), float(rows[-1].split(",")[2])
+    assert last < 0.2 * first, (first, last)
+    assert (uninterrupted / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the run's `checkpoint every 50 steps to "ckpt/"`, the last three kept
+    assert sorted(p.name for p in (uninterrupted / "ckpt").glob("*.json")) == [
+        "step-00006300.json", "step-00006350.json", "step-00006400.json"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_a_stopped_run_resumes_to_the_same_bits(uninterrupted: Path, tmp_path: Path,
+                                                sig: signal.Signals) -> None:
+    proc = subprocess.Popen([PRESK, "train", TRAIN, "--quiet", "--epochs", "200", "--out",
+                             "run"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    ckpt = tmp_path / "run" / "ckpt"
+    deadline = time.time() + 120
+    while not list(ckpt.glob("step-0000[1-9]*.json")) and time.time() < deadline:
+        time.sleep(0.01)  # stop it once it is past step 1000
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the run finished before the signal reached it")
+    if sig == signal.SIGINT:
+        assert proc.returncode == 130
+        assert "interrupted at step" in err and "--resume" in err and "Traceback" not in err
+    resumed = train("--resume", "run", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming `run` at step" in resumed.stdout
+    assert same_bits(final(tmp_path / "run"), final(uninterrupted))
+    assert log_rows(tmp_path / "run") == log_rows(uninterrupted)
+
+
+def test_a_truncated_checkpoint_is_refused_and_the_one_before_used(tmp_path: Path) -> None:
+    assert train("--epochs", "20", "--out", "run", cwd=tmp_path).returncode == 0
+    reference = final(tmp_path / "run")
+    newest = sorted((tmp_path / "run" / "ckpt").glob("step-*.safetensors"))[-1]
+    newest.write_bytes(newest.read_bytes()[:-100])
+    resumed = train("--resume", "run", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    warning = [line for line in resumed.stderr.splitlines() if "truncated or altered" in line]
+    assert len(warning) == 1 and "using the checkpoint before it" in warning[0]
+    assert same_bits(final(tmp_path / "run"), reference)
+
+
+def test_user_errors_are_one_line(tmp_path: Path) -> None:
+    assert train("--epochs", "1", "--out", "run", cwd=tmp_path).returncode == 0
+    again = train("--epochs", "1", "--out", "run", cwd=tmp_path)
+    assert again.returncode == 2 and "holds a run already" in again.stderr
+    nothing = train("--resume", "none", cwd=tmp_path)
+    assert nothing.returncode == 2 and nothing.stderr.count("\n") == 1
+    other = train("--resume", "run", "--epochs", "3", cwd=tmp_path)
+    assert other.returncode == 2 and "this run has" in other.stderr
+
+
+def test_plot_redraws_the_curve(tmp_path: Path) -> None:
+    assert train("--epochs", "2", "--out", "run", cwd=tmp_path).returncode == 0
+    (tmp_path / "run" / "loss.png").unlink()
+    done = subprocess.run([PRESK, "train", "--plot", "run"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "redrawn from 64 steps" in done.stdout
+    assert (tmp_path / "run" / "loss.png").exists()
