@@ -266,16 +266,15 @@ class KernelC:
         another's current value, so that every assignment reads this iteration's."""
         loop = op.parent_op()
         assert isinstance(loop, K.ForOp)
-        pairs = [(self.names[a], self.names[v]) for a, v in zip(loop.carried, op.values)
-                 if self.names[a] != self.names[v]]
-        if len(pairs) > 1 and any(v in {a for a, _ in pairs} for _, v in pairs):
-            ty = COMPUTE_C[K.type_name(loop.carried[0].type)]
+        pairs = [(self.names[a], self.names[v], COMPUTE_C[K.type_name(a.type)])
+                 for a, v in zip(loop.carried, op.values) if self.names[a] != self.names[v]]
+        if len(pairs) > 1 and any(v in {a for a, _, _ in pairs} for _, v, _ in pairs):
             self.emit(depth, "{ " + " ".join(f"const {ty} y{i} = {v};"
-                                             for i, (_, v) in enumerate(pairs)))
-            pairs = [(a, f"y{i}") for i, (a, _) in enumerate(pairs)]
-            self.emit(depth + 1, " ".join(f"{a} = {v};" for a, v in pairs) + " }")
+                                             for i, (_, v, ty) in enumerate(pairs)))
+            self.emit(depth + 1, " ".join(f"{a} = y{i};" for i, (a, _, _) in enumerate(pairs))
+                      + " }")
             return
-        for a, v in pairs:
+        for a, v, _ in pairs:
             self.emit(depth, f"{a} = {v};")
 
 

@@ -250,7 +250,7 @@ SMALL = """builtin.module {
 """
 
 
-def small_module():
+def parse(text: str):
     from xdsl.context import Context
     from xdsl.dialects.builtin import Builtin
     from xdsl.parser import Parser
@@ -259,9 +259,13 @@ def small_module():
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Kernel)
-    module = Parser(ctx, SMALL).parse_module()
+    module = Parser(ctx, text).parse_module()
     module.verify()
     return module
+
+
+def small_module():
+    return parse(SMALL)
 
 
 @lru_cache(maxsize=1)
@@ -337,3 +341,60 @@ def test_cli_usage_errors_are_one_line_exit_2(args, words) -> None:
     assert run.returncode == 2
     assert len(run.stderr.strip().splitlines()) == 1 and words in run.stderr, run.stderr
     assert not Path("/tmp/presk-export-never-written").exists()
+
+
+SWAP = """builtin.module {
+  psk_kernel.kernel @k0(%0: !psk_kernel.buffer<f64, 5>, %1: !psk_kernel.buffer<f64, 2>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "swap"} {
+    %2 = psk_kernel.constant {value = 0.000000e+00 : f64} : f64
+    %3 = psk_kernel.constant {value = 1.000000e+00 : f64} : f64
+    %4, %5 = psk_kernel.for %6 = 0 to 5 iter(%7 = %2, %8 = %3) -> (f64, f64) {
+      %9 = psk_kernel.load %0[%6] : !psk_kernel.buffer<f64, 5> -> f64
+      %10 = psk_kernel.mul %7, %9 : f64
+      %11 = psk_kernel.add %10, %8 : f64
+      psk_kernel.yield %8, %11 : f64, f64
+    }
+    psk_kernel.for %12 = 0 to 1 {
+      psk_kernel.store %4, %1[%12] : !psk_kernel.buffer<f64, 2>
+      psk_kernel.yield
+    }
+    psk_kernel.for %13 = 1 to 2 {
+      psk_kernel.store %5, %1[%13] : !psk_kernel.buffer<f64, 2>
+      psk_kernel.yield
+    }
+  }
+  psk_kernel.kernel @k1(%0: !psk_kernel.buffer<f64, 2>, %1: !psk_kernel.buffer<f64, 2>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "scale"} {
+    psk_kernel.for %2 = 0 to 2 {
+      %3 = psk_kernel.load %0[%2] : !psk_kernel.buffer<f64, 2> -> f64
+      %4 = psk_kernel.constant {value = 3.000000e-01 : f64} : f64
+      %5 = psk_kernel.div %3, %4 : f64
+      psk_kernel.store %5, %1[%2] : !psk_kernel.buffer<f64, 2>
+      psk_kernel.yield
+    }
+  }
+  psk_kernel.host @g(%0: !psk_kernel.buffer<f64, 5>, %1: !psk_kernel.buffer<f64, 2>) attributes {arg_names = ["x", "out"], entry, function = "g", outputs = 1 : i64} {
+    psk_kernel.launch @k0(%0, %1) {site = "g/%1"} : (!psk_kernel.buffer<f64, 5>, !psk_kernel.buffer<f64, 2>)
+    psk_kernel.launch @k1(%1, %1) {site = "g/%2"} : (!psk_kernel.buffer<f64, 2>, !psk_kernel.buffer<f64, 2>)
+  }
+}
+"""
+
+
+def test_swapped_carried_values_and_an_in_place_launch(tmp_path: Path) -> None:
+    """Two carried values that swap go through temporaries; a kernel launched in place
+    (its output also its input) loses `restrict`, as native loses `noalias`. The C
+    computes the kernel interpreter's bits."""
+    module = parse(SWAP)
+    files = c_sources(module)
+    assert "{ const double y0 = s1; const double y1 = v4;" in files["kernels.c"]
+    assert "void presk_kernel_k1(const double *in0, double *out0)" in files["kernels.c"]
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    x = np.array([0.5, -1.25, 3.0, 0.1, 7.0])
+    (tmp_path / "inputs").mkdir()
+    x.astype("<f8").tofile(tmp_path / "inputs" / "x.bin")
+    want = KernelInterpreter(module).run("g", [x])[0]
+    (tmp_path / "expected").mkdir()
+    want.astype("<f8").tofile(tmp_path / "expected" / "out.bin")
+    run = make(tmp_path, "check")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "  out f64[2]: 2 elements bit for bit" in run.stdout
