@@ -159,12 +159,18 @@ def entry_call(core_module, entry: str, dims: dict[str, int], params: dict[str, 
     if grad:
         values = {**values, func.arg_name_list[-1]: 1.0}
     inputs = entry_inputs(pipe.realize, params, values)
-    n_out = len(func.function_type.outputs.data)
+    return EntryCall(pipe, func.func_name, inputs, output_names(pipe.realize))
+
+
+def output_names(realize_module) -> list[str]:
+    """The names of the recorded entry's outputs: `result` (`result.0`, … for several),
+    or those the recording gave (`result`, `grad.<path>`)."""
+    from ..dialects import realize as R
+    func = R.entry_func(realize_module)
     if func.result_names is not None:
-        names = [n.data for n in func.result_names]
-    else:
-        names = ["result"] if n_out == 1 else [f"result.{i}" for i in range(n_out)]
-    return EntryCall(pipe, func.func_name, inputs, names)
+        return [n.data for n in func.result_names]
+    n = len(func.function_type.outputs.data)
+    return ["result"] if n == 1 else [f"result.{i}" for i in range(n)]
 
 
 def run_kernel(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],

@@ -48,9 +48,14 @@ def _to_listing(module) -> str:
 def kernel_module(module, args: argparse.Namespace):
     """The PSK-Kernel module to emit: the file's own, or the entry recorded down to
     PSK-Kernel from PSK-Core (as `presk run --engine native` records it)."""
+    return recorded(module, args)[0]
+
+
+def recorded(module, args: argparse.Namespace):
+    """(the PSK-Kernel module, its entry's output names or None for the file's own)."""
     from ..dialects import kernel as K
     from .core_cmds import parse_dims
-    from .kernel_cmds import kernel_pipeline
+    from .kernel_cmds import kernel_pipeline, output_names
     if K.hosts(module):
         if args.entry or args.dim or args.realize or args.grad:
             raise UsageError("presk-translate: a PSK-Kernel file is recorded already: "
@@ -58,11 +63,12 @@ def kernel_module(module, args: argparse.Namespace):
         if not any(h.entry is not None for h in K.hosts(module).values()):
             raise UsageError("presk-translate: the PSK-Kernel module has no host marked "
                              "`entry`")
-        return module
+        return module, None
     if not args.entry:
         raise UsageError(f"presk-translate: --to {args.to} needs --entry, e.g. --entry loss")
-    return kernel_pipeline(module, args.entry, parse_dims(args.dim), args.realize, True,
-                           args.grad, args.remat).kernel
+    pipe = kernel_pipeline(module, args.entry, parse_dims(args.dim), args.realize, True,
+                           args.grad, args.remat)
+    return pipe.kernel, output_names(pipe.realize)
 
 
 def _to_llvm(module, args: argparse.Namespace) -> str:
@@ -82,7 +88,7 @@ def _to_llvm(module, args: argparse.Namespace) -> str:
 
 def _to_c(module, args: argparse.Namespace) -> dict[str, str]:
     from ..emit.c_program import c_sources
-    return c_sources(kernel_module(module, args))
+    return c_sources(*recorded(module, args))
 
 
 def _to_pytorch(module, program) -> dict[str, str]:

@@ -20,6 +20,8 @@ launch computes (its `sites`): a group's steps, a contraction and its epilogue.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from xdsl.ir import Block, Operation, SSAValue
@@ -125,7 +127,8 @@ _SYMBOL = {K.AddOp: "+", K.SubOp: "-", K.MulOp: "*", K.DivOp: "/"}
 
 
 def _number(x: float) -> str:
-    if x == int(x) and abs(x) < 1e16:
+    """A constant as the listing writes it: `2`, `0.5`, `-inf` (a max's start), `nan`."""
+    if math.isfinite(x) and x == int(x) and abs(x) < 1e16:
         return str(int(x))
     return repr(x)
 
@@ -179,9 +182,14 @@ class _KernelText:
             if isinstance(op, K.YieldOp):
                 loop = op.parent_op()
                 assert isinstance(loop, K.ForOp)
-                for arg, v in zip(loop.carried, op.values):
-                    if self.names.get(v) != self.names[arg]:
-                        self.emit(depth, f"{self.names[arg]} = {self.value(v)}")
+                changed = [(self.names[arg], self.value(v))
+                           for arg, v in zip(loop.carried, op.values)
+                           if self.names.get(v) != self.names[arg]]
+                if len(changed) == 1:
+                    self.emit(depth, f"{changed[0][0]} = {changed[0][1]}")
+                elif changed:  # one simultaneous assignment: each reads the old values
+                    names, values = zip(*changed)
+                    self.emit(depth, f"{', '.join(names)} = {', '.join(values)}")
             elif isinstance(op, K.ForOp):
                 self.loop(op, depth, level)
             elif isinstance(op, K.StoreOp):

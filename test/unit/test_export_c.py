@@ -398,3 +398,15 @@ def test_swapped_carried_values_and_an_in_place_launch(tmp_path: Path) -> None:
     run = make(tmp_path, "check")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "  out f64[2]: 2 elements bit for bit" in run.stdout
+
+
+def test_the_listing_of_swapped_carried_values_and_an_infinite_start() -> None:
+    """The kernel listing (the C kernels' comments, `presk dump --stage kernel`) writes two
+    carried values updated together as one simultaneous assignment, and a max's start as
+    `-inf` (it raised OverflowError before)."""
+    from presk.dialects import kernel as K
+    from presk.emit.kernel_listing import format_kernel
+    text = format_kernel(K.kernels(parse(SWAP))["k0"])
+    assert "s0, s1 = s1, ((s0 * %0[i0]) + s1)" in text, text
+    inf = SWAP.replace("value = 0.000000e+00 : f64", "value = 0xFFF0000000000000 : f64", 1)
+    assert "s0 = -inf" in format_kernel(K.kernels(parse(inf))["k0"])
