@@ -56,15 +56,6 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory):
-    """One native cache for the module, never the user's."""
-    d = tmp_path_factory.mktemp("presk-native-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PRESK_CACHE_DIR", str(d))
-        mp.delenv("PRESK_CACHE", raising=False)
-        yield d
-
 
 @lru_cache(maxsize=None)
 def program(name: str):

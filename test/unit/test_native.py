@@ -47,15 +47,6 @@ REALIZATIONS = {"all-f64": None, "mixed": str(FIXTURES / "realization_mixed.json
 PRESK = str(Path(sys.executable).parent / "presk")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory):
-    """One native cache for the whole module (subprocesses inherit it)."""
-    d = tmp_path_factory.mktemp("presk-native-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PRESK_CACHE_DIR", str(d))
-        mp.delenv("PRESK_CACHE", raising=False)
-        yield d
-
 
 @lru_cache(maxsize=None)
 def program(name: str):

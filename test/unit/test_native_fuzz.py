@@ -47,15 +47,6 @@ EXAMPLES = int(os.environ.get("PRESK_FUZZ_EXAMPLES", 25))
 AXES = ("a", "b")  # every shape is a subsequence of (a, b)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cache_dir(tmp_path_factory: pytest.TempPathFactory):
-    """A native cache of this module's own, never the user's."""
-    d = tmp_path_factory.mktemp("presk-native-fuzz-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PRESK_CACHE_DIR", str(d))
-        mp.delenv("PRESK_CACHE", raising=False)
-        yield d
-
 
 # --------------------------------------------------------------------------------------
 # Programs
