@@ -1,0 +1,347 @@
+"""`presk train`'s steps per second against PyTorch eager's, on the same model and data.
+
+Usage, from anywhere (paths are the repository's):
+
+    .venv/bin/python bench/train.py [--quick] [--case tutorial|scaled|all]
+
+Measured in one run and printed side by side, steps per second, each with its ratio to
+Presk's (`Presk / peer`: 12× means Presk makes 12 times as many steps a second):
+
+- Presk: the training loop as `presk train` runs it (presk/train/loop.py): `Trainer.create`
+  (the objective's value and gradient compiled natively, the data stream, the optimizer),
+  then `Trainer.one_step` timed by `presk.runtime.time_call` (median of repeats): each
+  step reads its batch from the `.psk.d` file (the shuffled order, one positioned read a
+  sample), calls the native objective once and updates the parameters (AdamW, the
+  schedule). Checkpoints, the log and the progress bar are not in the step.
+- PyTorch eager (CPU), the same Tower written by hand (bench/native.py `torch_loss`, the
+  fastest of the PyTorch forms we have; the exported module builds a view module per
+  block and call), in float64 and float32, at torch's default thread count and at 1
+  thread: `zero_grad`, the loss, `backward`, `torch.optim.AdamW.step`, `LambdaLR.step`
+  and `loss.item()` (Presk's step returns the loss too), the batches already in memory
+  as tensors, in the same order.
+
+Cases:
+- `tutorial`: tutorial/07_train.psk as it is: B = 8 over tutorial/data/pairs.psk.d (D = 4,
+  L = 3, 76 reals), AdamW with a cosine schedule, all-f64 (Presk's default realization).
+  The goal: Presk at least 10× PyTorch eager's steps/s, its fastest configuration here.
+- `scaled`: bench/scaled_tower.psk's Tower (D = 256, L = 4), given a training run here (the
+  tutorial's objective and optimizer) over `presk data linear --width 256` pairs
+  (generated into a temporary directory), B = 64; Presk all-f64 and all-f32 (a
+  realization naming every site of the gradient and every parameter, bench/native.py
+  `all_f32`). No goal: the ratio is reported.
+
+Before timing, each case trains K steps from presk's seed-0 weights with Presk (f64) and
+with PyTorch f64 and f32, and compares the parameters: max |ours − torch f64| /
+max |torch f64| per tensor, at most 1e-10 for f64 and 1e-3 for f32 (and for Presk's f32
+realization). A benchmark asserts nothing about time; the exit code is 1 when the
+implementations disagree (no times are printed for that case), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from native import all_f32, header, torch_loss, verdict  # noqa: E402  (bench/native.py)
+
+TUTORIAL = ROOT / "tutorial" / "07_train.psk"
+SCALED = ROOT / "bench" / "scaled_tower.psk"
+GOAL_TUTORIAL = 10.0  # Presk's steps/s at least this many times PyTorch eager's
+TOL = {"f64": 1e-10, "f32": 1e-3}
+SCALED_B, SCALED_COUNT = 64, 4096
+
+# The scaled Tower given the tutorial's objective, optimizer and kind of data.
+SCALED_RUN = """\
+import "{tower}" as s
+dim B
+
+fn loss(θ : params s.Tower, batch : (ℝ[batch: B, model: 256], ℝ[batch: B, model: 256])) -> ℝ[] =
+  let (x, y) = batch
+  mean((s.Tower.apply(θ, x) - y)^2)
+
+optimizer adamw {{
+  lr           : f64 = 0.01
+  weight_decay : f64 = 0.0
+  schedule     : cosine(warmup = 20)
+}}
+
+training run {{
+  model     = s.Tower
+  objective = loss
+  optimizer = adamw
+  data      = stream "pairs.psk.d" |> shuffle(seed = 3) |> batch(B = {b})
+  epochs    : nat = 10
+}}
+"""
+
+
+@dataclass
+class Settings:
+    repeats: int
+    min_seconds: float  # per implementation, all repeats together
+    check_steps: int  # the agreement run
+
+
+# --------------------------------------------------------------------------------------
+# The two sides
+# --------------------------------------------------------------------------------------
+
+
+def load_run(path: Path):
+    """The program's core module and its one training run."""
+    from presk.frontend.elaborate import elaborate
+    from presk.frontend.lower import lower_program
+    program = elaborate(str(path))
+    training = next(iter(program.main.trainings.values()))
+    return lower_program(program), training
+
+
+def presk_trainer(core, training, directory: str, steps: int, realization=None):
+    """A Trainer whose schedule spans `steps` (the agreement run, or every timed step)."""
+    from presk.train.loop import Trainer
+    return Trainer.create(core, training, directory, steps=steps, realization=realization)
+
+
+class TorchRun:
+    """The hand-written Tower trained by torch.optim.AdamW + LambdaLR(presk's Schedule) on
+    batches held in memory, in one dtype."""
+
+    def __init__(self, trainer, batches: list[tuple[np.ndarray, np.ndarray]], dtype: str,
+                 total: int) -> None:
+        import torch
+        from presk.train.optim import AdamW
+        opt = trainer.optimizer
+        assert isinstance(opt, AdamW), "the bench's runs use AdamW"
+        dt = {"f64": torch.float64, "f32": torch.float32}[dtype]
+        self.p = {k: torch.tensor(v, dtype=dt, requires_grad=True)
+                  for k, v in trainer.params.items()}
+        self.batches = [(torch.tensor(x, dtype=dt), torch.tensor(y, dtype=dt))
+                        for x, y in batches]
+        self.opt = torch.optim.AdamW(list(self.p.values()), lr=opt.lr,
+                                     betas=(opt.beta1, opt.beta2), eps=opt.eps,
+                                     weight_decay=opt.weight_decay)
+        schedule = type(opt.schedule)(opt.schedule.kind, total, opt.schedule.warmup)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, schedule)
+        self.i = 0
+
+    def step(self) -> float:
+        x, y = self.batches[self.i % len(self.batches)]
+        self.i += 1
+        self.opt.zero_grad(set_to_none=True)
+        loss = torch_loss(self.p, x, y)
+        loss.backward()
+        self.opt.step()
+        self.sched.step()
+        return loss.item()
+
+    def params(self) -> dict[str, np.ndarray]:
+        return {k: v.detach().double().numpy() for k, v in self.p.items()}
+
+
+def batches_of(trainer, steps: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The first `steps` batches of the run's stream, in its order (read once, kept)."""
+    from presk.train.data import Position
+    s = trainer.stream
+    out = []
+    for t in range(steps):
+        epoch, i = divmod(t, s.steps_per_epoch)
+        x, y = s.read(Position(epoch, i))
+        out.append((x, y))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Agreement, then timing
+# --------------------------------------------------------------------------------------
+
+
+def difference(mine: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> float:
+    worst = 0.0
+    for k, r in ref.items():
+        d, scale = float(np.max(np.abs(mine[k] - r))), float(np.max(np.abs(r)))
+        worst = max(worst, d / scale if scale else d)
+    return worst
+
+
+def agree(core, training, directory: str, settings: Settings,
+          f32_realization=None) -> bool:
+    """K steps from the same weights and batches: Presk (f64, and f32 when given) against
+    PyTorch f64; PyTorch f32 too. Prints the differences; True when all are in bounds."""
+    k = settings.check_steps
+    ref_trainer = presk_trainer(core, training, directory, k)
+    batches = batches_of(ref_trainer, k)
+    runs = {f"PyTorch eager {dt}": TorchRun(ref_trainer, batches, dt, k) for dt in ("f64", "f32")}
+    presk_runs = {"Presk f64": ref_trainer}
+    if f32_realization is not None:
+        presk_runs["Presk f32"] = presk_trainer(core, training, directory, k, f32_realization)
+    for _ in range(k):
+        for r in runs.values():
+            r.step()
+        for t in presk_runs.values():
+            t.one_step()
+    ref = runs["PyTorch eager f64"].params()
+    print(f"  agreement after {k} steps from the same weights and batches, the parameters' "
+          "max |ours − torch f64| / max |torch f64|, the largest over tensors:")
+    ok = True
+    rows = [(n, "f64" if n.endswith("f64") else "f32", t.params) for n, t in presk_runs.items()]
+    rows.append(("PyTorch eager f32", "f32", runs["PyTorch eager f32"].params()))
+    for name, dt, params in rows:
+        d = difference(params, ref)
+        good = d <= TOL[dt]
+        ok &= good
+        print(f"    {name:<28} {d:10.3e}   (bound {TOL[dt]:g}) "
+              f"{'ok' if good else 'DISAGREES'}")
+    for t in presk_runs.values():
+        t.stream.close()
+    return ok
+
+
+def time_it(fn, settings: Settings):
+    from presk.runtime import time_call
+    return time_call(fn, repeats=settings.repeats, min_seconds=settings.min_seconds)
+
+
+def steps_needed(settings: Settings, per_step_guess: float) -> int:
+    """An upper bound of the steps time_call makes (warm-up, calibration, samples), so that
+    a schedule spans them all and the in-memory batches need not repeat too soon."""
+    return int(4 * settings.min_seconds / per_step_guess) + 64
+
+
+def time_all(core, training, directory: str, settings: Settings, presk_sides: dict,
+             total: int, torch_batches: int) -> list[tuple[str, Any]]:
+    """The time of a step (presk.runtime.Timing) of each Presk side and of PyTorch (f64,
+    f32 × default threads, 1 thread)."""
+    import torch
+    rates = []
+    for label, realization in presk_sides.items():
+        trainer = presk_trainer(core, training, directory, total, realization)
+        rates.append((label, time_it(trainer.one_step, settings)))
+        trainer.stream.close()
+    source = presk_trainer(core, training, directory, total)
+    batches = batches_of(source, torch_batches)
+    source.stream.close()
+    default = torch.get_num_threads()
+    try:
+        for dt in ("f64", "f32"):
+            for n in (default, 1):
+                torch.set_num_threads(n)
+                run = TorchRun(source, batches, dt, total)
+                rates.append((f"PyTorch eager {dt}, {n} thread{'s' if n > 1 else ''}",
+                              time_it(run.step, settings)))
+    finally:
+        torch.set_num_threads(default)
+    return rates
+
+
+def print_table(timings: list[tuple[str, Any]], presk_label: str,
+                settings: Settings) -> dict[str, float]:
+    """The table (steps/s from the median time of a step, and from the best sample: the
+    machine is shared, and the gap between them shows how much); returns each row's
+    steps/s (median)."""
+    rates = {label: 1 / t.median for label, t in timings}
+    base = rates[presk_label]
+    print(f"  {'implementation':<30} {'steps/s':>9} {'µs/step':>9} {'best steps/s':>12}"
+          f"   {'Presk / peer':>12}")
+    for label, t in timings:
+        r = base / rates[label]
+        print(f"  {label:<30} {rates[label]:9,.0f} {t.median * 1e6:9.1f} "
+              f"{1 / t.minimum:12,.0f}   {(f'{r:.1f}×' if r >= 10 else f'{r:.2f}×'):>12}")
+    print(f"  (medians of {settings.repeats} samples each; Presk / peer > 1: Presk makes "
+          f"more steps a second; Presk is `{presk_label}`)")
+    return rates
+
+
+# --------------------------------------------------------------------------------------
+# The cases
+# --------------------------------------------------------------------------------------
+
+
+def case_tutorial(settings: Settings) -> bool:
+    header(f"tutorial: {TUTORIAL.relative_to(ROOT)} (B = 8, D = 4, L = 3, 76 reals), "
+           "AdamW + cosine, a training step")
+    core, training = load_run(TUTORIAL)
+    with tempfile.TemporaryDirectory(prefix="presk-bench-train-") as d:
+        if not agree(core, training, d, settings):
+            return False
+        total = steps_needed(settings, 5e-6)
+        rates = time_all(core, training, d, settings, {"Presk (all-f64, 1 thread)": None},
+                         total, 2048)
+    label = "Presk (all-f64, 1 thread)"
+    got = print_table(rates, label, settings)
+    torch_rows = {k: v for k, v in got.items() if k.startswith("PyTorch")}
+    best = max(torch_rows, key=torch_rows.__getitem__)
+    r = got[label] / torch_rows[best]
+    print(f"  goal: Presk ≥ {GOAL_TUTORIAL:g}× PyTorch eager's steps/s: "
+          f"{verdict(r >= GOAL_TUTORIAL)} — {r:.1f}× against its fastest configuration "
+          f"here ({best})")
+    return True
+
+
+def case_scaled(settings: Settings) -> bool:
+    header(f"scaled: {SCALED.relative_to(ROOT)}'s Tower (D = 256, L = 4) at B = {SCALED_B}, "
+           f"AdamW + cosine, over {SCALED_COUNT} generated pairs, a training step")
+    from presk.analysis import entry as E
+    with tempfile.TemporaryDirectory(prefix="presk-bench-train-") as d:
+        presk = str(Path(sys.executable).parent / "presk")
+        made = subprocess.run([presk, "data", "linear", "--width", "256", "--count",
+                               str(SCALED_COUNT), "-o", os.path.join(d, "pairs.psk.d")],
+                              capture_output=True, text=True)
+        if made.returncode != 0:
+            raise SystemExit(f"bench/train.py: presk data linear failed:\n{made.stderr}")
+        program = Path(d) / "scaled_run.psk"
+        program.write_text(SCALED_RUN.format(tower=SCALED, b=SCALED_B))
+        core, training = load_run(program)
+        prepared = E.prepare(core, "loss", dict(training.dims))
+        f32 = all_f32(core, prepared, grad=True)
+        if not agree(core, training, d, settings, f32):
+            return False
+        total = steps_needed(settings, 3e-3)
+        rates = time_all(core, training, d, settings,
+                         {"Presk (all-f64, 1 thread)": None, "Presk (all-f32, 1 thread)": f32},
+                         total, 64)
+    got = print_table(rates, "Presk (all-f64, 1 thread)", settings)
+    for dt in ("f64", "f32"):
+        rows = {k: r for k, r in got.items() if k.startswith(f"PyTorch eager {dt}")}
+        best = max(rows, key=rows.__getitem__)
+        mine = got[f"Presk (all-{dt}, 1 thread)"] / rows[best]
+        print(f"  ratio: Presk {dt}'s steps/s / PyTorch eager {dt}'s (its fastest here, "
+              f"{best}): {mine:.2f}× (no goal)")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke test)")
+    parser.add_argument("--case", choices=["tutorial", "scaled", "all"], default="all")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    settings = (Settings(repeats=3, min_seconds=0.05, check_steps=20) if args.quick
+                else Settings(repeats=7, min_seconds=1.0, check_steps=100))
+    started = time.perf_counter()
+    ok = True
+    if args.case in ("tutorial", "all"):
+        ok &= case_tutorial(settings)
+    if ok and args.case in ("scaled", "all"):
+        ok &= case_scaled(settings)
+    print(f"\n(bench/train.py took {time.perf_counter() - started:.1f} s)")
+    if not ok:
+        print("bench/train.py: the implementations disagree (see above); no times printed "
+              "for that case", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

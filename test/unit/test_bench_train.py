@@ -1,0 +1,24 @@
+"""A smoke test of bench/train.py: `--quick --case tutorial` runs, Presk's training steps
+agree with PyTorch's (else it exits 1), and the table names every implementation and the
+goal's verdict. No time is asserted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bench_train_quick_tutorial() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "train.py"), "--quick",
+                             "--case", "tutorial"], capture_output=True, text=True,
+                            cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    for name in ("Presk (all-f64, 1 thread)", "PyTorch eager f64", "PyTorch eager f32",
+                 "1 thread", "steps/s"):
+        assert name in out, (name, out)
+    assert "agreement after 20 steps" in out and "DISAGREES" not in out
+    assert "goal: Presk ≥ 10× PyTorch eager's steps/s:" in out
