@@ -53,6 +53,7 @@ CODES: dict[str, str] = {
     "E0501": "an unknown optimizer or field",
     "E0502": "an optimizer field of the wrong type",
     "E0503": "an unknown schedule or schedule argument",
+    "E0504": "an optimizer field whose value the optimizer refuses",
     "E0601": "a training item that is unknown, missing or repeated",
     "E0602": "a training objective of the wrong type",
     "E0603": "a data stream that cannot be used",

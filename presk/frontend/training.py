@@ -62,8 +62,45 @@ def _optimizer(el: "Elaborator", info: FileInfo, d: A.OptimizerDecl) -> Optimize
                         or "its fields: " + ", ".join([*values, "schedule"]))
         if f.type_name != "f64" or f.value is None:
             raise error("E0502", f"`{f.name}` is an f64, written `{f.name} : f64 = …`", f.span)
+        # static_value refuses a value that is not finite (E0605): every field is finite.
         values[f.name] = float(el.static_value(info, f.value, {}))
+        refused = _refused(f.name, values[f.name])
+        if refused is not None:
+            raise error("E0504", refused[0], f.value.span, refused[1])
     return OptimizerInfo(d.name, d.kind, values, schedule, schedule_args, d, len(d.fields))
+
+
+_BIAS_HINT = ("the step divides by the bias correction 1 − {name}^t, which is 0 at "
+              "{name} = 1 and negative above")
+_EPS_HINT = ("eps keeps the step's denominator √v̂ + eps above 0: with eps = 0 a gradient "
+             "element that has been 0 so far steps by 0/0 (torch.optim.AdamW accepts 0)")
+_DAMPENING_HINT = ("the momentum buffer adds (1 − dampening) × the gradient: outside [0, 1] "
+                   "it adds a negative multiple, or more than the gradient "
+                   "(torch.optim.SGD does not check dampening)")
+
+
+def _refused(name: str, v: float) -> tuple[str, str | None] | None:
+    """The message and hint for a field value the optimizer refuses, or None.
+
+    The rules are torch.optim.AdamW's and SGD's, checked at `presk check` so that a run
+    never stops at its start on a value the source fixed. Where presk/train/optim.py checks
+    the same rule (lr, the betas, weight_decay, momentum) the message is its ValueError, so
+    the two read alike. Beyond torch and the runtime: eps > 0, not ≥ 0, and
+    0 ≤ dampening ≤ 1, which torch leaves unchecked (the hints say why); every value is
+    finite (static_value's E0605), where torch takes inf, and SGD NaN.
+    """
+    if name == "lr" and not v >= 0.0:
+        return f"the learning rate must be ≥ 0, not {v}", None
+    if name in ("beta1", "beta2") and not 0.0 <= v < 1.0:
+        return f"{name} must be in [0, 1), not {v}", (_BIAS_HINT.format(name=name) if v >= 1
+                                                      else None)
+    if name == "eps" and not v > 0.0:
+        return f"eps must be > 0, not {v}", _EPS_HINT
+    if name in ("weight_decay", "momentum") and not v >= 0.0:
+        return f"{name} must be ≥ 0, not {v}", None
+    if name == "dampening" and not 0.0 <= v <= 1.0:
+        return f"dampening must be in [0, 1], not {v}", _DAMPENING_HINT
+    return None
 
 
 def _schedule(el: "Elaborator", info: FileInfo, f: A.OptField) -> tuple[str, dict[str, int]]:
@@ -77,7 +114,8 @@ def _schedule(el: "Elaborator", info: FileInfo, f: A.OptField) -> tuple[str, dic
             raise error("E0503", f"`{f.type_name}` takes no argument `{a.name}`", a.span)
         value = el.static_value(info, a.value, {})
         if not float(value).is_integer() or value < 0:
-            raise error("E0503", f"`{a.name}` counts steps: a natural, not {value}", a.span)
+            raise error("E0503", f"`{a.name}` counts steps: a natural, not {value}",
+                        a.value.span)
         args[a.name] = int(value)
     return f.type_name, args
 

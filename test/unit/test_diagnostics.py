@@ -95,6 +95,11 @@ def train(old: str, new: str) -> str:
     return TRAIN.replace(old, new, 1)
 
 
+def sgd(field: str) -> str:
+    """TRAIN with an SGD optimizer (still named `adamw`) whose one field is `field`."""
+    return train("optimizer adamw {\n  lr : f64 = 0.01", f"optimizer adamw : sgd {{\n  {field}")
+
+
 @dataclass
 class Case:
     id: str
@@ -276,6 +281,46 @@ CASES = [
     case("optimizer-unknown-schedule",
          train("lr : f64 = 0.01", "schedule : cosin(warmup = 20)"),
          "E0503", "unknown schedule `cosin`", "main.psk:10:3", hint="cosine(warmup = N)"),
+    # A hyperparameter the optimizer refuses (E0504): one case per rule, the caret under
+    # the value; the message is presk/train/optim.py's (test_optimizer_diagnostics.py).
+    case("optimizer-lr-negative", train("lr : f64 = 0.01", "lr : f64 = -0.1"),
+         "E0504", "the learning rate must be ≥ 0, not -0.1", "main.psk:10:14",
+         caret="   |              ^^^^"),
+    case("optimizer-beta1-one", train("lr : f64 = 0.01", "beta1 : f64 = 1"),
+         "E0504", "beta1 must be in [0, 1), not 1.0", "main.psk:10:17",
+         caret="   |                 ^", hint="the bias correction 1 − beta1^t"),
+    case("optimizer-beta1-negative", train("lr : f64 = 0.01", "beta1 : f64 = -0.5"),
+         "E0504", "beta1 must be in [0, 1), not -0.5", "main.psk:10:17",
+         caret="   |                 ^^^^"),
+    case("optimizer-beta2-one", train("lr : f64 = 0.01", "beta2 : f64 = 1.0"),
+         "E0504", "beta2 must be in [0, 1), not 1.0", "main.psk:10:17",
+         caret="   |                 ^^^", hint="the bias correction 1 − beta2^t"),
+    case("optimizer-eps-zero", train("lr : f64 = 0.01", "eps : f64 = 0.0"),
+         "E0504", "eps must be > 0, not 0.0", "main.psk:10:15",
+         caret="   |               ^^^", hint="torch.optim.AdamW accepts 0"),
+    case("optimizer-adamw-weight-decay-negative",
+         train("lr : f64 = 0.01", "weight_decay : f64 = -1e-2"),
+         "E0504", "weight_decay must be ≥ 0, not -0.01", "main.psk:10:24",
+         caret="   |                        ^^^^^"),
+    case("optimizer-sgd-momentum-negative", sgd("momentum : f64 = -0.9"),
+         "E0504", "momentum must be ≥ 0, not -0.9", "main.psk:10:20",
+         caret="   |                    ^^^^"),
+    case("optimizer-sgd-dampening-above-one", sgd("dampening : f64 = 1.5"),
+         "E0504", "dampening must be in [0, 1], not 1.5", "main.psk:10:21",
+         caret="   |                     ^^^", hint="torch.optim.SGD does not check dampening"),
+    case("optimizer-sgd-dampening-negative", sgd("dampening : f64 = 0 - 0.25"),
+         "E0504", "dampening must be in [0, 1], not -0.25", "main.psk:10:21",
+         caret="   |                     ^^^^^^^^"),
+    case("optimizer-sgd-weight-decay-negative", sgd("weight_decay : f64 = -0.5"),
+         "E0504", "weight_decay must be ≥ 0, not -0.5", "main.psk:10:24",
+         caret="   |                        ^^^^"),
+    case("optimizer-value-not-finite", train("lr : f64 = 0.01", "lr : f64 = 1e308 * 10"),
+         "E0605", "the value is out of the range of an f64 (inf)", "main.psk:10:14",
+         caret="   |              ^^^^^^^^^^"),
+    case("optimizer-warmup-negative",
+         train("lr : f64 = 0.01", "schedule : linear(warmup = -3)"),
+         "E0503", "`warmup` counts steps: a natural, not -3", "main.psk:10:30",
+         caret="   |                              ^^"),
     # ---- training runs ----
     case("training-unknown-item", train("epochs    : nat = 2", "epoch     : nat = 2"),
          "E0601", "unknown training item `epoch`", "main.psk:17:3", hint="did you mean `epochs`?"),
