@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -66,7 +68,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise UsageError(f"presk train: {directory} holds no checkpoint to resume from")
         _check_same_run(ck.meta, trainer.meta)
         if os.path.exists(log_path):
-            trainer.history = [r for r in read_log(log_path) if r.step <= ck.step]
+            trainer.history = read_log(log_path, upto=ck.step)
         print(f"presk train: resuming `{training.name}` at step {ck.step} of {trainer.total}")
     return _run(args, trainer, log_path)
 
@@ -142,25 +144,47 @@ def _run(args: argparse.Namespace, trainer, log_path: str) -> int:
     log = LogWriter(log_path, trainer.history)
     start, first = time.perf_counter(), trainer.step
     try:
-        with _Progress(trainer, args.quiet) as bar:
-            while trainer.step < trainer.total:
+        with _Progress(trainer, args.quiet) as bar, _StopOnInterrupt() as stop:
+            while trainer.step < trainer.total and not stop.requested:
                 record = trainer.one_step()
                 if trainer.due():  # the log first: it always covers the checkpoints
                     log.flush(trainer.history)
                     trainer.checkpoint(record.loss)
                 bar.update(record)
+            if stop.requested:
+                return _interrupted(trainer, log)
         elapsed = time.perf_counter() - start
         log.flush(trainer.history)
         if trainer.history and not trainer.due():
             trainer.checkpoint(trainer.history[-1].loss)
-    except KeyboardInterrupt:
-        return _interrupted(trainer, log)
     except CheckpointError as exc:
         raise UsageError(f"presk train: {exc}") from None
     curve = os.path.join(trainer.directory, PLOT)
     plot(trainer.history, curve, f"{trainer.training.name}: {trainer.training.objective.name}")
     _summary(trainer, elapsed, first, log_path, curve)
     return 0
+
+
+class _StopOnInterrupt:
+    """Ctrl-C (SIGINT) asks the loop to stop after the step it is in, so that no step,
+    checkpoint or log line is cut in two; a second Ctrl-C interrupts at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __enter__(self) -> _StopOnInterrupt:
+        import signal
+        self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+        signal.signal(signal.SIGINT, self._previous)
 
 
 def _interrupted(trainer, log) -> int:
@@ -196,6 +220,30 @@ def _replot(directory: str) -> int:
     plot(records, curve, os.path.basename(os.path.normpath(directory)))
     print(f"presk train: {curve} redrawn from {len(records)} steps")
     return 0
+
+
+class _StepsWhole:
+    """Ctrl-C between steps only: while the loop runs, SIGINT sets a flag the loop reads
+    before each step. A KeyboardInterrupt raised inside a step would leave the stream a
+    batch ahead of the parameters (or the parameters half updated), and the checkpoint
+    written on the interrupt would resume to other bits."""
+
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+        self.previous: Any = None
+
+    def __bool__(self) -> bool:
+        return bool(self.signals)
+
+    def __enter__(self) -> _StepsWhole:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT,
+                                          lambda signum, frame: self.signals.append(signum))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
 
 
 class _Progress:

@@ -125,11 +125,18 @@ class Trainer:
 # --------------------------------------------------------------------------------------
 
 
-def read_log(path: str) -> list[StepRecord]:
+def read_log(path: str, upto: int | None = None) -> list[StepRecord]:
+    """The log's steps (the first `upto` of them). Rows past those a checkpoint covers may
+    be cut short by a kill: a resumed run reads only the ones its checkpoint covers, which
+    were whole before the checkpoint was written."""
+    records: list[StepRecord] = []
     with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
-    return [StepRecord(int(r["step"]), int(r["epoch"]), float(r["loss"]), float(r["lr"]))
-            for r in rows]
+        for row in csv.DictReader(f):
+            if upto is not None and len(records) == upto:
+                break
+            records.append(StepRecord(int(row["step"]), int(row["epoch"]),
+                                      float(row["loss"]), float(row["lr"])))
+    return records
 
 
 def write_log(path: str, records: list[StepRecord]) -> None:
