@@ -61,6 +61,7 @@ CODES: dict[str, str] = {
     "E0605": "a static condition that is not static",
     # warnings
     "W0001": "a let that is never used",
+    "W0501": "a schedule's warmup longer than the training run",
 }
 
 

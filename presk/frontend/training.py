@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..shapes import TensorType
 from . import ast as A
-from .diagnostics import CompileError, did_you_mean, error
+from .diagnostics import CompileError, Diagnostic, did_you_mean, error
 from .load import display_path
 from .parser import parse_type
 from .program import (
@@ -34,7 +34,7 @@ def check_runs(el: "Elaborator", program: Program) -> None:
                 info.optimizers[d.name] = _optimizer(el, info, d)
         for d in info.ast.decls:
             if isinstance(d, A.TrainingDecl):
-                info.trainings[d.name] = _training(el, info, d)
+                info.trainings[d.name] = _training(el, info, d, program.diagnostics)
         for d in info.ast.decls:
             if isinstance(d, A.AssertDecl):
                 info.asserts.append(_assertion(el, info, d))
@@ -133,7 +133,8 @@ def optimizer_regularity(opt: OptimizerInfo) -> list[tuple[str, list[tuple[str, 
 
 # ---- training runs ----
 
-def _training(el: "Elaborator", info: FileInfo, d: A.TrainingDecl) -> TrainingInfo:
+def _training(el: "Elaborator", info: FileInfo, d: A.TrainingDecl,
+              warnings: list[Diagnostic]) -> TrainingInfo:
     items: dict[str, A.TrainItem] = {}
     for item in d.items:
         if item.key not in TRAINING_ITEMS:
@@ -150,8 +151,11 @@ def _training(el: "Elaborator", info: FileInfo, d: A.TrainingDecl) -> TrainingIn
     objective = _objective(info, items["objective"], model)
     optimizer = _named_optimizer(info, items["optimizer"])
     batch_type = objective.params[1].type
-    data, dims, sample = _data(el, info, items["data"], batch_type)
+    data, dims, sample, count = _data(el, info, items["data"], batch_type)
     epochs = _natural_item(el, info, items["epochs"])
+    long_warmup = _long_warmup(d, items["optimizer"], optimizer, epochs, count, data.batch_size)
+    if long_warmup is not None:
+        warnings.append(long_warmup)
     ckpt = items.get("checkpoint")
     if ckpt is not None and ckpt.every == 0:
         raise error("E0601", "a checkpoint every 0 steps", ckpt.span)
@@ -199,6 +203,29 @@ def _named_optimizer(info: FileInfo, item: A.TrainItem):
     return info.optimizers[name]
 
 
+def _long_warmup(d: A.TrainingDecl, item: A.TrainItem, opt: OptimizerInfo, epochs: int,
+                 count: int, batch: int) -> Diagnostic | None:
+    """W0501 when the optimizer's warmup outlasts the run: the learning rate would never
+    reach `lr`. The run's steps are known here because the data file's header, already read
+    for its sample type, gives its sample count; an epoch is `count // batch` steps, as
+    presk/train/data.py reads it (the last partial batch dropped). `presk train --steps` or
+    `--epochs` may change the length, so this is a warning, not an error."""
+    warmup = opt.schedule_args.get("warmup", 0)
+    per_epoch = count // batch
+    steps = epochs * per_epoch
+    if warmup <= steps:
+        return None
+    field = next(f for f in opt.decl.fields if f.name == "schedule")
+    arg = next(a for a in field.schedule_args or [] if a.name == "warmup")
+    return Diagnostic(
+        "W0501", f"a warmup of {warmup} steps is longer than training `{d.name}`: {steps} "
+        f"steps ({epochs} epochs × {per_epoch} batches of {batch} from {count} samples)",
+        arg.value.span,
+        "the learning rate never reaches `lr`: shorten the warmup, or train longer "
+        "(`epochs`, or `presk train --epochs N`)",
+        [(item.span, f"training `{d.name}` uses optimizer `{opt.name}`")])
+
+
 def _natural_item(el: "Elaborator", info: FileInfo, item: A.TrainItem) -> int:
     if item.value is None or item.type_name != "nat":
         raise error("E0601", f"`{item.key}` is a nat, written `{item.key} : nat = …`", item.span)
@@ -216,7 +243,8 @@ def _natural(el: "Elaborator", info: FileInfo, e: A.Expr, what: str) -> int:
 
 
 def _data(el: "Elaborator", info: FileInfo, item: A.TrainItem,
-          batch_type: Type) -> tuple[DataInfo, dict[str, int], Type]:
+          batch_type: Type) -> tuple[DataInfo, dict[str, int], Type, int]:
+    """The stream, the dim its batch binds, the sample type, and the file's sample count."""
     if item.stream is None:
         raise error("E0601", '`data` is a stream: `stream "file.psk.d" |> batch(B = 8)`',
                     item.span)
@@ -252,12 +280,13 @@ def _data(el: "Elaborator", info: FileInfo, item: A.TrainItem,
         raise error("E0603", "a data path cannot hold a NUL character", item.stream_span)
     path = os.path.join(os.path.dirname(info.path), item.stream)
     shown = display_path(path)
-    file_sample = _file_sample(shown, item)
+    file_sample, count = _file_sample(shown, item)
     if not _same_sample(file_sample, sample):
         raise error("E0603", f"`{shown}` holds samples of type {file_sample}, but the "
                     f"objective's batch is {batch_type}: samples of type {sample}",
                     item.stream_span)
-    return DataInfo(item.stream, shown, seed, dim, size, str(file_sample)), {dim: size}, sample
+    return (DataInfo(item.stream, shown, seed, dim, size, str(file_sample)), {dim: size}, sample,
+            count)
 
 
 def _unbatch(t: Type, dim: str, span: A.Span) -> Type:
@@ -270,7 +299,8 @@ def _unbatch(t: Type, dim: str, span: A.Span) -> Type:
                 f"size {dim}", span)
 
 
-def _file_sample(path: str, item: A.TrainItem) -> Type:
+def _file_sample(path: str, item: A.TrainItem) -> tuple[Type, int]:
+    """The sample type the data file's header declares, and its sample count."""
     from ..datafile import DataFileError, read_header
     try:
         header = read_header(path)
@@ -279,7 +309,8 @@ def _file_sample(path: str, item: A.TrainItem) -> Type:
     from .elaborate import Elaborator
     try:
         tree = parse_type(path, header.sample, header.lines.get("sample", 1))
-        return Elaborator().type(FileInfo(path, A.SourceFile(path, "", [])), tree, None)
+        return (Elaborator().type(FileInfo(path, A.SourceFile(path, "", [])), tree, None),
+                header.count)
     except CompileError as exc:
         # Its span is in the data file, whose text a diagnostic does not quote: report it
         # at the stream that names the file.

@@ -255,7 +255,7 @@ class AdamW(Optimizer):
         super().__init__(lr, schedule)
         for name, beta in (("beta1", beta1), ("beta2", beta2)):
             _check(0.0 <= beta < 1.0, f"{name} must be in [0, 1), not {beta}")
-        _check(eps >= 0.0, f"eps must be ≥ 0, not {eps}")
+        _check(eps > 0.0, f"eps must be > 0, not {eps}")
         _check(weight_decay >= 0.0, f"weight_decay must be ≥ 0, not {weight_decay}")
         self.beta1, self.beta2 = float(beta1), float(beta2)
         self.eps, self.weight_decay = float(eps), float(weight_decay)
@@ -313,6 +313,7 @@ class SGD(Optimizer):
                  weight_decay: float = 0.0, schedule: Schedule | None = None) -> None:
         super().__init__(lr, schedule)
         _check(momentum >= 0.0, f"momentum must be ≥ 0, not {momentum}")
+        _check(0.0 <= dampening <= 1.0, f"dampening must be in [0, 1], not {dampening}")
         _check(weight_decay >= 0.0, f"weight_decay must be ≥ 0, not {weight_decay}")
         self.momentum, self.dampening = float(momentum), float(dampening)
         self.weight_decay = float(weight_decay)

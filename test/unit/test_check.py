@@ -234,8 +234,8 @@ def pairs_file(workdir: Path) -> Path:
 
 
 @pytest.mark.parametrize("schedule, step", [
-    ("schedule : cosine(warmup = 20)", "C⁰⁺"),
-    ("schedule : linear(warmup = 5)", "C⁰⁺"),
+    ("schedule : cosine(warmup = 2)", "C⁰⁺"),
+    ("schedule : linear(warmup = 1)", "C⁰⁺"),
     ("schedule : constant", "C∞"),
     ("", "C∞"),
 ], ids=["cosine-warmup", "linear-warmup", "constant", "default"])
