@@ -1,4 +1,5 @@
-# `make demo` and `make test` each set up .venv on a fresh machine, then run.
+# `make demo` and `make test` each set up .venv on a fresh machine, then run. The demo ends
+# by training the tutorial into runs/tutorial (removed first, so that it runs again).
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
@@ -21,6 +22,8 @@ demo: $(STAMP)
 	$(BIN)/presk run tutorial/07_train.psk --entry loss --dim B=4 --time \
 	  --realize @test/fixtures/realization_mixed.json
 	$(BIN)/presk run tutorial/07_train.psk --entry loss --dim B=4 --grad --time
+	rm -rf runs/tutorial
+	$(BIN)/presk train tutorial/07_train.psk --out runs/tutorial
 
 test: $(STAMP)
 	$(BIN)/pytest -q test/unit
