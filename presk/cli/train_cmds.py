@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
 import time
 from typing import Any
 
@@ -220,30 +218,6 @@ def _replot(directory: str) -> int:
     plot(records, curve, os.path.basename(os.path.normpath(directory)))
     print(f"presk train: {curve} redrawn from {len(records)} steps")
     return 0
-
-
-class _StepsWhole:
-    """Ctrl-C between steps only: while the loop runs, SIGINT sets a flag the loop reads
-    before each step. A KeyboardInterrupt raised inside a step would leave the stream a
-    batch ahead of the parameters (or the parameters half updated), and the checkpoint
-    written on the interrupt would resume to other bits."""
-
-    def __init__(self) -> None:
-        self.signals: list[int] = []
-        self.previous: Any = None
-
-    def __bool__(self) -> bool:
-        return bool(self.signals)
-
-    def __enter__(self) -> _StepsWhole:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT,
-                                          lambda signum, frame: self.signals.append(signum))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
 
 
 class _Progress:
