@@ -46,28 +46,34 @@ def lowering_version() -> str:
     return h.hexdigest()[:16]
 
 
-def _passes() -> list[ModulePass]:
+def _std_passes() -> list[ModulePass]:
     from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
     from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPass
 
     from ..conversion.std_to_llvm import (ConvertArithToLLVMPass, ConvertCfToLLVMPass,
                                           ConvertFuncToLLVMPass, ConvertIndexToLLVMPass)
-    return [ConvertKernelToStdPass(), ConvertScfToCf(), ConvertIndexToLLVMPass(),
-            ConvertArithToLLVMPass(), ConvertCfToLLVMPass(), ConvertFuncToLLVMPass(),
-            ReconcileUnrealizedCastsPass()]
+    return [ConvertScfToCf(), ConvertIndexToLLVMPass(), ConvertArithToLLVMPass(),
+            ConvertCfToLLVMPass(), ConvertFuncToLLVMPass(), ReconcileUnrealizedCastsPass()]
+
+
+def llvm_module_from_std(module: ModuleOp) -> ModuleOp:
+    """A module of func/scf/arith (and llvm pointers) lowered in place to the llvm dialect,
+    the math library's functions it calls appended."""
+    from ..emit.mathlib_llvm import declare_all
+    ctx = Context()
+    for p in _std_passes():
+        p.apply(ctx, module)
+    declare_all(module)
+    return module
 
 
 def llvm_dialect_module(kernel_module: ModuleOp) -> tuple[ModuleOp, list[EntrySig]]:
     """The kernel module (left unchanged) lowered to the llvm dialect, the math library's
     functions appended, and the entries it exports."""
-    from ..emit.mathlib_llvm import declare_all
     sigs = entry_signatures(kernel_module)
     module = kernel_module.clone()
-    ctx = Context()
-    for p in _passes():
-        p.apply(ctx, module)
-    declare_all(module)
-    return module, sigs
+    ConvertKernelToStdPass().apply(Context(), module)
+    return llvm_module_from_std(module), sigs
 
 
 def native_program(kernel_module: ModuleOp, cache: bool | NativeCache = True) -> NativeProgram:

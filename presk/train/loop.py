@@ -28,7 +28,8 @@ from ..frontend.program import TrainingInfo
 from .checkpoint import Checkpoint, latest, save
 from .data import Stream
 from .objective import NativeObjective
-from .optim import Optimizer, from_info
+from .native_optim import native_from_info
+from .optim import Optimizer
 
 LOG = "log.csv"
 PLOT = "loss.png"
@@ -75,8 +76,10 @@ class Trainer:
         meta = {"run": training.name, "objective": training.objective.name, "seed": seed,
                 "remat": remat, "total": total,
                 "realization": objective.call.pipeline.realization_name}
-        return cls(training, objective, stream, from_info(training.optimizer, total),
-                   params, total, directory, ckpt, meta=meta)
+        optimizer = native_from_info(training.optimizer, total)
+        optimizer.prepare(params)  # compiled now, not in the first (timed) step
+        return cls(training, objective, stream, optimizer, params, total, directory, ckpt,
+                   meta=meta)
 
     # ---- resuming ----
     def resume(self, warn: Callable[[str], None]) -> Checkpoint | None:
