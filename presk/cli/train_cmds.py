@@ -198,9 +198,11 @@ def _summary(trainer, elapsed: float, first: int, log_path: str, curve: str) -> 
     h = trainer.history
     done = trainer.step - first
     rate = done / max(elapsed, 1e-9)
+    from ..train.loop import epoch_means
+    _, means = epoch_means(h)
     print(f"trained `{trainer.training.name}`: {trainer.step} steps ({done} now, "
           f"{rate:,.0f} steps/s); loss {h[0].loss:.6g} at step 1 → {h[-1].loss:.6g} at step "
-          f"{h[-1].step}")
+          f"{h[-1].step}; epoch mean {means[0]:.6g} → {means[-1]:.6g}")
     print(f"  log {log_path}, curve {curve}"
           + (f", checkpoints {trainer.checkpoint_dir}" if trainer.checkpoint_dir else ""))
 

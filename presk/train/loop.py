@@ -171,21 +171,41 @@ def _row(r: StepRecord) -> list[object]:
 
 
 def plot(records: list[StepRecord], path: str, title: str) -> None:
-    """The loss curve as a PNG (matplotlib, no display needed)."""
+    """The loss curve as a PNG (matplotlib, no display needed): every step's loss, faint,
+    and each epoch's mean at its last step, bold — a batch's loss is noisy."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    ax.plot([r.step for r in records], [r.loss for r in records], linewidth=1)
+    ax.plot([r.step for r in records], [r.loss for r in records], linewidth=0.8, alpha=0.35,
+            label="each step")
+    ends, means = epoch_means(records)
+    ax.plot(ends, means, linewidth=2, marker="o", markersize=3, label="epoch mean")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.set_yscale("log")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight")
     plt.close(fig)
     _write_atomic(path, buf.getvalue())
+
+
+def epoch_means(records: list[StepRecord]) -> tuple[list[int], list[float]]:
+    """(each epoch's last step, the mean loss of its steps), in order."""
+    ends: list[int] = []
+    losses: list[list[float]] = []
+    epoch = None
+    for r in records:
+        if r.epoch != epoch:
+            epoch = r.epoch
+            ends.append(r.step)
+            losses.append([])
+        ends[-1] = r.step
+        losses[-1].append(r.loss)
+    return ends, [sum(x) / len(x) for x in losses]
 
 
 def _write_atomic(path: str, data: bytes) -> None:

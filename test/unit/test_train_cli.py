@@ -111,3 +111,14 @@ def test_plot_redraws_the_curve(tmp_path: Path) -> None:
                           capture_output=True, text=True)
     assert done.returncode == 0 and "redrawn from 64 steps" in done.stdout
     assert (tmp_path / "run" / "loss.png").exists()
+
+
+def test_epoch_means_follow_the_log(uninterrupted: Path) -> None:
+    """The curve's bold line and the closing line's `epoch mean`: each epoch's mean loss at
+    its last step (32 steps an epoch: 256 samples, B = 8)."""
+    from presk.train.loop import epoch_means, read_log
+    records = read_log(str(uninterrupted / "log.csv"))
+    ends, means = epoch_means(records)
+    assert ends[:3] == [32, 64, 96] and len(ends) == 200
+    assert means[0] == pytest.approx(np.mean([r.loss for r in records[:32]]), rel=1e-15)
+    assert means[-1] < means[0]
