@@ -138,6 +138,7 @@ def _trainer(args, core, training, directory: str):
 
 def _run(args: argparse.Namespace, trainer, log_path: str) -> int:
     from ..train.checkpoint import CheckpointError
+    from ..train.data import DataError
     from ..train.loop import PLOT, LogWriter, plot
     log = LogWriter(log_path, trainer.history)
     start, first = time.perf_counter(), trainer.step
@@ -155,8 +156,10 @@ def _run(args: argparse.Namespace, trainer, log_path: str) -> int:
         log.flush(trainer.history)
         if trainer.history and not trainer.due():
             trainer.checkpoint(trainer.history[-1].loss)
-    except CheckpointError as exc:
-        raise UsageError(f"presk train: {exc}") from None
+    except (CheckpointError, DataError) as exc:  # e.g. the data file cut short meanwhile
+        log.flush(trainer.history)
+        raise UsageError(f"presk train: {exc} (at step {trainer.step}; the last checkpoint "
+                         "stands)") from None
     curve = os.path.join(trainer.directory, PLOT)
     plot(trainer.history, curve, f"{trainer.training.name}: {trainer.training.objective.name}")
     _summary(trainer, elapsed, first, log_path, curve)

@@ -122,3 +122,37 @@ def test_epoch_means_follow_the_log(uninterrupted: Path) -> None:
     assert ends[:3] == [32, 64, 96] and len(ends) == 200
     assert means[0] == pytest.approx(np.mean([r.loss for r in records[:32]]), rel=1e-15)
     assert means[-1] < means[0]
+
+
+def test_a_data_file_cut_short_during_the_run_is_one_line(tmp_path: Path, capsys) -> None:
+    """The stream opens the file at the start and reads batch by batch: a file truncated
+    under a running run is reported in one line (exit 2), the log kept, no traceback."""
+    import shutil
+
+    from presk.cli.main import main
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "tutorial" / "data", data)
+    program = tmp_path / "07_train.psk"
+    program.write_text((ROOT / "tutorial" / "07_train.psk").read_text()
+                       .replace('"06_tower.psk"', f'"{ROOT / "tutorial" / "06_tower.psk"}"'))
+    from presk.train import data as D
+    original = D.Stream.read
+
+    def read_then_cut(self, position):
+        if position.epoch == 1 and position.index == 3:
+            path = data / "pairs.psk.d"
+            path.write_bytes(path.read_bytes()[:200])
+        return original(self, position)
+
+    D.Stream.read = read_then_cut
+    try:
+        cwd = os.getcwd()
+        os.chdir(tmp_path)
+        rc = main(["train", str(program), "--quiet", "--out", "run"])
+    finally:
+        os.chdir(cwd)
+        D.Stream.read = original
+    assert rc == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("presk train: ") and "at step 35" in err[0], err
+    assert (tmp_path / "run" / "log.csv").read_text().count("\n") == 36  # header + 35 steps
