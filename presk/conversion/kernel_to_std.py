@@ -53,7 +53,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     UnitAttr,
     UnrealizedConversionCastOp,
-    i1,
     i16,
     i32,
     i64,

@@ -10,7 +10,6 @@ directly.
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 import time
