@@ -58,6 +58,7 @@ class Trainer:
     checkpoint_dir: str | None
     step: int = 0
     history: list[StepRecord] = field(default_factory=list)
+    laid_out: bool = False  # the objective reads and writes the optimizer's arrays
     meta: dict[str, object] = field(default_factory=dict)
 
     @classmethod
@@ -76,10 +77,23 @@ class Trainer:
         meta = {"run": training.name, "objective": training.objective.name, "seed": seed,
                 "remat": remat, "total": total,
                 "realization": objective.call.pipeline.realization_name}
-        optimizer = native_from_info(training.optimizer, total)
-        optimizer.prepare(params)  # compiled now, not in the first (timed) step
-        return cls(training, objective, stream, optimizer, params, total, directory, ckpt,
-                   meta=meta)
+        trainer = cls(training, objective, stream, native_from_info(training.optimizer, total),
+                      params, total, directory, ckpt, meta=meta)
+        trainer.lay_out()
+        return trainer
+
+    def lay_out(self) -> None:
+        """Compile the optimizer's update (now, not in the first step) and, where every
+        parameter and gradient buffer of the objective has the parameters' dtype, keep the
+        parameters in the optimizer's arrays and let the native code read them and write
+        the gradient there: a step then copies only the batch."""
+        groups = self.optimizer.lay_out(self.params)
+        self.optimizer.prepare(self.params)
+        self.laid_out = len(groups) == 1 and self.objective.can_bind(groups[0].p.dtype)
+        if self.laid_out:
+            grp = groups[0]
+            self.params = dict(grp.views)
+            self.objective.bind(grp.views, self.optimizer.grad_views(grp))
 
     # ---- resuming ----
     def resume(self, warn: Callable[[str], None]) -> Checkpoint | None:
@@ -92,6 +106,7 @@ class Trainer:
         for path, value in ck.params.items():
             np.copyto(self.params[path], value)
         self.optimizer.load_state(ck.optimizer)
+        self.lay_out()  # loading the state drops the optimizer's arrays
         self.stream.restore(ck.data)
         self.step = ck.step
         return ck
@@ -102,8 +117,12 @@ class Trainer:
         batch = self.stream.__next__()
         values = list(batch) if isinstance(batch, tuple) else [batch]
         lr = self.optimizer.lr_at(self.optimizer.steps)
-        loss, grads = self.objective(self.params, values)
-        self.optimizer.step(self.params, grads)
+        if self.laid_out:
+            loss = self.objective.call_bound(values)
+            self.optimizer.step_laid_out()
+        else:
+            loss, grads = self.objective(self.params, values)
+            self.optimizer.step(self.params, grads)
         self.step += 1
         record = StepRecord(self.step, epoch, loss, lr)
         self.history.append(record)

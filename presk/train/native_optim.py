@@ -162,10 +162,7 @@ class _Native(ABC):
 
     def prepare(self, params) -> None:
         """Lay out and compile the update for these parameters without stepping."""
-        layout = tuple((k, v.shape, v.dtype) for k, v in params.items())
-        if layout != self._layout:
-            self._regroup(params, layout)
-        for grp in self._groups:
+        for grp in self.lay_out(params):
             if _native_ok(grp):
                 self._native.bound(self, grp, *self._form())
 

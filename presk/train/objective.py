@@ -76,5 +76,35 @@ class NativeObjective:
         loss = float(to_f64(out["result"]))
         return loss, {p: to_f64(out[f"grad.{p}"]) for p in self.paths}
 
+    # ---- reading and writing the caller's arrays in place ----
+    def can_bind(self, dtype: np.dtype) -> bool:
+        """Whether every parameter buffer and every gradient output is stored in `dtype`
+        (then `bind` can hand the caller's arrays to the native code itself)."""
+        want = {np.dtype(np.float64): "f64", np.dtype(np.float32): "f32"}.get(np.dtype(dtype))
+        grads = {f"grad.{p}" for p in self.paths}
+        outs = [b for b in self.entry.sig.outputs if b.name in grads]
+        return want is not None and len(outs) == len(self.paths) and all(
+            s.element == want for s in [*self._param_slots.values(), *outs])
+
+    def bind(self, params: Mapping[str, np.ndarray], grads: Mapping[str, np.ndarray]
+             ) -> None:
+        """From now on the native code reads the parameters from `params` and writes the
+        gradient into `grads` (C-contiguous arrays of the buffers' type, by path), so that
+        a step (`call_bound`) copies only the batch."""
+        bound = {id(s) for s in self._param_slots.values()}
+        inputs = [params[s.name.partition(".")[2]] if id(s) in bound else s.buffer
+                  for s in self.slots]
+        outputs = [grads[n[len("grad."):]] if n.startswith("grad.") else o
+                   for n, o in zip(self.call.output_names, self.outputs)]
+        self._step = self.entry.bind(inputs, outputs)
+        self._result = self.outputs[self.call.output_names.index("result")]
+
+    def call_bound(self, batch: Sequence[np.ndarray]) -> float:
+        """The loss at the bound parameters; the gradient is in the bound arrays."""
+        for slot, values in zip(self._batch_slots, batch):
+            slot.fill(values)
+        self._step()
+        return float(self._result)
+
 
 __all__ = ["NativeObjective", "Slot"]

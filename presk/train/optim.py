@@ -134,15 +134,38 @@ class Optimizer(ABC):
         layout = tuple((k, v.shape, v.dtype) for k, v in params.items())
         if layout != self._layout:
             self._regroup(params, layout)
-        scalars = self._scalars(self.lr_at(self.steps), self.steps + 1)
         for grp in self._groups:
             np.concatenate([params[k] for k in grp.paths], axis=None, out=grp.p)
             np.concatenate([grads[k] for k in grp.paths], axis=None, out=grp.g,
                            casting="same_kind")
-            kind = grp.p.dtype.type
-            self._update(grp, {k: kind(v) for k, v in scalars.items()})
+        self.step_laid_out()
+        for grp in self._groups:
             for path, view in grp.views.items():
                 np.copyto(params[path], view)
+
+    def lay_out(self, params: Arrays) -> list[_Group]:
+        """Lay the parameters out in the groups' arrays (their values copied in) and return
+        the groups: a caller that keeps its parameters as the groups' `views` and writes
+        the gradient into `grad_views(grp)` then steps with `step_laid_out`, no copies."""
+        layout = tuple((k, v.shape, v.dtype) for k, v in params.items())
+        if layout != self._layout:
+            self._regroup(params, layout)
+        for grp in self._groups:
+            np.concatenate([params[k] for k in grp.paths], axis=None, out=grp.p)
+        return self._groups
+
+    @staticmethod
+    def grad_views(grp: _Group) -> Arrays:
+        """The group's gradient array as one view per parameter, shaped as it."""
+        return {k: grp.g[grp.segments[k]].reshape(grp.views[k].shape) for k in grp.paths}
+
+    def step_laid_out(self) -> None:
+        """One update of the groups' parameters from the gradients already in their
+        arrays (`lay_out`)."""
+        scalars = self._scalars(self.lr_at(self.steps), self.steps + 1)
+        for grp in self._groups:
+            kind = grp.p.dtype.type
+            self._update(grp, {k: kind(v) for k, v in scalars.items()})
         self.steps += 1
 
     def _regroup(self, params: Arrays, layout: tuple) -> None:

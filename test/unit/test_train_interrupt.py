@@ -27,21 +27,21 @@ def test_sigint_mid_step_checkpoints_a_whole_step(tmp_path: Path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     args = ["train", TRAIN, "--quiet", "--epochs", "4"]
     assert main([*args, "--out", "ref"]) == 0
-    call, calls = NativeObjective.__call__, []
+    call, calls = NativeObjective.call_bound, []  # the step's native call (all-f64)
 
-    def interrupting(self, params, batch):
+    def interrupting(self, batch):
         calls.append(1)
         if len(calls) == 70:
             os.kill(os.getpid(), signal.SIGINT)
-        return call(self, params, batch)
+        return call(self, batch)
 
-    monkeypatch.setattr(NativeObjective, "__call__", interrupting)
+    monkeypatch.setattr(NativeObjective, "call_bound", interrupting)
     assert main([*args, "--out", "run"]) == 130
     assert "interrupted at step 70 of 128" in capsys.readouterr().err
     saved = json.loads(newest(tmp_path / "run").read_text())
     assert saved["step"] == 70
     assert saved["data"]["epoch"] * 32 + saved["data"]["index"] == 70  # 32 batches an epoch
-    monkeypatch.setattr(NativeObjective, "__call__", call)
+    monkeypatch.setattr(NativeObjective, "call_bound", call)
     assert main(["train", TRAIN, "--quiet", "--resume", "run"]) == 0
     mine = load_file(str(newest(tmp_path / "run")).replace(".json", ".safetensors"))
     ref = load_file(str(newest(tmp_path / "ref")).replace(".json", ".safetensors"))

@@ -37,3 +37,22 @@ def test_value_and_gradient_are_the_kernel_engines(realization, monkeypatch, tmp
         assert sorted(grads) == sorted(f.path for f in prepared.fields)
         for path, g in grads.items():
             assert g.tobytes() == want[f"grad.{path}"].tobytes(), (step, path)
+
+
+def test_a_laid_out_run_has_the_bits_of_a_copying_one(monkeypatch, tmp_path) -> None:
+    """All-f64: the native code reads the parameters from the optimizer's arrays and
+    writes the gradient there (no copies); 100 steps end at the bits of a run that copies
+    parameters and gradients in and out each step."""
+    from presk.train.loop import Trainer
+    core, program = load_core(TRAIN)
+    training = program.main.trainings["run"]
+    laid = Trainer.create(core, training, str(tmp_path / "a"), steps=100)
+    assert laid.laid_out
+    monkeypatch.setattr(NativeObjective, "can_bind", lambda self, dtype: False)
+    copying = Trainer.create(core, training, str(tmp_path / "b"), steps=100)
+    assert not copying.laid_out
+    for _ in range(100):
+        a, b = laid.one_step(), copying.one_step()
+        assert np.float64(a.loss).tobytes() == np.float64(b.loss).tobytes()
+    for path, value in laid.params.items():
+        assert value.tobytes() == copying.params[path].tobytes(), path
