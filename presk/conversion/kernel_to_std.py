@@ -26,8 +26,12 @@ it implements is presk/conversion/native_abi.py.
   in f32 first, so that the bf16 rounding is a single correct one); `at` is a GEP;
   `launch`/`call` are `func.call`s; `fold` is an `scf.for` carrying the accumulator's
   pointer, its destination alternating between the two scratch buffers.
+* A kernel whose layout is `tiled` (a contraction) runs in register tiles:
+  presk/conversion/tile_contraction.py, called from the kernel's rewrite.
 * Each host marked `entry` gets `presk_entry_H(argv, arena)`, which loads the buffer
   pointers from `argv` and calls the host.
+* The functions the module calls and does not define are declared (the math library's,
+  `malloc`/`free` for a tile's packed operand).
 
 `entry_signatures(module)` (the PSK-Kernel module, before the pass) describes those
 entries for the runtime.
