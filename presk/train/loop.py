@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -232,8 +231,3 @@ def _write_atomic(path: str, data: bytes) -> None:
     with open(tmp, "wb") as f:
         f.write(data)
     os.replace(tmp, path)
-
-
-def steps_per_second(start: float, steps: int) -> float:
-    elapsed = time.perf_counter() - start
-    return steps / elapsed if elapsed > 0 else float("inf")
