@@ -1,4 +1,5 @@
-"""Reading a JSON artifact as every command takes one: `@path`, a path, or the JSON text.
+"""Reading a JSON artifact as every command takes one: `@path`, a path, or the JSON text;
+and writing any file a user owns atomically (`write_atomic`).
 
 Each kind (realization, envelope, …) parses and checks the data itself; what they share is
 where the text comes from and the one-line errors when it cannot be read.
@@ -40,25 +41,31 @@ def _text(spec: str, kind: str, error: type[Exception]) -> tuple[str, str]:
         raise error(f"{path}: cannot read ({exc})") from None
 
 
-def write_json(path: str, data: object, error: type[Exception], allow_nan: bool = True) -> None:
-    """Write an artifact atomically: a temporary file beside it, then a rename; nothing is
-    left half-written. Raises `error` with one line when the place cannot be written."""
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o644) -> None:
+    """Write a file atomically: a temporary file beside it, then a rename over it, so that
+    a reader sees the old file or the new one, never half of one (text as UTF-8). The file
+    gets `mode` (mkstemp's 0600 would hide it from other users). Raises OSError."""
+    path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".tmp", dir=directory)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".json", dir=directory)
-    except OSError as exc:
-        raise error(f"{path}: cannot write ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False, allow_nan=allow_nan)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise error(f"{path}: cannot write ({exc.strerror or exc})") from None
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_json(path: str, data: object, error: type[Exception], allow_nan: bool = True) -> None:
+    """Write an artifact atomically (`write_atomic`). Raises `error` with one line when
+    the place cannot be written."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=allow_nan) + "\n"
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        raise error(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def check_format(data: object, where: str, fmt: str, kind: str, fields: set[str],

@@ -24,6 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.artifact import write_atomic
 from .common import ProgramError, UsageError
 
 
@@ -43,20 +44,11 @@ def _little_endian(array) -> bytes:
     return a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
 
 
-def write_atomically(root: str, relative: str, content: str | bytes) -> None:
-    """DIR/relative, via a temporary file in the same directory and a rename."""
+def write_into(root: str, relative: str, content: str | bytes) -> None:
+    """DIR/relative (its folder created), written atomically."""
     path = os.path.join(root, relative)
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    data = content.encode("utf-8") if isinstance(content, str) else content
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".presk-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_atomic(path, content)
 
 
 def export_c(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
@@ -77,7 +69,7 @@ def export_c(core_module, entry: str, dims: dict[str, int], params: dict[str, An
     data |= {f"expected/{f}.bin": _little_endian(a)
              for (f, _), a in zip(names.outputs, outputs)}
     for relative, content in [*files.items(), *data.items()]:
-        write_atomically(out_dir, relative, content)
+        write_into(out_dir, relative, content)
     return CExport(files, data, program_shape(kernel), call.pipeline.realization_name, call,
                    names)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 
+from ..analysis.artifact import write_atomic
 from .common import UsageError
 from .core_cmds import load_core
 
@@ -32,19 +32,7 @@ def write_files(files: dict[str, str], directory: str) -> None:
     try:
         os.makedirs(directory, exist_ok=True)
         for name, text in files.items():
-            _write_atomically(os.path.join(directory, name), text)
+            write_atomic(os.path.join(directory, name), text)
     except OSError as exc:
         raise UsageError(f"presk export: -o {directory}: cannot write "
                          f"({exc.strerror or exc})") from None
-
-
-def _write_atomically(path: str, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".py", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the module from other users
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from typing import Callable, NoReturn
 
 from .common import ProgramError, UsageError
@@ -106,17 +105,14 @@ COMMENT = {"c": "//", "pytorch": "#"}
 
 
 def _write(text: str, path: str | None) -> None:
+    from ..analysis.artifact import write_atomic
     if path is None:
         sys.stdout.write(text)
         return
-    directory = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".presk-", dir=directory)
+        write_atomic(path, text)
     except OSError as exc:
         raise UsageError(f"presk-translate: cannot write {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def _load(args: argparse.Namespace):

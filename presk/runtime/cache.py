@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from typing import Any
 import llvmlite
 
 from .. import __version__ as presk_version
+from ..analysis.artifact import write_atomic
 from ..conversion.native_abi import EntrySig
 from ..emit.llvm import host_target
 
@@ -141,8 +141,8 @@ class NativeCache:
                     "entries": [e.to_json() for e in entries]}
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            _write_atomic(obj_path, object_code)
-            _write_atomic(manifest_path,
+            write_atomic(obj_path, object_code)
+            write_atomic(manifest_path,
                           (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode())
             self.evict(max_bytes())
         except OSError:
@@ -195,17 +195,6 @@ def _checked(manifest: Any, key: CacheKey, obj: bytes) -> list[EntrySig] | None:
     if described["bytes"] != len(obj) or described["sha256"] != hashlib.sha256(obj).hexdigest():
         return None
     return [EntrySig.from_json(e) for e in manifest["entries"]]
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _touch(path: Path) -> None:

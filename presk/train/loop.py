@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..analysis import entry as E
+from ..analysis.artifact import write_atomic
 from ..frontend.program import TrainingInfo
 from .checkpoint import Checkpoint, latest, save
 from .data import Stream
@@ -166,7 +167,7 @@ def write_log(path: str, records: list[StepRecord]) -> None:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(LOG_FIELDS)
     w.writerows(_row(r) for r in records)
-    _write_atomic(path, buf.getvalue().encode())
+    write_atomic(path, buf.getvalue().encode())
 
 
 class LogWriter:
@@ -208,7 +209,7 @@ def plot(records: list[StepRecord], path: str, title: str) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight")
     plt.close(fig)
-    _write_atomic(path, buf.getvalue())
+    write_atomic(path, buf.getvalue())
 
 
 def epoch_means(records: list[StepRecord]) -> tuple[list[int], list[float]]:
@@ -224,10 +225,3 @@ def epoch_means(records: list[StepRecord]) -> tuple[list[int], list[float]]:
         ends[-1] = r.step
         losses[-1].append(r.loss)
     return ends, [sum(x) / len(x) for x in losses]
-
-
-def _write_atomic(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
