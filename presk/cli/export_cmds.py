@@ -13,6 +13,8 @@ import argparse
 import importlib
 from typing import Any
 
+from .common import add_recording_arguments
+
 TARGETS = {"c": "export_c", "pytorch": "export_pytorch"}
 
 
@@ -31,14 +33,7 @@ def add_export(sub: Any) -> None:
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="the directory to write (created; files in it are replaced)")
     c = p.add_argument_group("with --target c")
-    c.add_argument("--entry", help="the function to export, e.g. loss")
-    c.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                   help="a dim's value, e.g. --dim B=4 (repeatable)")
-    c.add_argument("--realize", metavar="REALIZATION",
-                   help="the realization (a path, @path or inline JSON); absent: all f64")
-    c.add_argument("--grad", action="store_true", help="the entry's value and gradient")
-    c.add_argument("--remat", choices=["store", "recompute"], default="store",
-                   help="with --grad: what the forward sweep keeps for the reverse one")
+    add_recording_arguments(c, "export")
     c.add_argument("--seed", type=int, default=0,
                    help="seed of the weights and inputs `make check` runs on")
     c.add_argument("--weights", help="a safetensors file of parameters keyed by path")

@@ -27,7 +27,7 @@ import os
 import sys
 from typing import Callable, NoReturn
 
-from .common import ProgramError, UsageError
+from .common import ProgramError, UsageError, add_recording_arguments
 
 
 class _Parser(argparse.ArgumentParser):
@@ -147,14 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="what to translate to")
     parser.add_argument("-o", "--output", help="write here instead of to standard output")
     entry = parser.add_argument_group("with --to llvm or c")
-    entry.add_argument("--entry", help="the function to compile, e.g. loss")
-    entry.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                       help="a dim's value, e.g. --dim B=4 (repeatable)")
-    entry.add_argument("--realize", metavar="REALIZATION",
-                       help="the realization (a path, @path or inline JSON); absent: all f64")
-    entry.add_argument("--grad", action="store_true", help="the entry's value and gradient")
-    entry.add_argument("--remat", choices=["store", "recompute"], default="store",
-                       help="with --grad: what the forward sweep keeps for the reverse one")
+    add_recording_arguments(entry, "translate")
     entry.add_argument("--optimized", action="store_true",
                        help="the IR after LLVM's O2 for this machine")
     try:
