@@ -27,11 +27,12 @@ it implements is presk/conversion/native_abi.py.
   `launch`/`call` are `func.call`s; `fold` is an `scf.for` carrying the accumulator's
   pointer, its destination alternating between the two scratch buffers.
 * A kernel whose layout is `tiled` (a contraction) runs in register tiles:
-  presk/conversion/tile_contraction.py, called from the kernel's rewrite.
+  presk/conversion/tile_contraction.py, called from the kernel's rewrite; one whose layout
+  has `split = [0, n]` runs on n threads: presk/conversion/split_kernel.py, first.
 * Each host marked `entry` gets `presk_entry_H(argv, arena)`, which loads the buffer
   pointers from `argv` and calls the host.
 * The functions the module calls and does not define are declared (the math library's,
-  `malloc`/`free` for a tile's packed operand).
+  `malloc`/`free` for a tile's packed operand, `pthread_create`/`pthread_join`).
 
 `entry_signatures(module)` (the PSK-Kernel module, before the pass) describes those
 entries for the runtime.
@@ -633,9 +634,12 @@ class ConvertKernelToStdPass(ModulePass):
     name = "convert-psk-kernel-to-std"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from presk.conversion.split_kernel import split_kernels
         plan = ArenaPlan(op)
-        aliased = aliased_kernels(op)
-        _walk([KernelToFunc(aliased), HostToFunc()], op)
+        aliased = set(aliased_kernels(op))
+        spawners = split_kernels(op, kernel_symbol, aliased)
+        _walk([KernelToFunc(frozenset(aliased)), HostToFunc()], op)
+        op.body.block.add_ops(spawners)
         _walk([ForToScf(), YieldToScf(), LoadToLLVM(), StoreToLLVM(), ScalarToArith(),
                LaunchToCall(), ArenaToPointers(plan.offsets),
                ElementwiseHostOps(), AtToGEP(), FoldToScf()], op)

@@ -489,6 +489,16 @@ VECTOR_BYTES = 64
 """The vector register a contraction's tile is planned for (AVX-512; LLVM splits a wider
 vector into the machine's registers)."""
 
+SPLIT_WORK = 1 << 21
+"""Multiply-adds from which a contraction's rows are split among the machine's cores:
+starting and joining a thread costs some 20 µs, a fraction of such a kernel's time."""
+
+
+def workers() -> int:
+    """The threads a split kernel runs on: this machine's cores, at most 8."""
+    import os
+    return max(1, min(8, os.cpu_count() or 1))
+
 
 def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
                    lhs_axes: list[int], rhs_axes: list[int]) -> K.LayoutAttr:
@@ -507,11 +517,19 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     lanes = VECTOR_BYTES // (8 if isinstance(element, Float64Type) else 4)
     rows = min(4, max(i_size, 1))
     if j_size >= 2 * lanes:
-        return K.LayoutAttr.tiled([rows, 2 * lanes], lanes, "IJ")
-    if j_size >= lanes:
-        return K.LayoutAttr.tiled([rows, lanes], lanes, "IJ")
-    cols = min(4, max(j_size, 1))
-    return K.LayoutAttr.tiled([rows, cols], cols, "IJ")
+        tile, lanes = [rows, 2 * lanes], lanes
+    elif j_size >= lanes:
+        tile = [rows, lanes]
+    else:
+        tile = [rows, min(4, max(j_size, 1))]
+        lanes = tile[1]
+    k_size = 1
+    for a in lhs_axes:
+        k_size *= lhs.sizes[a]
+    n = workers()
+    if n > 1 and i_size * j_size * k_size >= SPLIT_WORK and i_size >= 2 * rows:
+        return K.LayoutAttr.tiled(tile, lanes, "IJ", split=(0, n))
+    return K.LayoutAttr.tiled(tile, lanes, "IJ")
 
 
 # --------------------------------------------------------------------------------------

@@ -242,9 +242,10 @@ class LayoutAttr(ParametrizedAttribute):
                    ArrayAttr(()))
 
     @classmethod
-    def tiled(cls, tile: Sequence[int], lanes: int, order: str = "IJ") -> LayoutAttr:
+    def tiled(cls, tile: Sequence[int], lanes: int, order: str = "IJ",
+              split: Sequence[int] = ()) -> LayoutAttr:
         return cls(StringAttr("tiled"), ArrayAttr(IntAttr(t) for t in tile), IntAttr(lanes),
-                   StringAttr(order), ArrayAttr(()))
+                   StringAttr(order), ArrayAttr(IntAttr(s) for s in split))
 
     @property
     def is_default(self) -> bool:

@@ -79,3 +79,46 @@ def test_wide_contractions_take_two_vectors_of_columns(tmp_path: Path) -> None:
     (kernel,) = [k for k in K.kernels(call.pipeline.kernel).values()
                  if k.layout.kind.data == "tiled"]
     assert kernel.layout.text() == "tiled, tile [4, 32], lanes 16, order IJ"
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("entry, grad", [("out", False), ("loss", True)])
+def test_split_rows_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, workers: int,
+                                                  entry: str, grad: bool) -> None:
+    """A contraction large enough to be split (`split = [0, n]`: its rows among n threads,
+    in whole tiles) computes the unsplit nest's bits, value and gradient (the gradient's
+    contractions split too)."""
+    from presk.conversion import realize_to_kernel
+    monkeypatch.setenv("PRESK_CACHE", "off")
+    monkeypatch.setattr(realize_to_kernel, "workers", lambda: workers)
+    monkeypatch.setattr(realize_to_kernel, "SPLIT_WORK", 1)
+    core = lower_program(elaborate(str(_program(tmp_path, 21, 6, 40))))
+    prepared = E.prepare(core, entry, {})
+    rng = np.random.default_rng(7)
+    params = {f.path: rng.standard_normal(f.shape) for f in prepared.fields}
+    values = {n: rng.standard_normal(s) for n, s in prepared.inputs.items()}
+    call = entry_call(core, entry, {}, params, values, _realization("f32"), True, grad)
+    split = [k for k in K.kernels(call.pipeline.kernel).values() if k.layout.split.data]
+    assert split and all(k.layout.split.data[1].data == workers for k in split)
+    want = KernelInterpreter(call.pipeline.kernel).run(call.host, call.inputs)
+    got = native_program(call.pipeline.kernel).entry(call.host)(call.inputs)
+    for name, g, w in zip(call.output_names, got, want):
+        assert g.tobytes() == w.tobytes(), name
+
+
+def test_split_ranges_are_whole_tiles() -> None:
+    from presk.conversion.split_kernel import ranges
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.parser import Parser
+
+    from presk.cli.opt import PRESK_DIALECTS
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    for name, factory in PRESK_DIALECTS.items():
+        ctx.register_dialect(name, factory)
+    text = (Path(__file__).parents[1] / "filecheck" / "kernel_to_std" / "split.mlir").read_text()
+    kernel = K.kernels(Parser(ctx, text).parse_module())["k0"]
+    assert ranges(kernel, 2) == [(0, 4), (4, 9)]
+    assert ranges(kernel, 3) == [(0, 4), (4, 8), (8, 9)]
+    assert ranges(kernel, 5) == [(0, 4), (4, 8), (8, 9)]  # 3 tiles: at most 3 parts
