@@ -54,7 +54,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from native import all_f32, header, torch_loss, verdict  # noqa: E402  (bench/native.py)
+from native import _threads, all_f32, header, torch_loss, verdict  # noqa: E402  (bench/native.py)
 
 TUTORIAL = ROOT / "tutorial" / "07_train.psk"
 SCALED = ROOT / "bench" / "scaled_tower.psk"
@@ -97,6 +97,10 @@ class Settings:
 # --------------------------------------------------------------------------------------
 # The two sides
 # --------------------------------------------------------------------------------------
+
+
+PRESK_F64 = "Presk (all-f64)"
+PRESK_F32 = "Presk (all-f32)"
 
 
 def load_run(path: Path):
@@ -276,16 +280,16 @@ def case_tutorial(settings: Settings) -> bool:
         if not agree(core, training, d, settings):
             return False
         total = steps_needed(settings, 5e-6)
-        rates = time_all(core, training, d, settings, {"Presk (all-f64, 1 thread)": None},
+        rates = time_all(core, training, d, settings, {PRESK_F64: None},
                          total, 2048)
-    label = "Presk (all-f64, 1 thread)"
+    label = PRESK_F64
     got = print_table(rates, label, settings)
     torch_rows = {k: v for k, v in got.items() if k.startswith("PyTorch")}
     best = max(torch_rows, key=torch_rows.__getitem__)
     r = got[label] / torch_rows[best]
     print(f"  goal: Presk ≥ {GOAL_TUTORIAL:g}× PyTorch eager's steps/s: "
           f"{verdict(r >= GOAL_TUTORIAL)} — {r:.1f}× against its fastest configuration "
-          f"here ({best})")
+          f"here ({best}); Presk: {_threads()}")
     return True
 
 
@@ -309,13 +313,13 @@ def case_scaled(settings: Settings) -> bool:
             return False
         total = steps_needed(settings, 3e-3)
         rates = time_all(core, training, d, settings,
-                         {"Presk (all-f64, 1 thread)": None, "Presk (all-f32, 1 thread)": f32},
+                         {PRESK_F64: None, PRESK_F32: f32},
                          total, 64)
-    got = print_table(rates, "Presk (all-f64, 1 thread)", settings)
+    got = print_table(rates, PRESK_F64, settings)
     for dt in ("f64", "f32"):
         rows = {k: r for k, r in got.items() if k.startswith(f"PyTorch eager {dt}")}
         best = max(rows, key=rows.__getitem__)
-        mine = got[f"Presk (all-{dt}, 1 thread)"] / rows[best]
+        mine = got[f"Presk (all-{dt})"] / rows[best]
         print(f"  ratio: Presk {dt}'s steps/s / PyTorch eager {dt}'s (its fastest here, "
               f"{best}): {mine:.2f}× (no goal)")
     return True
