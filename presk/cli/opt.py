@@ -90,6 +90,7 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-func-to-llvm": _std_to_llvm("ConvertFuncToLLVMPass"),
     "convert-cf-to-llvm": _std_to_llvm("ConvertCfToLLVMPass"),
     "convert-index-to-llvm": _std_to_llvm("ConvertIndexToLLVMPass"),
+    "convert-math-to-llvm": _std_to_llvm("ConvertMathToLLVMPass"),
 }
 
 

@@ -14,9 +14,11 @@ it implements is presk/conversion/native_abi.py.
   the flat offset Σ index·stride, then `llvm.load`/`llvm.store`. The arithmetic is IEEE
   and unfused: add sub mul div neg → arith; `min`/`max` are numpy's `minimum`/`maximum`
   (NaN from either side; of two equal values the second), written as compare + select;
-  `cast` → `arith.extf`/`arith.truncf` (round to nearest even); `math` → `sqrt`, `abs` as
-  LLVM intrinsics (exact), `heaviside` as selects, every other function a call of the one
-  math library (`presk_<fn>_<ty>`, presk/emit/mathlib_llvm.py), which the runtime appends.
+  `cast` → `arith.extf`/`arith.truncf` (round to nearest even); `math` → the `math`
+  dialect's op (convert-math-to-llvm makes it a call of the one math library,
+  `presk_<fn>_<ty>`, or an exact intrinsic for sqrt and abs), `heaviside` as selects,
+  softplus (which `math` lacks) a direct call of the library; the runtime appends the
+  library's definitions (presk/emit/mathlib_llvm.py).
   A bf16 load widens the bits (`zext`, `shl 16`, `bitcast`); a bf16 store rounds to
   nearest even by bits, as `bf16_round` of presk/analysis/kernel_interpret.py does.
 * `host @H` → `func.func @presk_host_H(ptr…, arena: ptr)`. The arena is static: `mark`
@@ -45,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import arith, func, llvm, scf
+from xdsl.dialects import arith, func, llvm, math, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -74,6 +76,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from presk.conversion.native_abi import ARENA_ALIGN, BufferSig, EntrySig, entry_symbol
+from presk.conversion.std_to_llvm.callees import declare_external_callees
 from presk.dialects import kernel as K
 
 PTR = llvm.LLVMPointerType()
@@ -385,15 +388,21 @@ class ScalarToArith(RewritePattern):
         rewriter.replace(op, [], [lower_scalar_op(_emit(op, rewriter), op, op.operands, t)])
 
 
-_INTRINSIC = {"sqrt": "llvm.sqrt", "abs": "llvm.fabs"}
+_MATH_OPS: dict[str, type[Operation]] = {
+    "exp": math.ExpOp, "log": math.LogOp, "log1p": math.Log1pOp, "tanh": math.TanhOp,
+    "erf": math.ErfOp, "sin": math.SinOp, "cos": math.CosOp, "pow": math.PowFOp,
+    "sqrt": math.SqrtOp, "abs": math.AbsFOp,
+}
 
 
 def _math(e: _Emit, fn: str, args: list[SSAValue], t: Attribute) -> SSAValue:
-    """A math function: an exact intrinsic, selects, or a call of the math library."""
+    """A math function: an op of the `math` dialect (convert-math-to-llvm makes it a call
+    of the one math library, or an exact intrinsic), selects (heaviside), or a call of the
+    library's functions that `math` lacks (softplus)."""
     from presk.emit import mathlib  # the list of functions only
     ty = K.type_name(t)
-    if fn in _INTRINSIC:
-        return e(llvm.CallIntrinsicOp(f"{_INTRINSIC[fn]}.{ty}", args, [t]))
+    if fn in _MATH_OPS:
+        return e(_MATH_OPS[fn](*args))
     if fn == "heaviside":
         return _heaviside(e, args[0], args[1])
     if fn in mathlib.FUNCTIONS:
@@ -643,20 +652,4 @@ class ConvertKernelToStdPass(ModulePass):
         _walk([ForToScf(), YieldToScf(), LoadToLLVM(), StoreToLLVM(), ScalarToArith(),
                LaunchToCall(), ArenaToPointers(plan.offsets),
                ElementwiseHostOps(), AtToGEP(), FoldToScf()], op)
-        _declare_math(op)
-
-
-def _declare_math(module: ModuleOp) -> None:
-    """Declare the functions the module calls and does not define: the math library's
-    (`declare_all` of presk/emit/mathlib_llvm.py replaces each declaration by its
-    definition) and the C library's `malloc` and `free` (a packed operand's memory)."""
-    defined = {f.sym_name.data for f in module.ops if isinstance(f, (func.FuncOp, llvm.FuncOp))}
-    calls: dict[str, llvm.LLVMFunctionType] = {}
-    for c in module.walk():
-        if isinstance(c, llvm.CallOp) and c.callee is not None:
-            name = c.callee.string_value()
-            out = c.returned.type if c.returned is not None else llvm.LLVMVoidType()
-            calls[name] = llvm.LLVMFunctionType([a.type for a in c.args], out)
-    for name in sorted(set(calls) - defined):
-        module.body.block.add_op(llvm.FuncOp(name, calls[name],
-                                             linkage=llvm.LinkageAttr("external")))
+        declare_external_callees(op)

@@ -28,7 +28,8 @@ from . import NativeCache, NativeProgram, load_native
 
 _PRESK = Path(__file__).resolve().parent.parent
 _LOWERING_SOURCES = (
-    "conversion/kernel_to_std.py", "conversion/native_abi.py", "conversion/std_to_llvm",
+    "conversion/kernel_to_std.py", "conversion/tile_contraction.py",
+    "conversion/split_kernel.py", "conversion/native_abi.py", "conversion/std_to_llvm",
     "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py",
 )
 
@@ -51,9 +52,11 @@ def _std_passes() -> list[ModulePass]:
     from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPass
 
     from ..conversion.std_to_llvm import (ConvertArithToLLVMPass, ConvertCfToLLVMPass,
-                                          ConvertFuncToLLVMPass, ConvertIndexToLLVMPass)
+                                          ConvertFuncToLLVMPass, ConvertIndexToLLVMPass,
+                                          ConvertMathToLLVMPass)
     return [ConvertScfToCf(), ConvertIndexToLLVMPass(), ConvertArithToLLVMPass(),
-            ConvertCfToLLVMPass(), ConvertFuncToLLVMPass(), ReconcileUnrealizedCastsPass()]
+            ConvertMathToLLVMPass(), ConvertCfToLLVMPass(), ConvertFuncToLLVMPass(),
+            ReconcileUnrealizedCastsPass()]
 
 
 def llvm_module_from_std(module: ModuleOp) -> ModuleOp:

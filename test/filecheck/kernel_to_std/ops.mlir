@@ -1,11 +1,12 @@
 // convert-psk-kernel-to-std on a module that holds every PSK-Kernel op: buffers become
 // pointers (noalias in kernels), loads and stores GEPs at Σ index·stride, bf16 widened by
 // bits and rounded to nearest even by bits, min/max as numpy's compare + select, math as
-// intrinsics (sqrt), selects (heaviside) or calls of the math library (exp); the host's
+// ops of the math dialect (sqrt, exp: convert-math-to-llvm makes them an exact intrinsic
+// and a call of the math library) or selects (heaviside); the host's
 // arena static (alloc at 64-byte aligned offsets, a call's callee past the live buffers),
 // convert/fill as loops, at as a GEP, fold as scf.for carrying the accumulator's pointer.
 // RUN: presk-opt %s -p convert-psk-kernel-to-std | filecheck %s
-// RUN: presk-opt %s -p convert-psk-kernel-to-std,convert-scf-to-cf,convert-index-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts | filecheck %s --check-prefix=LLVM
+// RUN: presk-opt %s -p convert-psk-kernel-to-std,convert-scf-to-cf,convert-index-to-llvm,convert-arith-to-llvm,convert-math-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts | filecheck %s --check-prefix=LLVM
 
 builtin.module {
   psk_kernel.kernel @k0(%0: !psk_kernel.buffer<bf16, 2, 3>, %1: !psk_kernel.buffer<f32, 2, 3>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "step"} {
@@ -76,11 +77,11 @@ builtin.module {
 // CHECK-NEXT:       arith.select
 // CHECK-NEXT:       arith.cmpf ogt, %[[M]]
 // CHECK-NEXT:       %[[H:.*]] = arith.select
-// CHECK-NEXT:       %[[R:.*]] = llvm.call_intrinsic "llvm.sqrt.f32"(%[[H]]) : (f32) -> f32
+// CHECK-NEXT:       %[[R:.*]] = math.sqrt %[[H]] : f32
 // CHECK:            llvm.store %[[R]], %{{.*}} : f32, !llvm.ptr
 
 // CHECK:      func.func private @presk_kernel_k1(
-// CHECK:            %[[E:.*]] = llvm.call @presk_exp_f32(%{{.*}}) : (f32) -> f32
+// CHECK:            %[[E:.*]] = math.exp %{{.*}} : f32
 // CHECK:            %[[U:.*]] = arith.bitcast %[[E]] : f32 to i32
 // CHECK-NEXT:       %[[C16B:.*]] = arith.constant 16 : i32
 // CHECK-NEXT:       %[[UP:.*]] = arith.shrui %[[U]], %[[C16B]] : i32
@@ -135,4 +136,10 @@ builtin.module {
 
 // LLVM-NOT: builtin.unrealized_conversion_cast
 // LLVM-NOT: psk_kernel
+// LLVM-NOT: math.
+// LLVM:     llvm.call_intrinsic "llvm.sqrt.f32"
+// LLVM:     llvm.call @presk_exp_f32(
 // LLVM:     llvm.func @presk_entry_f(
+// LLVM-NOT: builtin.unrealized_conversion_cast
+// LLVM-NOT: psk_kernel
+// LLVM-NOT: math.
