@@ -208,6 +208,8 @@ def _save(tensors, path: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.bits is not None and args.engine != "mpfr":
+        raise UsageError(f"presk run: --bits applies to --engine mpfr, not {args.engine}")
     if args.engine == "native":
         from .native_cmds import run_native_cmd
         return run_native_cmd(args)
@@ -226,7 +228,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     module, _ = load_core(args.file)
     differentiate(module, [args.entry] if args.grad else [], args.remat)
     entry = _entry(args, module)
-    numbers = number_system(None if args.engine == "f64" else args.bits)
+    numbers = number_system(None if args.engine == "f64" else args.bits or 128)
     try:
         params = E.weights(entry, args.seed, args.weights)
         values = E.inputs(entry, args.seed, args.inputs)
@@ -295,7 +297,7 @@ def add_run(sub: Any) -> None:
     p.add_argument("--time", action="store_true",
                    help="with --engine native: also the time per call (median of repeats) "
                    "and the compile time")
-    p.add_argument("--bits", type=_bits, default=128, help="MPFR precision (default 128)")
+    p.add_argument("--bits", type=_bits, help="with --engine mpfr: the precision (default 128)")
     p.add_argument("--seed", type=int, default=0, help="seed of initial weights and inputs")
     p.add_argument("--weights", help="a safetensors file of parameters keyed by path")
     p.add_argument("--inputs", help="a safetensors file of inputs keyed by argument path "

@@ -681,7 +681,7 @@ BROADCAST_MLIR = '''builtin.module {
 '''
 
 
-@pytest.mark.parametrize("engine", [["--engine", "f64"], ["--bits", "64"]])
+@pytest.mark.parametrize("engine", [["--engine", "f64"], ["--engine", "mpfr", "--bits", "64"]])
 @pytest.mark.parametrize("entry,dims,copies", [("f", ["--dim", "B=3"], 3), ("g", [], 3),
                                                ("h", ["--dim", "N=5"], 5)])
 def test_broadcast_to_a_dim_symbol_takes_its_value(tmp_path: Path, entry: str, dims: list,
