@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import BFloat16Type, Float32Type, Float64Type, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ..dialects import kernel as K
@@ -79,13 +79,11 @@ STORAGE = {"f64": np.float64, "f32": np.float32, "bf16": np.uint16}
 
 
 def element_name(element: Attribute) -> str:
-    if isinstance(element, Float64Type):
-        return "f64"
-    if isinstance(element, Float32Type):
-        return "f32"
-    if isinstance(element, BFloat16Type):
-        return "bf16"
-    raise KernelInterpretError(f"{element} is not an element type")
+    """`f64`, `f32` or `bf16`: the element type of a buffer (refusing any other type)."""
+    name = K.type_name(element)
+    if name not in STORAGE:
+        raise KernelInterpretError(f"{element} is not an element type")
+    return name
 
 
 def to_storage(values: np.ndarray, element: str) -> np.ndarray:

@@ -101,7 +101,8 @@ def _storage_type(t: K.BufferType) -> Attribute:
     return i16 if K.type_name(t.element) == "bf16" else t.element
 
 
-def _strides(shape: Sequence[int]) -> list[int]:
+def strides(shape: Sequence[int]) -> list[int]:
+    """Row-major strides in elements (the last axis contiguous)."""
     out, n = [], 1
     for s in reversed(shape):
         out.append(n)
@@ -158,7 +159,7 @@ class _Emit:
     def flat(self, buffer_type: K.BufferType, indices: Sequence[SSAValue]) -> SSAValue:
         """Σ index·stride, row-major."""
         total: SSAValue | None = None
-        for i, stride in zip(indices, _strides(buffer_type.shape)):
+        for i, stride in zip(indices, strides(buffer_type.shape)):
             term = i if stride == 1 else self(arith.MuliOp(i, self.index(stride)))
             total = term if total is None else self(arith.AddiOp(total, term))
         return total if total is not None else self.index(0)

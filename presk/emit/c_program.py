@@ -37,7 +37,7 @@ import numpy as np
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
-from presk.conversion.kernel_to_std import ArenaPlan, aliased_kernels, entry_signatures
+from presk.conversion.kernel_to_std import ArenaPlan, aliased_kernels, entry_signatures, strides
 from presk.conversion.native_abi import BufferSig, EntrySig
 from presk.dialects import kernel as K
 from presk.emit import mathlib
@@ -112,14 +112,6 @@ def c_float(x: float, ty: str) -> str:
 
 def _element(t) -> str:
     return K.type_name(t.element)
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    out, n = [], 1
-    for s in reversed(shape):
-        out.append(n)
-        n *= s
-    return out[::-1]
 
 
 def _comment_lines(text: str, prefix: str = "// ") -> list[str]:
@@ -198,7 +190,7 @@ class KernelC:
         t = buffer.type
         assert isinstance(t, K.BufferType)
         terms = [self.names[i] if s == 1 else f"{self.names[i]} * {s}"
-                 for i, s in zip(indices, _strides(t.shape))]
+                 for i, s in zip(indices, strides(t.shape))]
         return " + ".join(terms) or "0"
 
     def block(self, block: Block, depth: int, level: int) -> None:

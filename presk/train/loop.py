@@ -87,8 +87,7 @@ class Trainer:
         parameter and gradient buffer of the objective has the parameters' dtype, keep the
         parameters in the optimizer's arrays and let the native code read them and write
         the gradient there: a step then copies only the batch."""
-        groups = self.optimizer.lay_out(self.params)
-        self.optimizer.prepare(self.params)
+        groups = self.optimizer.prepare(self.params)
         self.laid_out = len(groups) == 1 and self.objective.can_bind(groups[0].p.dtype)
         if self.laid_out:
             grp = groups[0]

@@ -160,11 +160,14 @@ class _Native(ABC):
 
     _native: _NativeUpdate
 
-    def prepare(self, params) -> None:
-        """Lay out and compile the update for these parameters without stepping."""
-        for grp in self.lay_out(params):
+    def prepare(self, params) -> list[_Group]:
+        """Lay out the parameters (`lay_out`) and compile the update for them, without
+        stepping; the groups."""
+        groups = self.lay_out(params)
+        for grp in groups:
             if _native_ok(grp):
                 self._native.bound(self, grp, *self._form())
+        return groups
 
     @abstractmethod
     def _form(self) -> tuple[str, list[str], Update]:

@@ -74,15 +74,20 @@ _INTRINSIC_BINARY: dict[type[Operation], type[Operation]] = {
     arith.MinnumfOp: llvm.VectorFMinOp,
 }
 
-_INT_CASTS: dict[type[Operation], type[llvm.IntegerConversionOp]] = {
+_CASTS: dict[type[Operation], type[Operation]] = {
     arith.ExtSIOp: llvm.SExtOp,
     arith.ExtUIOp: llvm.ZExtOp,
     arith.TruncIOp: llvm.TruncOp,
+    arith.ExtFOp: llvm.FPExtOp,
+    arith.TruncFOp: llvm.FPTruncOp,
+    arith.BitcastOp: llvm.BitcastOp,
+    arith.SIToFPOp: llvm.SIToFPOp,
 }
+"""The casts: one llvm op of the value and the result type each."""
 
 
 class BinaryToLLVM(RewritePattern):
-    """The binary arithmetic ops, by the tables above."""
+    """The binary arithmetic ops and the casts, by the tables above."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         t = type(op)
@@ -92,8 +97,8 @@ class BinaryToLLVM(RewritePattern):
             new = _INT_BINARY[t](op.operands[0], op.operands[1])
         elif t in _INTRINSIC_BINARY:
             new = _INTRINSIC_BINARY[t](op.operands[0], op.operands[1])
-        elif t in _INT_CASTS:
-            new = _INT_CASTS[t](op.operands[0], op.results[0].type)
+        elif t in _CASTS:
+            new = _CASTS[t](op.operands[0], op.results[0].type)
         else:
             return
         rewriter.replace(op, new)
@@ -132,30 +137,6 @@ class ConstantToLLVM(RewritePattern):
             rewriter.replace(op, llvm.ConstantOp(op.value, op.result.type))
 
 
-class ExtFToLLVM(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.ExtFOp, rewriter: PatternRewriter, /):
-        rewriter.replace(op, llvm.FPExtOp(op.input, op.result.type))
-
-
-class TruncFToLLVM(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.TruncFOp, rewriter: PatternRewriter, /):
-        rewriter.replace(op, llvm.FPTruncOp(op.input, op.result.type))
-
-
-class BitcastToLLVM(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.BitcastOp, rewriter: PatternRewriter, /):
-        rewriter.replace(op, llvm.BitcastOp(op.input, op.result.type))
-
-
-class SIToFPToLLVM(RewritePattern):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.SIToFPOp, rewriter: PatternRewriter, /):
-        rewriter.replace(op, llvm.SIToFPOp(op.input, op.result.type))
-
-
 class FPToSIToLLVM(RewritePattern):
     """No llvm.fptosi in xDSL: the saturating intrinsic `llvm.fptosi.sat.<int>.<float>`."""
 
@@ -175,10 +156,6 @@ ARITH_TO_LLVM_PATTERNS = (
     CmpiToLLVM,
     SelectToLLVM,
     ConstantToLLVM,
-    ExtFToLLVM,
-    TruncFToLLVM,
-    BitcastToLLVM,
-    SIToFPToLLVM,
     FPToSIToLLVM,
 )
 
