@@ -1,4 +1,4 @@
-"""The PSK-Core dialect (presk/dialects/core.py) and its listing (presk/emit/core_listing.py).
+"""The PSK-Core dialect (presk/dialects/core/) and its listing (presk/emit/core_listing.py).
 
 The tutorial's program is built from Python the way the lowering builds it, and read
 from test/filecheck/core/tutorial.mlir; both must print §3 of the reference line for line.

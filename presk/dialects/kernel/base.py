@@ -1,0 +1,135 @@
+"""What every PSK-Kernel op shares: its site in errors (`kernel_op`, `KernelBaseOp`),
+and what a kernel and a host share (`_BufferFunction`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from collections.abc import Sequence
+from typing import TypeVar
+
+from xdsl.dialects.builtin import FunctionType, IntegerAttr, StringAttr
+from xdsl.dialects.utils import parse_func_op_like
+from xdsl.ir import Attribute, Block, BlockArgument, Operation
+from xdsl.irdl import IRDLOperation, attr_def, region_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from presk.dialects.common import SiteErrorsOp, op_definition, print_op_attrs
+
+from .types import BufferType
+
+
+# --------------------------------------------------------------------------------------
+# Sites in errors
+# --------------------------------------------------------------------------------------
+
+_OpT = TypeVar("_OpT", bound=IRDLOperation)
+
+
+def site_of(op: Operation) -> str:
+    """The site an error about `op` names: its `site`, or the kernel or host holding it."""
+    current: Operation | None = op
+    while current is not None:
+        site = current.attributes.get("site")
+        if isinstance(site, StringAttr):
+            return site.data
+        sym = current.attributes.get("sym_name")
+        if isinstance(sym, StringAttr) and isinstance(current, _BufferFunction):
+            return sym.data
+        current = current.parent_op()
+    return "(no site)"
+
+
+kernel_op = op_definition(site_of)
+"""`irdl_op_definition`, with every verifier error prefixed by the op's site."""
+
+
+class KernelBaseOp(SiteErrorsOp, ABC):
+    """IRDL's own structural errors (operand types, traits) also name the site."""
+
+    @classmethod
+    def site_of(cls, op: Operation) -> str:
+        return site_of(op)
+
+
+def _enclosing(op: Operation, kind: type[_OpT]) -> _OpT | None:
+    current = op.parent_op()
+    while current is not None and not isinstance(current, kind):
+        current = current.parent_op()
+    return current
+
+
+# --------------------------------------------------------------------------------------
+# What a kernel and a host share
+# --------------------------------------------------------------------------------------
+
+
+def _print_signature_args(printer: Printer, args: Sequence[BlockArgument]) -> None:
+    with printer.in_parens():
+        printer.print_list(args, printer.print_block_argument)
+
+
+class _BufferFunction(KernelBaseOp, ABC):
+    """What a kernel and a host share: a symbol over buffer arguments, the last `outputs`
+    of which it writes."""
+
+    sym_name = attr_def(StringAttr)
+    function_type = attr_def(FunctionType)
+    outputs = attr_def(IntegerAttr)
+    body = region_def("single_block")
+
+    @property
+    def args(self) -> tuple[BlockArgument, ...]:
+        return self.body.block.args
+
+    @property
+    def output_count(self) -> int:
+        return self.outputs.value.data
+
+    @property
+    def input_args(self) -> tuple[BlockArgument, ...]:
+        return self.args[: len(self.args) - self.output_count]
+
+    @property
+    def output_args(self) -> tuple[BlockArgument, ...]:
+        return self.args[len(self.args) - self.output_count:]
+
+    @property
+    def arg_types(self) -> tuple[Attribute, ...]:
+        return self.function_type.inputs.data
+
+    def _verify_signature(self) -> None:
+        types = self.arg_types
+        if tuple(a.type for a in self.args) != types:
+            raise VerifyException("the block arguments' types are not the function's inputs")
+        if self.function_type.outputs.data:
+            raise VerifyException("a kernel or host returns nothing: it writes its outputs")
+        if not 1 <= self.output_count <= len(types):
+            raise VerifyException(f"{self.output_count} outputs of {len(types)} arguments")
+        for t in types:
+            if not isinstance(t, BufferType):
+                raise VerifyException(f"an argument is a buffer, not {t}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name)
+        _print_signature_args(printer, self.args)
+        print_op_attrs(printer, self.attributes, reserved=("sym_name", "function_type"),
+                        keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        name, inputs, outputs, region, extra, _, _ = parse_func_op_like(
+            parser, reserved_attr_names=("sym_name", "function_type")
+        )
+        attrs = {
+            "sym_name": StringAttr(name),
+            "function_type": FunctionType.from_lists(inputs, outputs),
+        } | (extra.data if extra is not None else {})
+        if not region.blocks:
+            region.add_block(Block(arg_types=inputs))
+        return cls.create(attributes=attrs, regions=[region])

@@ -1,0 +1,243 @@
+"""PSK-Kernel's scalar ops, the element-wise arithmetic of a kernel body: `add`, `sub`,
+`mul`, `div`, `min`, `max`, `neg`, `math` (a function of the one math table), `cast`
+between f32 and f64, and `constant`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from typing import ClassVar
+
+from xdsl.dialects.builtin import BFloat16Type, FloatAttr, StringAttr, f64
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import attr_def, operand_def, result_def, traits_def, var_operand_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from presk.dialects.common import print_op_attrs
+
+from .base import KernelBaseOp, kernel_op
+from .types import _is_scalar_float, type_name
+
+
+class _ScalarOp(KernelBaseOp, ABC):
+    """Scalar arithmetic: `%r = psk_kernel.add %a, %b : f32`; every operand and the result
+    have the one type, f32 or f64 (bf16 has no arithmetic: it computes in f32)."""
+
+    result = result_def()
+
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        t = self.result.type
+        if not _is_scalar_float(t):
+            raise VerifyException(f"arithmetic is in f32 or f64, not {type_name(t)}"
+                                  + (" (bf16 computes in f32)" if isinstance(t, BFloat16Type)
+                                     else ""))
+        for o in self.operands:
+            if o.type != t:
+                raise VerifyException(f"an operand is {type_name(o.type)}, the result "
+                                      f"{type_name(t)}")
+
+    def print(self, printer: Printer) -> None:
+        if self.operands:
+            printer.print_string(" ")
+            printer.print_list(self.operands, printer.print_operand)
+        print_op_attrs(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        operands = parser.parse_optional_undelimited_comma_separated_list(
+            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        t = parser.parse_type()
+        values = parser.resolve_operands(operands, [t] * len(operands), pos)
+        return cls.create(operands=values, result_types=[t], attributes=attrs)
+
+
+class BinaryOp(_ScalarOp, ABC):
+    lhs = operand_def()
+    rhs = operand_def()
+
+    SYMBOL: ClassVar[str] = ""
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        super().__init__(operands=[lhs, rhs], result_types=[SSAValue.get(lhs).type])
+
+
+@kernel_op
+class AddOp(BinaryOp):
+    name = "psk_kernel.add"
+    SYMBOL: ClassVar[str] = "+"
+
+
+@kernel_op
+class SubOp(BinaryOp):
+    name = "psk_kernel.sub"
+    SYMBOL: ClassVar[str] = "-"
+
+
+@kernel_op
+class MulOp(BinaryOp):
+    name = "psk_kernel.mul"
+    SYMBOL: ClassVar[str] = "*"
+
+
+@kernel_op
+class DivOp(BinaryOp):
+    name = "psk_kernel.div"
+    SYMBOL: ClassVar[str] = "/"
+
+
+@kernel_op
+class MinOp(BinaryOp):
+    """The smaller operand; NaN when either is NaN (numpy's minimum, LLVM's minimum)."""
+
+    name = "psk_kernel.min"
+
+
+@kernel_op
+class MaxOp(BinaryOp):
+    """The larger operand; NaN when either is NaN (numpy's maximum, LLVM's maximum)."""
+
+    name = "psk_kernel.max"
+
+
+@kernel_op
+class NegOp(_ScalarOp):
+    name = "psk_kernel.neg"
+
+    operand = operand_def()
+
+    def __init__(self, operand: SSAValue | Operation):
+        super().__init__(operands=[operand], result_types=[SSAValue.get(operand).type])
+
+
+MATH_FUNCTIONS = {
+    # name: arity
+    "exp": 1, "log": 1, "tanh": 1, "erf": 1, "sqrt": 1, "sin": 1, "cos": 1, "abs": 1,
+    "log1p": 1, "softplus": 1, "pow": 2, "heaviside": 2,
+}
+"""The functions of the math table (presk/analysis/kernel_math.py)."""
+
+
+@kernel_op
+class MathOp(_ScalarOp):
+    """`%r = psk_kernel.math "erf" %a : f32`: a function of the math table, in the
+    operand's type. `sqrt` is IEEE (correctly rounded); the others are the table's."""
+
+    name = "psk_kernel.math"
+
+    fn = attr_def(StringAttr)
+    args = var_operand_def()
+
+    def __init__(self, fn: str, *args: SSAValue | Operation):
+        super().__init__(operands=[list(args)], result_types=[SSAValue.get(args[0]).type],
+                         attributes={"fn": StringAttr(fn)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        fn = self.fn.data
+        if fn not in MATH_FUNCTIONS:
+            raise VerifyException(f"`{fn}` is not a function of the math table "
+                                  f"({', '.join(MATH_FUNCTIONS)})")
+        if len(self.args) != MATH_FUNCTIONS[fn]:
+            raise VerifyException(f"`{fn}` takes {MATH_FUNCTIONS[fn]} operands, given "
+                                  f"{len(self.args)}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f' "{self.fn.data}" ')
+        printer.print_list(self.args, printer.print_operand)
+        print_op_attrs(printer, self.attributes, reserved=("fn",))
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MathOp:
+        fn = parser.parse_str_literal()
+        op = super().parse(parser)
+        op.attributes["fn"] = StringAttr(fn)
+        return op
+
+
+@kernel_op
+class CastOp(KernelBaseOp):
+    """`%r = psk_kernel.cast %a : f32 -> f64`: between f32 and f64, exact when it widens,
+    rounded to nearest even when it narrows."""
+
+    name = "psk_kernel.cast"
+
+    operand = operand_def()
+    result = result_def()
+
+    traits = traits_def(Pure())
+
+    def __init__(self, operand: SSAValue | Operation, to: Attribute):
+        super().__init__(operands=[operand], result_types=[to])
+
+    def verify_(self) -> None:
+        a, b = self.operand.type, self.result.type
+        if not (_is_scalar_float(a) and _is_scalar_float(b)):
+            raise VerifyException(f"a cast is between f32 and f64, not {type_name(a)} -> "
+                                  f"{type_name(b)}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        print_op_attrs(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.operand.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CastOp:
+        operand = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        a = parser.parse_type()
+        parser.parse_punctuation("->")
+        b = parser.parse_type()
+        return cls.create(operands=[parser.resolve_operand(operand, a)], result_types=[b],
+                          attributes=attrs)
+
+
+@kernel_op
+class ConstantOp(KernelBaseOp):
+    """`%c = psk_kernel.constant {value = 1.4142135623730951 : f64} : f32`: a number (held
+    as an f64) rounded to nearest even into the result type."""
+
+    name = "psk_kernel.constant"
+
+    value = attr_def(FloatAttr)
+    result = result_def()
+
+    traits = traits_def(Pure())
+
+    def __init__(self, value: float, t: Attribute):
+        super().__init__(result_types=[t], attributes={"value": FloatAttr(float(value), f64)})
+
+    @property
+    def number(self) -> float:
+        return float(self.value.value.data)
+
+    def verify_(self) -> None:
+        if not _is_scalar_float(self.result.type):
+            raise VerifyException(f"a constant is f32 or f64, not {type_name(self.result.type)}")
+
+    def print(self, printer: Printer) -> None:
+        print_op_attrs(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        return cls.create(result_types=[parser.parse_type()], attributes=attrs)

@@ -1,0 +1,138 @@
+"""What every PSK-Realize op shares: its site in errors (`realize_op`), the op base
+(`RealizeOp`, the generic syntax with several results) and the arithmetic base
+(`ComputeOp`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, StringAttr, i64
+from xdsl.ir import Attribute, SSAValue
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from presk.dialects.common import SiteOp, op_definition, site_of
+
+from .types import RTensorType, _ttype, rtype_text
+
+
+realize_op = op_definition(site_of)
+"""`irdl_op_definition`, with every verifier error prefixed by the op's site."""
+
+
+def _i64s(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def _ints(attr: Attribute | None) -> list[int]:
+    if attr is None:
+        return []
+    assert isinstance(attr, DenseArrayBase)
+    return [int(v) for v in attr.get_values()]
+
+
+def _attrs(site: str, name: str | None, **more: Attribute | None) -> dict[str, Attribute]:
+    attrs: dict[str, Attribute] = {"site": StringAttr(site)}
+    if name is not None:
+        attrs["name"] = StringAttr(name)
+    attrs.update({k: v for k, v in more.items() if v is not None})
+    return attrs
+
+
+# --------------------------------------------------------------------------------------
+# The op base: Core's site/name and generic syntax, with several results allowed
+# --------------------------------------------------------------------------------------
+
+
+class RealizeOp(SiteOp, ABC):
+    """An op of an instance's body; the textual form of SiteOp (`%r = op %a, %b {attrs} :
+    (A, B) -> R`, `: T` when every operand has the result's type), and `-> (R1, R2)`
+    for a call with several results."""
+
+    COMPUTE: ClassVar[bool] = False
+    """It computes on reals: one launch of a kernel (constants, converts, slices, calls,
+    folds are not)."""
+    ELEMENTWISE: ClassVar[bool] = False
+    """Each result element depends on the operands' elements at its place only."""
+
+    def _print_signature(self, printer: Printer) -> None:
+        operand_types = [o.type for o in self.operands]
+        results = [r.type for r in self.results]
+        if not results:
+            printer.print_list(operand_types, printer.print_attribute)
+            return
+        if len(results) == 1 and (not operand_types or
+                                  (operand_types == results * len(operand_types)
+                                   and not self.HAS_CALLEE)):
+            printer.print_attribute(results[0])
+            return
+        with printer.in_parens():
+            printer.print_list(operand_types, printer.print_attribute)
+        printer.print_string(" -> ")
+        if len(results) == 1:
+            printer.print_attribute(results[0])
+        else:
+            with printer.in_parens():
+                printer.print_list(results, printer.print_attribute)
+
+    @classmethod
+    def _parse_signature(
+        cls, parser: Parser, operands: Sequence[UnresolvedOperand]
+    ) -> tuple[list[Attribute], list[Attribute]]:
+        defn = cls.get_irdl_definition()
+        if not defn.results:
+            if not operands:
+                return [], []
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            return types, []
+        inputs = parser.parse_optional_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_type
+        )
+        if inputs is not None:
+            parser.parse_punctuation("->")
+            outs = parser.parse_optional_comma_separated_list(
+                parser.Delimiter.PAREN, parser.parse_type
+            )
+            return inputs, (outs if outs is not None else [parser.parse_type()])
+        single = parser.parse_type()
+        return [single] * len(operands), [single]
+
+
+class ComputeOp(RealizeOp, ABC):
+    """An arithmetic op: operands of the result's element type, never bf16."""
+
+    COMPUTE: ClassVar[bool] = True
+
+    def _tensor_operands(self) -> list[SSAValue]:
+        return list(self.operands)
+
+    def verify_(self) -> None:
+        super().verify_()
+        result = _ttype(self.results[0])
+        if isinstance(result.element, BFloat16Type):
+            raise VerifyException(
+                "an arithmetic op in bf16: bf16 is a storage type, compute in f32 and convert")
+        for i, v in enumerate(self._tensor_operands()):
+            t = _ttype(v)
+            if t.element != result.element:
+                raise VerifyException(
+                    f"operand {i} is {rtype_text(t)}, the result {rtype_text(result)}: "
+                    "element types differ (a conversion is an explicit psk_realize.convert)")
+
+
+def _check_map(what: str, t: RTensorType, places: Sequence[int], result: RTensorType) -> None:
+    if len(places) != t.rank:
+        raise VerifyException(f"{what} {rtype_text(t)} has {t.rank} axes, its map "
+                              f"{list(places)} places {len(places)}")
+    if list(places) != sorted(set(places)) or any(not 0 <= p < result.rank for p in places):
+        raise VerifyException(f"the {what} map {list(places)} is not increasing axes of "
+                              f"{rtype_text(result)}")
+    for k, p in enumerate(places):
+        if t.sizes[k] != result.sizes[p]:
+            raise VerifyException(f"shape mismatch: axis {k} of the {what} "
+                                  f"{rtype_text(t)} has size {t.sizes[k]}, the result's axis "
+                                  f"{p} of {rtype_text(result)} {result.sizes[p]}")

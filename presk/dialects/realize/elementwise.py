@@ -1,0 +1,222 @@
+"""PSK-Realize's element-wise ops: one tensor in (`UnaryOp`), or two whose axes map
+onto the result's (`BinaryOp`, `lhs_map`/`rhs_map`). One class per function; their
+semantics are the table of element-wise functions.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, f64, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import attr_def, operand_def, result_def, traits_def
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from .base import ComputeOp, _attrs, _check_map, _i64s, _ints, realize_op
+from .types import RTensorType, _ttype, rtype_text
+
+
+# ---- element-wise ----
+
+
+class UnaryOp(ComputeOp, ABC):
+    """An element-wise function: the result has the operand's type."""
+
+    operand = operand_def(RTensorType)
+    result = result_def(RTensorType)
+
+    traits = traits_def(Pure())
+    ELEMENTWISE: ClassVar[bool] = True
+
+    def __init__(self, operand: SSAValue | Operation, *, site: str, name: str | None = None,
+                 result_type: RTensorType | None = None, **attrs: Attribute | None):
+        super().__init__(operands=[operand],
+                         result_types=[result_type or _ttype(operand)],
+                         attributes=_attrs(site, name, **attrs))
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.operand.type.sizes != self.result.type.sizes:
+            raise VerifyException(f"the result {rtype_text(self.result.type)} is not the "
+                                  f"operand's shape {rtype_text(self.operand.type)}")
+
+
+@realize_op
+class NegOp(UnaryOp):
+    name = "psk_realize.neg"
+
+
+@realize_op
+class SqrtOp(UnaryOp):
+    name = "psk_realize.sqrt"
+
+
+@realize_op
+class ExpOp(UnaryOp):
+    name = "psk_realize.exp"
+
+
+@realize_op
+class LogOp(UnaryOp):
+    name = "psk_realize.log"
+
+
+@realize_op
+class TanhOp(UnaryOp):
+    name = "psk_realize.tanh"
+
+
+@realize_op
+class SigmoidOp(UnaryOp):
+    name = "psk_realize.sigmoid"
+
+
+@realize_op
+class ReluOp(UnaryOp):
+    name = "psk_realize.relu"
+
+
+@realize_op
+class GeluOp(UnaryOp):
+    name = "psk_realize.gelu"
+
+
+@realize_op
+class SoftplusOp(UnaryOp):
+    name = "psk_realize.softplus"
+
+
+@realize_op
+class AbsOp(UnaryOp):
+    name = "psk_realize.abs"
+
+
+@realize_op
+class SinOp(UnaryOp):
+    name = "psk_realize.sin"
+
+
+@realize_op
+class CosOp(UnaryOp):
+    name = "psk_realize.cos"
+
+
+@realize_op
+class ErfOp(UnaryOp):
+    name = "psk_realize.erf"
+
+
+@realize_op
+class ErfSlopeOp(UnaryOp):
+    name = "psk_realize.erf_slope"
+
+
+@realize_op
+class GeluSlopeOp(UnaryOp):
+    name = "psk_realize.gelu_slope"
+
+
+@realize_op
+class HeavisideOp(UnaryOp):
+    """1 where positive, 0 where negative, `at_zero` at 0."""
+
+    name = "psk_realize.heaviside"
+    at_zero = attr_def(FloatAttr)
+
+    def __init__(self, operand: SSAValue | Operation, at_zero: float, *, site: str,
+                 name: str | None = None):
+        super().__init__(operand, site=site, name=name, at_zero=FloatAttr(at_zero, f64))
+
+    @property
+    def at_zero_value(self) -> float:
+        return self.at_zero.value.data
+
+
+@realize_op
+class PowIOp(UnaryOp):
+    """`x ^ n`, n a natural."""
+
+    name = "psk_realize.powi"
+    n = attr_def(IntegerAttr)
+
+    def __init__(self, operand: SSAValue | Operation, n: int, *, site: str,
+                 name: str | None = None):
+        super().__init__(operand, site=site, name=name, n=IntegerAttr(n, i64))
+
+    @property
+    def exponent(self) -> int:
+        return self.n.value.data
+
+
+class BinaryOp(ComputeOp, ABC):
+    """Element-wise on two operands placed on the result's axes by `lhs_map`/`rhs_map`."""
+
+    lhs = operand_def(RTensorType)
+    rhs = operand_def(RTensorType)
+    result = result_def(RTensorType)
+    lhs_map = attr_def(DenseArrayBase)
+    rhs_map = attr_def(DenseArrayBase)
+
+    traits = traits_def(Pure())
+    ELEMENTWISE: ClassVar[bool] = True
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation,
+                 lhs_map: Sequence[int], rhs_map: Sequence[int], result_type: RTensorType,
+                 *, site: str, name: str | None = None):
+        super().__init__(operands=[lhs, rhs], result_types=[result_type],
+                         attributes=_attrs(site, name, lhs_map=_i64s(lhs_map),
+                                           rhs_map=_i64s(rhs_map)))
+
+    @property
+    def maps(self) -> tuple[list[int], list[int]]:
+        return _ints(self.lhs_map), _ints(self.rhs_map)
+
+    def verify_(self) -> None:
+        super().verify_()
+        result = self.result.type
+        covered: set[int] = set()
+        for side, value, places in (("lhs", self.lhs, _ints(self.lhs_map)),
+                                    ("rhs", self.rhs, _ints(self.rhs_map))):
+            _check_map(side, value.type, places, result)
+            covered.update(places)
+        if missing := sorted(set(range(result.rank)) - covered):
+            raise VerifyException(f"result axes {missing} of {rtype_text(result)} come from "
+                                  "neither operand")
+
+
+@realize_op
+class AddOp(BinaryOp):
+    name = "psk_realize.add"
+
+
+@realize_op
+class SubOp(BinaryOp):
+    name = "psk_realize.sub"
+
+
+@realize_op
+class MulOp(BinaryOp):
+    name = "psk_realize.mul"
+
+
+@realize_op
+class DivOp(BinaryOp):
+    name = "psk_realize.div"
+
+
+@realize_op
+class MinimumOp(BinaryOp):
+    name = "psk_realize.minimum"
+
+
+@realize_op
+class MaximumOp(BinaryOp):
+    name = "psk_realize.maximum"
+
+
+@realize_op
+class PowOp(BinaryOp):
+    name = "psk_realize.pow"

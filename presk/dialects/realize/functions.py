@@ -1,0 +1,349 @@
+"""Instances, calls and folds in PSK-Realize, and the queries on a recorded module
+(its instances, its entry, how often each runs, how many launches one call makes).
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    IntegerAttr,
+    StringAttr,
+    SymbolRefAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.dialects.utils import parse_func_op_like
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    attr_def,
+    opt_attr_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    IsolatedFromAbove,
+    ReturnLike,
+    SymbolOpInterface,
+    SymbolTable,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from presk.dialects.common import print_op_attrs
+
+from .base import ComputeOp, RealizeOp, _attrs, realize_op
+from .types import RTensorType, _ttype, fits, rtype_text
+
+
+# ---- instances, calls, folds, groups ----
+
+
+@realize_op
+class FuncOp(IRDLOperation):
+    """One instance of a Core function (`source`) at `dims`, its arguments tensors."""
+
+    name = "psk_realize.func"
+
+    sym_name = attr_def(StringAttr)
+    function_type = attr_def(FunctionType)
+    source = attr_def(StringAttr)
+    arg_names = attr_def(ArrayAttr[StringAttr])
+    dims = opt_attr_def(DictionaryAttr)
+    entry = opt_attr_def(UnitAttr)
+    result_names = opt_attr_def(ArrayAttr[StringAttr])
+    """Optional: the results' paths (`result`, `grad.blocks.proj.w`) on a --grad entry."""
+    body = region_def("single_block")
+
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove())
+
+    @classmethod
+    def make(cls, name: str, source: str, args: Sequence[tuple[str, RTensorType]],
+             results: Sequence[RTensorType], dims: Mapping[str, int] | None = None,
+             entry: bool = False) -> FuncOp:
+        arg_types = [t for _, t in args]
+        attrs: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "function_type": FunctionType.from_lists(arg_types, list(results)),
+            "source": StringAttr(source),
+            "arg_names": ArrayAttr(StringAttr(n) for n, _ in args),
+        }
+        if dims:
+            attrs["dims"] = DictionaryAttr({k: IntegerAttr(v, i64) for k, v in dims.items()})
+        if entry:
+            attrs["entry"] = UnitAttr()
+        return cls.create(attributes=attrs, regions=[Region(Block(arg_types=arg_types))])
+
+    @property
+    def func_name(self) -> str:
+        return self.sym_name.data
+
+    @property
+    def source_func(self) -> str:
+        return self.source.data
+
+    @property
+    def dim_values(self) -> dict[str, int]:
+        return {k: v.value.data for k, v in self.dims.data.items()} if self.dims else {}
+
+    @property
+    def arg_name_list(self) -> tuple[str, ...]:
+        return tuple(n.data for n in self.arg_names)
+
+    @property
+    def args(self) -> tuple[BlockArgument, ...]:
+        return self.body.block.args
+
+    @property
+    def result_types(self) -> tuple[Attribute, ...]:
+        return self.function_type.outputs.data
+
+    def verify_(self) -> None:
+        inputs = self.function_type.inputs.data
+        if tuple(a.type for a in self.args) != inputs:
+            raise VerifyException("the block arguments' types are not the function's inputs")
+        if len(self.arg_name_list) != len(inputs):
+            raise VerifyException(f"arg_names {list(self.arg_name_list)} do not name "
+                                  f"{len(inputs)} arguments")
+        for t in (*inputs, *self.result_types):
+            if not isinstance(t, RTensorType):
+                raise VerifyException(f"an instance takes and returns tensors, not {t}")
+        if self.result_names is not None and len(self.result_names) != len(self.result_types):
+            raise VerifyException(f"result_names names {len(self.result_names)} of "
+                                  f"{len(self.result_types)} results")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        with printer.in_parens():
+            printer.print_list(self.args, printer.print_block_argument)
+        printer.print_string(" -> ")
+        outs = self.result_types
+        if len(outs) == 1:
+            printer.print_attribute(outs[0])
+        else:
+            with printer.in_parens():
+                printer.print_list(outs, printer.print_attribute)
+        print_op_attrs(printer, self.attributes, reserved=("sym_name", "function_type"),
+                        keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FuncOp:
+        name, inputs, outputs, region, extra, _, _ = parse_func_op_like(
+            parser, reserved_attr_names=("sym_name", "function_type")
+        )
+        attrs = {
+            "sym_name": StringAttr(name),
+            "function_type": FunctionType.from_lists(inputs, outputs),
+        } | (extra.data if extra is not None else {})
+        return cls.create(attributes=attrs, regions=[region])
+
+
+def lookup_instance(op: Operation, name: str) -> FuncOp:
+    try:
+        found = SymbolTable.lookup_symbol(op, name)
+    except ValueError as err:
+        raise VerifyException(f"@{name} cannot be looked up outside a module") from err
+    if not isinstance(found, FuncOp):
+        raise VerifyException(f"no psk_realize.func @{name} is defined")
+    return found
+
+
+class _CallLike(RealizeOp, ABC):
+    callee = attr_def(SymbolRefAttr)
+    HAS_CALLEE: ClassVar[bool] = True
+
+    @property
+    def callee_name(self) -> str:
+        return self.callee.root_reference.data
+
+    def _check_args(self, expected: Sequence[Attribute], given: Sequence[Attribute]) -> None:
+        if len(expected) != len(given):
+            raise VerifyException(f"@{self.callee_name} takes {len(expected)} arguments, "
+                                  f"given {len(given)}")
+        for i, (e, g) in enumerate(zip(expected, given)):
+            if not fits(g, e):
+                raise VerifyException(f"argument {i} of @{self.callee_name} is {rtype_text(e)}, "
+                                      f"given {rtype_text(g)}")
+
+
+@realize_op
+class CallOp(_CallLike):
+    """A call of an instance."""
+
+    name = "psk_realize.call"
+
+    arguments = var_operand_def(RTensorType)
+    res = var_result_def(RTensorType)
+
+    def __init__(self, callee: FuncOp | str, args: Sequence[SSAValue | Operation],
+                 result_types: Sequence[Attribute], *, site: str, name: str | None = None):
+        cname = callee.func_name if isinstance(callee, FuncOp) else callee
+        super().__init__(operands=[list(args)], result_types=[list(result_types)],
+                         attributes=_attrs(site, name, callee=SymbolRefAttr(cname)))
+
+    def verify_(self) -> None:
+        super().verify_()
+        callee = lookup_instance(self, self.callee_name)
+        self._check_args(callee.function_type.inputs.data, [a.type for a in self.arguments])
+        outs = callee.result_types
+        if len(outs) != len(self.res) or not all(fits(r.type, o) for r, o in zip(self.res, outs)):
+            raise VerifyException(f"@{self.callee_name} returns "
+                                  f"{', '.join(rtype_text(o) for o in outs)}, not "
+                                  f"{', '.join(rtype_text(r.type) for r in self.res)}")
+
+
+@realize_op
+class FoldOp(_CallLike):
+    """Iterations from..to-1 of the callee over the leading axis of the stacked operands;
+    the last operand is the accumulator."""
+
+    name = "psk_realize.fold"
+
+    arguments = var_operand_def(RTensorType)
+    start = attr_def(IntegerAttr, attr_name="from")
+    stop = attr_def(IntegerAttr, attr_name="to")
+    result = result_def(RTensorType)
+
+    def __init__(self, callee: FuncOp | str, stacked: Sequence[SSAValue | Operation],
+                 acc: SSAValue | Operation, start: int, stop: int, *, site: str,
+                 name: str | None = None):
+        cname = callee.func_name if isinstance(callee, FuncOp) else callee
+        super().__init__(operands=[[*stacked, acc]], result_types=[_ttype(acc)],
+                         attributes=_attrs(site, name, callee=SymbolRefAttr(cname),
+                                           **{"from": IntegerAttr(start, i64),
+                                              "to": IntegerAttr(stop, i64)}))
+
+    @property
+    def stacked(self) -> list[SSAValue]:
+        return list(self.arguments)[:-1]
+
+    @property
+    def acc(self) -> SSAValue:
+        return self.arguments[-1]
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        return self.start.value.data, self.stop.value.data
+
+    def verify_(self) -> None:
+        super().verify_()
+        start, stop = self.bounds
+        if not self.arguments:
+            raise VerifyException("a fold needs an accumulator")
+        for s in self.stacked:
+            if not s.type.rank or s.type.sizes[0] < stop:
+                raise VerifyException(f"{rtype_text(s.type)} has no iterations {start}..{stop - 1}")
+        if not 0 <= start < stop:
+            raise VerifyException(f"iterations {start}..{stop - 1} are empty")
+        callee = lookup_instance(self, self.callee_name)
+        sliced = [RTensorType(s.type.element, ArrayAttr(s.type.axes.data[1:]))
+                  for s in self.stacked]
+        self._check_args(callee.function_type.inputs.data, [*sliced, self.acc.type])
+        outs = callee.result_types
+        if len(outs) != 1 or not fits(outs[0], self.acc.type) or \
+                not fits(self.result.type, self.acc.type):
+            raise VerifyException(f"@{self.callee_name} must return the accumulator's type "
+                                  f"{rtype_text(self.acc.type)}")
+
+
+@realize_op
+class ReturnOp(RealizeOp):
+    """An instance's results."""
+
+    name = "psk_realize.return"
+
+    values = var_operand_def(RTensorType)
+
+    traits = traits_def(IsTerminator(), ReturnLike(), HasParent(FuncOp))
+
+    def __init__(self, values: Sequence[SSAValue | Operation], *, site: str):
+        super().__init__(operands=[list(values)], attributes={"site": StringAttr(site)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        func = self.parent_op()
+        assert isinstance(func, FuncOp)
+        outs = func.result_types
+        if len(outs) != len(self.values) or \
+                not all(fits(v.type, o) for v, o in zip(self.values, outs)):
+            raise VerifyException(f"returns {', '.join(rtype_text(v.type) for v in self.values)}"
+                                  f", the function {', '.join(rtype_text(o) for o in outs)}")
+
+
+# --------------------------------------------------------------------------------------
+# Walking a recorded module
+# --------------------------------------------------------------------------------------
+
+
+def is_compute(op: Operation) -> bool:
+    """One launch: an op computing on reals, or a group (not convert, constant, slice,
+    call, fold, return)."""
+    return isinstance(op, RealizeOp) and op.COMPUTE
+
+
+def is_elementwise(op: Operation) -> bool:
+    """An element-wise compute op (unary, powi, heaviside, binary); convert is
+    element-wise but no compute."""
+    return isinstance(op, ComputeOp) and op.ELEMENTWISE
+
+
+def is_arithmetic(op: Operation) -> bool:
+    return isinstance(op, ComputeOp)
+
+
+def funcs(module: Operation) -> list[FuncOp]:
+    """The instances, in the module's order (callees before their callers)."""
+    return [op for op in module.regions[0].block.ops if isinstance(op, FuncOp)]
+
+
+def entry_func(module: Operation) -> FuncOp:
+    fs = funcs(module)
+    for f in fs:
+        if f.entry is not None:
+            return f
+    if not fs:
+        raise VerifyException("no psk_realize.func in the module")
+    return fs[-1]
+
+
+def instance_runs(module: Operation) -> dict[str, int]:
+    """How many times each instance runs in one call of the entry (a fold from..to runs
+    its callee to − from times); an instance the entry does not reach runs 0 times."""
+    by_name = {f.func_name: f for f in funcs(module)}
+    runs = {name: 0 for name in by_name}
+    entry = entry_func(module)
+
+    def visit(f: FuncOp, times: int) -> None:
+        runs[f.func_name] += times
+        for op in f.body.block.ops:
+            if isinstance(op, CallOp):
+                visit(by_name[op.callee_name], times)
+            elif isinstance(op, FoldOp):
+                start, stop = op.bounds
+                visit(by_name[op.callee_name], times * (stop - start))
+
+    visit(entry, 1)
+    return runs
+
+
+def launch_count(module: Operation) -> int:
+    """The compute ops (a group counts once) one call of the entry executes: each
+    instance's top-level compute ops times the number of times it runs."""
+    runs = instance_runs(module)
+    return sum(runs[f.func_name] * sum(1 for op in f.body.block.ops if is_compute(op))
+               for f in funcs(module))
