@@ -435,10 +435,13 @@ def _arena(op: Operation) -> SSAValue:
 
 
 def _arena_at(e: _Emit, op: Operation, offset: int) -> SSAValue:
+    """The arena pointer `offset` bytes on. The offset is an i64 operand: a GEP's
+    constant indices are i32, and an arena past 2 GiB (a large batch) would wrap."""
     arena = _arena(op)
     if offset == 0:
         return arena
-    return e(llvm.GEPOp(arena, [offset], IntegerType(8), inbounds=True))
+    return e(llvm.GEPOp(arena, [llvm.GEP_USE_SSA_VAL], IntegerType(8),
+                        ssa_indices=[e.int(offset, i64)], inbounds=True))
 
 
 @dataclass
