@@ -5,7 +5,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test unit lit setup golden clean
+.PHONY: demo test test-fast unit lit setup golden golden-bits clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -26,7 +26,12 @@ demo: $(STAMP)
 	$(BIN)/presk train tutorial/07_train.psk --out runs/tutorial
 
 test: $(STAMP)
-	$(BIN)/pytest -q test/unit
+	$(BIN)/pytest -q test/unit test/e2e
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test/filecheck
+
+# Everything but the tests marked `slow` (pytest -m slow lists them), and the lit tests.
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not slow" test/unit test/e2e
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test/filecheck
 
 # Golden files: regenerate them with the commands whose output they hold; tests compare.
@@ -35,6 +40,12 @@ golden: $(STAMP)
 	$(BIN)/presk dump tutorial/07_train.psk --stage core --entry loss > test/golden/core_loss.txt.tmp \
 	  || { rm -f test/golden/core_loss.txt.tmp; exit 1; }
 	mv test/golden/core_loss.txt.tmp test/golden/core_loss.txt
+
+# The bits every engine gives on the pinned cases (test/e2e/golden_bits.py says which),
+# on the weights and inputs already in the file (--redraw: new ones). Only for an
+# intended change of bits; test/e2e/test_golden_bits.py compares.
+golden-bits: $(STAMP)
+	$(BIN)/python test/e2e/golden_bits.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
