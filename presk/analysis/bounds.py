@@ -45,10 +45,11 @@ from typing import Any
 
 import numpy as np
 
+from .. import ops
 from .realization import Realization
 
 U = {"f64": 2.0 ** -53, "f32": 2.0 ** -24, "bf16": 2.0 ** -8}
-LIB = 4.0  # ulps charged for a library function (exp, log, tanh, gelu…)
+LIB = ops.LIBRARY_ULPS  # ulps charged for a library function (exp, log, tanh, gelu…)
 SLACK = 1.0 + 1e-9  # the analysis' own f64 arithmetic
 RULES = ("k", "normwise", "cond", "rss")
 SOUND = ("k", "normwise", "cond")
@@ -191,10 +192,10 @@ def _eb(x) -> EB:
     return x if isinstance(x, EB) else EB(float(x), float(x))
 
 
-def _monotone(f, lip: float):
+def _monotone(rule: ops.Monotone, ulps: float):
     def g(x: EB) -> EB:
-        a, b = f(x.lo), f(x.hi)
-        return x._r(min(a, b), max(a, b), lip * x.e, LIB)
+        a, b = rule.f(x.lo), rule.f(x.hi)
+        return x._r(min(a, b), max(a, b), rule.lipschitz(x.lo, x.hi, x.e) * x.e, ulps)
     return g
 
 
@@ -243,20 +244,16 @@ def _sin(x: EB) -> EB:
     return x._r(-1.0, 1.0, x.e, LIB)
 
 
-def _sigmoid(v):
-    return 1 / (1 + math.exp(-v)) if v > -700 else 0.0
-
-
-def _softplus(v):
-    return v + math.log1p(math.exp(-v)) if v > 0 else math.log1p(math.exp(v))
-
-
-_UNARY = {
-    "neg": lambda x: -x, "sqrt": _sqrt, "exp": _exp, "log": _log,
-    "tanh": _monotone(math.tanh, 1.0), "sigmoid": _monotone(_sigmoid, 0.25),
-    "relu": _relu, "gelu": _gelu, "softplus": _monotone(_softplus, 1.0), "abs": abs,
-    "sin": _sin, "cos": _sin, "erf": _monotone(math.erf, 2 / math.sqrt(math.pi)),
+_RULES = {  # the enclosures of the functions that are not monotone rows of presk/ops
+    "neg": lambda x: -x, "sqrt": _sqrt, "exp": _exp, "log": _log, "relu": _relu,
+    "gelu": _gelu, "abs": abs, "sin": _sin, "cos": _sin,
 }
+
+
+def _unary_rule(f: ops.Function):
+    if f.bound is not None:
+        return _monotone(f.bound, f.bound_ulps)
+    return _RULES.get(f.name)
 
 
 def _binmax(a: EB, b: EB) -> EB:
@@ -283,12 +280,13 @@ def _numbers():
 
         def __init__(self) -> None:
             vec = lambda f: np.frompyfunc(f, 1, 1)  # noqa: E731
-            self._unary = {n: vec(f) for n, f in _UNARY.items()}
-            for n in ("erf_slope", "gelu_slope"):
-                self._unary[n] = _unsupported(n)
+            rules = {f.name: _unary_rule(f) for f in ops.rows(arity=1, core=True)}
+            self._unary = {n: vec(f) if f is not None else _unsupported(n)
+                           for n, f in rules.items()}
             self._binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
-                            "div": np.divide, "max": np.frompyfunc(_binmax, 2, 1),
-                            "min": np.frompyfunc(_binmin, 2, 1), "pow": _unsupported("pow")}
+                            "div": np.divide, "maximum": np.frompyfunc(_binmax, 2, 1),
+                            "minimum": np.frompyfunc(_binmin, 2, 1),
+                            "pow": _unsupported("pow")}
 
         def array(self, values):
             values = np.asarray(values)
@@ -326,7 +324,8 @@ def _numbers():
                 x = np.asarray(x)
                 if axis is None:
                     x, axis = x.reshape(-1), 0
-                return self._binary[name].reduce(x, axis=axis)
+                extremum = {"max": "maximum", "min": "minimum"}[name]
+                return self._binary[extremum].reduce(x, axis=axis)
             return super().reduce(name, x, axis)
 
         def sum(self, x, axes=None, keepdims=False):
@@ -582,9 +581,8 @@ def cond_terms(envelope, sens, types: dict[str, str], site_terms: dict[str, int]
             mb = mb if mb is not None else m + ma
             r = U[t] * m + U[t] * (ma + mb)
         else:
-            lib = op in ("exp", "log", "tanh", "sigmoid", "gelu", "softplus", "erf", "sin",
-                         "cos")
-            r = ((LIB if lib else 1.0) + 2) * U[t] * m
+            ulps = ops.row(op).bound_ulps if op in ops.BY_NAME else ops.EXACT_ULPS
+            r = (ulps + 2) * U[t] * m
         out[site] = float(s) * r
     for path, s in sens.params.items():
         t = realization.param_type(path)

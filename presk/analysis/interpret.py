@@ -113,12 +113,12 @@ class Interpreter:
         if isinstance(op, C.SoftmaxOp):
             return ns.softmax(args[0], self._axis(op.operands[0], args[0], op.axis.data))
         if isinstance(op, C.UnaryOp):
-            return ns.unary(_UNARY[type(op)], args[0])
+            return ns.unary(_function(op), args[0])
         if isinstance(op, C.DotOp):
             return ns.dot(args[0], args[1])
         if isinstance(op, C.BinaryOp):
             a, b = self._aligned(op, args)
-            return ns.binary(_BINARY[type(op)], a, b)
+            return ns.binary(_function(op), a, b)
         if isinstance(op, C.ReduceOp):
             axis = op.axis_name
             index = None if axis is None else self._axis(op.operands[0], args[0], axis)
@@ -350,15 +350,10 @@ _REVERSE_OPS: dict[type, Callable] = {
 }
 
 
-_UNARY = {
-    C.NegOp: "neg", C.SqrtOp: "sqrt", C.ExpOp: "exp", C.LogOp: "log", C.TanhOp: "tanh",
-    C.SigmoidOp: "sigmoid", C.ReluOp: "relu", C.GeluOp: "gelu", C.SoftplusOp: "softplus",
-    C.AbsOp: "abs", C.SinOp: "sin", C.CosOp: "cos", C.ErfOp: "erf",
-    C.GeluSlopeOp: "gelu_slope", C.ErfSlopeOp: "erf_slope",
-}
-_BINARY = {
-    C.AddOp: "add", C.SubOp: "sub", C.MulOp: "mul", C.DivOp: "div", C.MinimumOp: "min",
-    C.MaximumOp: "max", C.PowOp: "pow",
-}
+def _function(op: Operation) -> str:
+    """The element-wise function (a row of presk/ops) a Core op computes: its op name."""
+    return op.name.removeprefix("psk_core.")
+
+
 _REDUCE = {C.SumOp: "sum", C.MeanOp: "mean", C.MaxOp: "max", C.MinOp: "min",
            C.LogSumExpOp: "logsumexp"}

@@ -1,19 +1,20 @@
 """The math functions of PSK-Kernel (`psk_kernel.math "exp" %x : f32`): ONE table, per
-function and scalar type.
+function and scalar type, made from the table of element-wise functions (presk/ops).
 
 Every evaluation of a kernel's math function goes through `MATH` (the kernel interpreter,
 presk/analysis/kernel_interpret.py, and anything else that computes what a kernel
-computes). The transcendental entries — exp, log, log1p, tanh, erf, sin, cos, sigmoid,
-softplus and pow — ARE the math library, presk/emit/mathlib.py, through its numpy
-evaluator `mathlib.evaluate`: the same straight-line programs, in the type (f32 never
-promoted), that the native code calls as `presk_<fn>_<ty>` (presk/emit/mathlib_llvm.py) and
-that the C export compiles. So the interpreter and the native code compute the same bits,
-and under all-f64 the kernel interpreter computes the PSK-Core f64 interpreter's bits
-(presk/analysis/numbers.py `F64` calls the same f64 programs, in the order of operations of
-presk/conversion/realize_to_kernel.py's `scalar_op`).
+computes). The library rows — exp, log, log1p, tanh, erf, sin, cos, softplus, pow, … —
+ARE the math library, presk/emit/mathlib.py, through its numpy evaluator
+`mathlib.evaluate`: the same straight-line programs, in the type (f32 never promoted),
+that the native code calls as `presk_<fn>_<ty>` (presk/emit/mathlib_llvm.py) and that the
+C export compiles. So the interpreter and the native code compute the same bits, and under
+all-f64 the kernel interpreter computes the PSK-Core f64 interpreter's bits
+(presk/analysis/numbers.py `F64` calls the same f64 programs, and a composite row the
+same operations in the same order).
 
-`sqrt` and `abs` are exact IEEE operations (sqrt correctly rounded) and `heaviside` a
-choice between its operands; numpy computes those bits, as every target does.
+The exact rows without a scalar op of their own — `sqrt`, `abs` (sqrt correctly rounded)
+and `heaviside`, a choice between its operands — are their numpy ufuncs; numpy computes
+those bits, as every target does.
 """
 
 from __future__ import annotations
@@ -22,12 +23,10 @@ from typing import Callable
 
 import numpy as np
 
+from presk import ops
 from presk.emit import mathlib
 
 Fn = Callable[..., np.ndarray]
-
-_MATHLIB = ("exp", "log", "log1p", "tanh", "erf", "sin", "cos", "sigmoid", "softplus", "pow")
-"""The table's functions that are mathlib's (all of mathlib.FUNCTIONS)."""
 
 
 def _c(x: np.ndarray, dtype: type) -> np.ndarray:
@@ -36,8 +35,11 @@ def _c(x: np.ndarray, dtype: type) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=dtype)
 
 
-def _unary(f: Callable[[np.ndarray], np.ndarray], dtype: type) -> Fn:
-    return lambda x: np.asarray(f(_c(x, dtype)), dtype=dtype).reshape(np.shape(x))
+def _exact(f: Callable[..., np.ndarray], dtype: type) -> Fn:
+    def g(*xs: np.ndarray) -> np.ndarray:
+        shape = np.broadcast_shapes(*(np.shape(x) for x in xs))
+        return np.asarray(f(*(_c(x, dtype) for x in xs)), dtype=dtype).reshape(shape)
+    return g
 
 
 def _mathlib(fn: str, ty: str) -> Fn:
@@ -46,15 +48,11 @@ def _mathlib(fn: str, ty: str) -> Fn:
 
 def _table(ty: str) -> dict[str, Fn]:
     dtype = mathlib.TI[ty].dtype
-    table = {fn: _mathlib(fn, ty) for fn in _MATHLIB}
-    table.update({
-        "sqrt": _unary(np.sqrt, dtype),
-        "abs": _unary(np.abs, dtype),
-        # 1 where x > 0, 0 where x < 0, h where x = 0 (NaN stays NaN): exact.
-        "heaviside": lambda x, h: np.asarray(np.heaviside(_c(x, dtype), _c(h, dtype)),
-                                             dtype=dtype).reshape(np.broadcast_shapes(
-                                                 np.shape(x), np.shape(h))),
-    })
+    table = {}
+    for fn in ops.kernel_math():
+        c = ops.row(fn).compute
+        table[fn] = _exact(getattr(np, c.numpy), dtype) if isinstance(c, ops.Exact) \
+            else _mathlib(fn, ty)
     return table
 
 

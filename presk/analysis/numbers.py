@@ -1,14 +1,14 @@
 """The two number systems the PSK-Core interpreter computes in.
 
-`F64` is IEEE binary64 on numpy float64 arrays, its transcendental functions (exp, log,
-tanh, erf, sin, cos, softplus, pow, and sigmoid, gelu and the slopes composed of them) the
-math library's f64 programs (presk/emit/mathlib.py, `mathlib.evaluate`) — the functions
-the kernel interpreter and the native code compute — composed in the order of operations
-of presk/conversion/realize_to_kernel.py's `scalar_op`, so that an all-f64 kernel computes
-this interpreter's bits. `MPFR(bits)` is MPFR through gmpy2 on
-numpy object arrays of `mpfr` at `bits` of precision: the exact reference every later
-stage (autodiff checks, the precision analysis, the native backend) is measured against.
-Both take arrays already aligned by the interpreter and return arrays.
+Both read the table of element-wise functions (presk/ops). `F64` is IEEE binary64 on
+numpy float64 arrays: an exact row is its numpy ufunc, a library row the math library's f64
+program (presk/emit/mathlib.py, `mathlib.evaluate`) — the functions the kernel interpreter
+and the native code compute — and a composite (sigmoid, gelu, the slopes) the row's
+expression in its order of operations, the one the kernels follow too, so that an all-f64
+kernel computes this interpreter's bits. `MPFR(bits)` is MPFR through gmpy2 on numpy
+object arrays of `mpfr` at `bits` of precision, each row's MPFR formula: the exact
+reference every later stage (autodiff checks, the precision analysis, the native backend)
+is measured against. Both take arrays already aligned by the interpreter and return arrays.
 
 Sums run in index order, one term after another from zero, and a contraction adds its
 products k ascending, a product then a sum: the order every loop nest of PSK-Kernel
@@ -18,7 +18,6 @@ and BLAS may fuse a multiply-add).
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, nullcontext
 from typing import Callable
@@ -26,12 +25,13 @@ from typing import Callable
 import gmpy2
 import numpy as np
 
+from presk import ops
 from presk.emit import mathlib
 
-UNARY_NAMES = ("neg", "sqrt", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "softplus",
-               "abs", "sin", "cos", "erf", "erf_slope", "gelu_slope")
-BINARY_NAMES = ("add", "sub", "mul", "div", "min", "max", "pow")
+UNARY_NAMES = tuple(f.name for f in ops.rows(arity=1, core=True))
+BINARY_NAMES = tuple(f.name for f in ops.rows(arity=2, core=True))
 REDUCTION_NAMES = ("sum", "mean", "max", "min", "logsumexp")
+_EXTREMUM = {"max": "maximum", "min": "minimum"}  # a reduction's element-wise function
 
 
 class Numbers(ABC):
@@ -134,37 +134,25 @@ def _f64(fn: str) -> Callable[..., np.ndarray]:
     return lambda *xs: mathlib.evaluate(fn, "f64", *xs)
 
 
-# the f64 constants of realize_to_kernel's scalar_op
-_SQRT2 = math.sqrt(2.0)
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_SQRT_2PI = math.sqrt(2.0 * math.pi)
-
-
 class F64(Numbers):
     name = "f64"
 
     def __init__(self) -> None:
-        exp, erf = _f64("exp"), _f64("erf")
+        table = {f.name: self._function(f) for f in ops.rows(core=True)}
+        self._unary = {f.name: table[f.name] for f in ops.rows(arity=1, core=True)}
+        self._binary = {f.name: table[f.name] for f in ops.rows(arity=2, core=True)}
 
-        def phi(x: np.ndarray) -> np.ndarray:  # (1 + erf(x / √2)) / 2
-            return (1.0 + erf(x / _SQRT2)) / 2.0
-
-        # composites in scalar_op's order: a kernel computes them from the same functions
-        self._unary = {
-            "neg": np.negative, "sqrt": np.sqrt, "exp": exp, "log": _f64("log"),
-            "tanh": _f64("tanh"),
-            "sigmoid": lambda x: 1.0 / (1.0 + exp(-x)),
-            "relu": lambda x: np.maximum(x, 0.0),
-            "gelu": lambda x: x * phi(x),
-            "softplus": _f64("softplus"),
-            "abs": np.abs, "sin": _f64("sin"), "cos": _f64("cos"), "erf": erf,
-            "erf_slope": lambda x: _TWO_OVER_SQRT_PI * exp(-x * x),
-            "gelu_slope": lambda x: phi(x) + x * exp(-x * x / 2.0) / _SQRT_2PI,
-        }
-        self._binary = {
-            "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-            "min": np.minimum, "max": np.maximum, "pow": _f64("pow"),
-        }
+    def _function(self, f: ops.Function) -> Callable[..., np.ndarray]:
+        c = f.compute
+        if isinstance(c, ops.Exact):
+            return getattr(np, c.numpy)
+        if isinstance(c, ops.Library):
+            return _f64(f.name)
+        # a composite in its order of operations: a kernel computes it from the same
+        # functions
+        walker = ops.Walker[np.ndarray](
+            const=lambda k: k.value, apply=lambda fn, args: self._function(ops.row(fn))(*args))
+        return lambda x: walker.walk(c.expr, {"x": x})
 
     def array(self, values: np.ndarray) -> np.ndarray:
         return np.asarray(values, dtype=np.float64)
@@ -182,28 +170,10 @@ class MPFR(Numbers):
     def __init__(self, bits: int) -> None:
         self.bits = bits
         self.name = f"mpfr{bits}"
-        vec = lambda f: np.frompyfunc(f, 1, 1)  # noqa: E731
-        sqrt2 = lambda: gmpy2.sqrt(gmpy2.mpfr(2))  # noqa: E731
-        self._unary = {
-            "neg": vec(lambda v: -v), "sqrt": vec(gmpy2.sqrt), "exp": vec(gmpy2.exp),
-            "log": vec(gmpy2.log), "tanh": vec(gmpy2.tanh),
-            "sigmoid": vec(lambda v: 1 / (1 + gmpy2.exp(-v))),
-            "relu": vec(lambda v: v if v > 0 or gmpy2.is_nan(v) else gmpy2.mpfr(0)),
-            "gelu": vec(lambda v: v * (1 + gmpy2.erf(v / sqrt2())) / 2),
-            "softplus": vec(lambda v: v + gmpy2.log1p(gmpy2.exp(-v)) if v > 0
-                            else gmpy2.log1p(gmpy2.exp(v))),
-            "abs": vec(abs), "sin": vec(gmpy2.sin), "cos": vec(gmpy2.cos),
-            "erf": vec(gmpy2.erf),
-            "erf_slope": vec(lambda v: 2 * gmpy2.exp(-v * v) / gmpy2.sqrt(gmpy2.const_pi())),
-            "gelu_slope": vec(lambda v: (1 + gmpy2.erf(v / sqrt2())) / 2
-                              + v * gmpy2.exp(-v * v / 2) / gmpy2.sqrt(2 * gmpy2.const_pi())),
-        }
-        self._binary = {
-            "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-            "min": np.frompyfunc(_nan_min, 2, 1),
-            "max": np.frompyfunc(_nan_max, 2, 1),
-            "pow": np.frompyfunc(lambda a, b: a ** b, 2, 1),
-        }
+        exact = {f.name: np.frompyfunc(lambda *a, f=f: f.mpfr(gmpy2, *a), f.arity, 1)
+                 for f in ops.rows(core=True)}
+        self._unary = {f.name: exact[f.name] for f in ops.rows(arity=1, core=True)}
+        self._binary = {f.name: exact[f.name] for f in ops.rows(arity=2, core=True)}
 
     def context(self) -> AbstractContextManager:
         return gmpy2.context(precision=self.bits)
@@ -213,7 +183,7 @@ class MPFR(Numbers):
             x = np.asarray(x)
             if axis is None:  # a Python-function ufunc reduces one axis at a time
                 x, axis = x.reshape(-1), 0
-            return self._binary[name].reduce(x, axis=axis)
+            return self._binary[_EXTREMUM[name]].reduce(x, axis=axis)
         return super().reduce(name, x, axis)
 
     def heaviside(self, x: np.ndarray, at_zero: float) -> np.ndarray:
@@ -236,15 +206,6 @@ class MPFR(Numbers):
         x = np.asarray(x, dtype=object)
         return np.array([float(v) for v in x.reshape(-1)], dtype=np.float64).reshape(x.shape)
 
-
-
-def _nan_min(a, b):
-    """min(a, b), NaN when either is NaN: numpy's minimum, which f64 uses."""
-    return a if gmpy2.is_nan(a) else b if gmpy2.is_nan(b) or b < a else a
-
-
-def _nan_max(a, b):
-    return a if gmpy2.is_nan(a) else b if gmpy2.is_nan(b) or b > a else a
 
 
 def number_system(bits: int | None) -> Numbers:

@@ -37,6 +37,7 @@ import numpy as np
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
+from presk import ops
 from presk.conversion.kernel_to_std import ArenaPlan, aliased_kernels, entry_signatures, strides
 from presk.conversion.native_abi import BufferSig, EntrySig
 from presk.dialects import kernel as K
@@ -123,7 +124,9 @@ def _comment_lines(text: str, prefix: str = "// ") -> list[str]:
 # --------------------------------------------------------------------------------------
 
 _BINARY = {K.AddOp: "+", K.SubOp: "-", K.MulOp: "*", K.DivOp: "/"}
-_EXACT = {"sqrt": ("sqrt", "sqrtf"), "abs": ("fabs", "fabsf")}
+# the exact math functions' C99 spellings (f64, f32), from the table (presk/ops)
+_EXACT = {f.name: f.compute.c for f in ops.ROWS
+          if isinstance(f.compute, ops.Exact) and f.compute.c is not None}
 
 
 def math_functions(module: Operation) -> list[tuple[str, str]]:

@@ -1,6 +1,6 @@
-"""One math library for every target: exp, log, log1p, tanh, erf, sigmoid, softplus, sin,
-cos and pow in f32 and f64, each written ONCE as a straight-line program over a tiny
-expression form.
+"""One math library for every target: exp, log, log1p, tanh, erf, softplus, sin, cos and
+pow in f32 and f64 — the `Library` rows of the table of element-wise functions
+(presk/ops) — each written ONCE as a straight-line program over a tiny expression form.
 
 The form (`Program`: a list of SSA `Instr`; the n-th `arg` is the n-th argument, pow has two)
 has only operations whose IEEE result is fixed
@@ -35,7 +35,6 @@ Algorithms (docs/mathlib.md has the measured accuracy):
   otherwise ±(1 − 2/(exp(2|x|) + 1)).
 - erf: |x| < 0.75: x + x·Q(x²); then piecewise erf(x) = 1 + R_i(|x| − c_i) on intervals
   up to 6 (f64) / 4 (f32), 1 beyond; all fits re-derived by mathlib_fit.py (not A&S).
-- sigmoid: e = exp(−|x|), 1/(1+e) for x ≥ 0 and e/(1+e) otherwise.
 - softplus: max(x, 0) + log1p(exp(−|x|)).
 - sin, cos: x = n·π/2 + y by fdlibm's three-step Cody–Waite reduction (π/2 in three
   short parts and a tail), fdlibm's kernel forms with fitted polynomials, quadrant n mod 4;
@@ -59,6 +58,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+
+from presk import ops
 
 TYPES = ("f32", "f64")
 
@@ -442,12 +443,6 @@ def _erf(b: Builder, x: Val) -> Val:
     return b.select(b.isnan(x), x, r)
 
 
-def _sigmoid(b: Builder, x: Val) -> Val:
-    e = _exp(b, -b.abs(x))
-    d = 1 + e
-    return b.select(x < 0, e / d, 1 / d)
-
-
 def _softplus(b: Builder, x: Val) -> Val:
     e = _exp(b, -b.abs(x))
     return b.select(x > 0, x, 0) + _log1p(b, e)
@@ -656,15 +651,16 @@ def _pow(b: Builder, x: Val, y: Val) -> Val:
 
 DEFS: dict[str, Callable[..., Val]] = {
     "exp": _exp, "log": _log, "log1p": _log1p, "tanh": _tanh, "erf": _erf,
-    "sigmoid": _sigmoid, "softplus": _softplus, "sin": _sin, "cos": _cos, "pow": _pow,
+    "softplus": _softplus, "sin": _sin, "cos": _cos, "pow": _pow,
 }
-FUNCTIONS = tuple(DEFS)
-ARITY = {"pow": 2}
-"""The number of arguments of each function: 1 unless listed."""
+"""The algorithm of each `Library` row of the table (presk/ops), by the row's name."""
+FUNCTIONS = tuple(ops.library())
+assert set(DEFS) == set(FUNCTIONS), "every Library row of presk/ops has one program here"
 
 
 def arity(fn: str) -> int:
-    return ARITY.get(fn, 1)
+    """The number of arguments of `fn` (the table's)."""
+    return ops.row(fn).arity
 
 _CACHE: dict[tuple[str, str], Program] = {}
 

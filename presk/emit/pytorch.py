@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects.builtin import Float64Type, IntegerType, ModuleOp, TupleType
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
-from presk import __version__, shapes
+from presk import __version__, ops, shapes
 from presk.dialects import core as C
 from presk.dialects.core import type_text
 from presk.emit.core_listing import format_float
@@ -411,19 +411,9 @@ def _indent(lines: list[str], levels: int) -> list[str]:
 # One function
 # --------------------------------------------------------------------------------------
 
-_UNARY = {
-    C.NegOp: "-{x}", C.SqrtOp: "torch.sqrt({x})", C.ExpOp: "torch.exp({x})",
-    C.LogOp: "torch.log({x})", C.TanhOp: "torch.tanh({x})", C.SigmoidOp: "torch.sigmoid({x})",
-    C.ReluOp: "torch.relu({x})", C.GeluOp: "F.gelu({x})",
-    C.SoftplusOp: "torch.logaddexp({x}, torch.zeros_like({x}))",
-    C.AbsOp: "torch.abs({x})", C.SinOp: "torch.sin({x})", C.CosOp: "torch.cos({x})",
-    C.ErfOp: "torch.erf({x})",
-    C.ErfSlopeOp: "2.0 / math.sqrt(math.pi) * torch.exp(-{x} * {x})",
-    C.GeluSlopeOp: "(1.0 + torch.erf({x} / math.sqrt(2.0))) / 2.0 + "
-                   "{x} * torch.exp(-{x} * {x} / 2.0) / math.sqrt(2.0 * math.pi)",
-}
-_OPERATOR = {C.AddOp: "+", C.SubOp: "-", C.MulOp: "*", C.DivOp: "/", C.PowOp: "**"}
-_FUNCTION2 = {C.MinimumOp: "torch.minimum", C.MaximumOp: "torch.maximum"}
+# each element-wise function's spelling, by its Core op's name (the table's rows)
+_SPELLING = {f"psk_core.{f.name}": f.torch for f in ops.rows(core=True)}
+_OPERATORS = {name for name, spelling in _SPELLING.items() if spelling.startswith("{a} ")}
 _REDUCE = {C.SumOp: "{x}.sum({d})", C.MeanOp: "{x}.mean({d})", C.MaxOp: "{x}.amax({d})",
            C.MinOp: "{x}.amin({d})"}
 
@@ -560,10 +550,11 @@ class _FunctionEmitter:
         if isinstance(op, C.HeavisideOp):
             x = self.v(op.operand)
             return f"torch.heaviside({x}, {x}.new_tensor({_number(op.at_zero_value)}))"
-        if type(op) in _UNARY:
-            self.file.uses_functional |= isinstance(op, C.GeluOp)
-            self.file.uses_math |= isinstance(op, (C.ErfSlopeOp, C.GeluSlopeOp))
-            return _UNARY[type(op)].format(x=self.v(op.operands[0]))
+        if isinstance(op, C.UnaryOp) and op.name in _SPELLING:
+            spelling = _SPELLING[op.name]
+            self.file.uses_functional |= "F." in spelling
+            self.file.uses_math |= "math." in spelling
+            return spelling.format(x=self.v(op.operands[0]))
         if isinstance(op, C.DotOp):
             return self._dot(op)
         if isinstance(op, C.BinaryOp):
@@ -602,9 +593,7 @@ class _FunctionEmitter:
         n = len(result.axes)
         a = _placed(self.v(op.lhs), lt, lp, n)
         b = _placed(self.v(op.rhs), rt, rp, n)
-        if type(op) in _OPERATOR:
-            return f"{a} {_OPERATOR[type(op)]} {b}"
-        return f"{_FUNCTION2[type(op)]}({a}, {b})"
+        return _SPELLING[op.name].format(a=a, b=b)
 
     def _dot(self, op: C.DotOp) -> str:
         a, b = self.v(op.lhs), self.v(op.rhs)
@@ -756,7 +745,7 @@ def _weak_values(func: C.FuncOp) -> set[SSAValue]:
         for v in op.results:
             if not candidate(v) or not v.uses:
                 continue
-            if all(type(u.operation) in _OPERATOR
+            if all(u.operation.name in _OPERATORS
                    and not candidate(u.operation.operands[1 - u.index]) for u in v.uses):
                 weak.add(v)
     return weak

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from .. import shapes
+from .. import ops, shapes
 from ..shapes import SCALAR, ShapeError, TensorType
 from . import ast as A
 from .diagnostics import Diagnostic, did_you_mean, error
@@ -26,11 +26,13 @@ if TYPE_CHECKING:
 
 Deps = dict[str, int]
 
-UNARY = {"sqrt", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "softplus", "abs", "sin", "cos"}
+UNARY = set(ops.builtins(arity=1))  # the element-wise functions a program calls by name
 REDUCTIONS = {"sum", "mean", "max", "min", "logsumexp"}
 BUILTINS = UNARY | REDUCTIONS | {"softmax", "real"}
 GRADIENTS = ("grad", "value_and_grad")
-KINKED = {"relu", "abs", "max", "min"}  # continuous, not differentiable everywhere: C⁰
+# continuous, not differentiable everywhere: C⁰ (`max`/`min` name the element-wise
+# functions and the reductions, both kinked)
+KINKED = {name for name, f in ops.builtins().items() if f.regularity == ops.C0}
 
 
 class _Literal:

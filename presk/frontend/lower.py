@@ -12,6 +12,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp, TupleType, f64, i64
 from xdsl.ir import Attribute, Block, SSAValue
 
+from .. import ops
 from ..dialects import core as C
 from ..shapes import TensorType
 from . import ast as A
@@ -41,16 +42,13 @@ def core_type(t: Type) -> Attribute:
     raise LoweringError(f"no PSK-Core type for {t}")
 
 
-_UNARY = {
-    "sqrt": C.SqrtOp, "exp": C.ExpOp, "log": C.LogOp, "tanh": C.TanhOp, "sigmoid": C.SigmoidOp,
-    "relu": C.ReluOp, "gelu": C.GeluOp, "softplus": C.SoftplusOp, "abs": C.AbsOp,
-    "sin": C.SinOp, "cos": C.CosOp,
-}
+# the element-wise functions by their .psk name (the table's rows), and the operators
+_UNARY = {name: getattr(C, f.op_class) for name, f in ops.builtins(arity=1).items()}
+_ELEMENTWISE2 = {name: getattr(C, f.op_class) for name, f in ops.builtins(arity=2).items()}
 _REDUCE = {"sum": C.SumOp, "mean": C.MeanOp, "max": C.MaxOp, "min": C.MinOp,
            "logsumexp": C.LogSumExpOp}
-_BINARY = {"add": C.AddOp, "sub": C.SubOp, "mul": C.MulOp, "div": C.DivOp, "dot": C.DotOp,
-           "pow": C.PowOp}
-_ELEMENTWISE2 = {"min": C.MinimumOp, "max": C.MaximumOp}
+_BINARY = {f.name: getattr(C, f.op_class) for f in ops.rows(arity=2, core=True)
+           if f.builtin is None} | {"dot": C.DotOp}
 
 
 def lower_program(program: Program) -> ModuleOp:

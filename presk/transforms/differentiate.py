@@ -43,7 +43,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TupleType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from .. import shapes
+from .. import ops, shapes
 from ..dialects import core as C
 
 REMATS = ("store", "recompute")
@@ -549,10 +549,13 @@ class _Reverse:
         return self.primal(op.results[0])
 
     def _unary(self, op: C.UnaryOp, dr: SSAValue) -> None:
-        derivative = _UNARY_DERIVATIVES.get(type(op))
-        if derivative is None:  # constant in its operand: heaviside
-            return
-        d = derivative(self, op, dr)
+        if isinstance(op, C.PowIOp):
+            d = _d_powi(self, op, dr)
+        else:
+            f = ops.BY_NAME.get(op.name.removeprefix("psk_core."))
+            if f is None or f.derivative is None:  # constant in its operand: heaviside
+                return
+            d = _d_row(self, op, dr, f.derivative)
         if d is not None:
             value, flip = d
             self.add(op.operands[0], value, flip)
@@ -710,65 +713,24 @@ def _signed(r: _Reverse, c: float) -> SSAValue:
     return r.b.const(-c if r.sign else c)
 
 
-def _d_neg(r, op, dr):
-    return dr, True
+def _d_row(r: _Reverse, op: Operation, dr: SSAValue, d: ops.Derivative):
+    """A table row's derivative rule (presk/ops), as Core ops at the result's type, in
+    the rule's order of operations (an op's computed operands before its constants)."""
+    t = op.results[0].type
 
+    def apply(fn: str, args: list[SSAValue]) -> SSAValue:
+        f = ops.row(fn)
+        cls = getattr(C, f.op_class)
+        return r.e(cls, *args, result_type=t) if f.arity == 2 else r.e(cls, *args)
 
-def _d_sqrt(r, op, dr):
-    t = op.result.type
-    return r.e(C.DivOp, _mul(r, dr, _signed(r, 0.5), t), r.y(op), result_type=t), r.sign
-
-
-def _d_exp(r, op, dr):
-    return _mul(r, dr, r.y(op), op.result.type), False
-
-
-def _d_log(r, op, dr):
-    return r.e(C.DivOp, dr, r.x(op), result_type=op.result.type), False
-
-
-def _d_tanh(r, op, dr):
-    t = op.result.type
-    square = r.e(C.PowIOp, r.y(op), 2)
-    return _mul(r, dr, r.e(C.SubOp, r.b.const(1.0), square, result_type=t), t), False
-
-
-def _d_sigmoid(r, op, dr):
-    t, y = op.result.type, r.y(op)
-    slope = _mul(r, y, r.e(C.SubOp, r.b.const(1.0), y, result_type=t), t)
-    return _mul(r, dr, slope, t), False
-
-
-def _d_relu(r, op, dr):
-    return _mul(r, dr, r.e(C.HeavisideOp, r.x(op), 0.0), op.result.type), False
-
-
-def _d_abs(r, op, dr):
-    t, x = op.result.type, r.x(op)
-    sign = r.e(C.SubOp, r.e(C.HeavisideOp, x, 0.0), r.e(C.HeavisideOp, r.e(C.NegOp, x), 0.0),
-               result_type=t)
-    return _mul(r, dr, sign, t), False
-
-
-def _d_gelu(r, op, dr):
-    """gelu'(x) = Φ(x) + x·φ(x), through erf: psk_core.gelu_slope."""
-    return _mul(r, dr, r.e(C.GeluSlopeOp, r.x(op)), op.result.type), False
-
-
-def _d_erf(r, op, dr):
-    return _mul(r, dr, r.e(C.ErfSlopeOp, r.x(op)), op.result.type), False
-
-
-def _d_softplus(r, op, dr):
-    return _mul(r, dr, r.e(C.SigmoidOp, r.x(op)), op.result.type), False
-
-
-def _d_sin(r, op, dr):
-    return _mul(r, dr, r.e(C.CosOp, r.x(op)), op.result.type), False
-
-
-def _d_cos(r, op, dr):
-    return _mul(r, dr, r.e(C.SinOp, r.x(op)), op.result.type), True
+    walker = ops.Walker[SSAValue](
+        var=lambda name: r.x(op) if name == "x" else r.y(op),
+        const=lambda k: _signed(r, k.value) if k.signed else r.b.const(k.value),
+        apply=apply, powi=lambda v, n: r.e(C.PowIOp, v, n),
+        heaviside=lambda v, h: r.e(C.HeavisideOp, v, h), constants_last=True)
+    value = walker.walk(d.expr, {"dr": dr})
+    # a signed constant took the cotangent's sign: relative to it, the value flips with it
+    return value, d.flip != (r.sign and ops.has_signed(d.expr))
 
 
 def _d_powi(r, op, dr):
@@ -779,14 +741,6 @@ def _d_powi(r, op, dr):
         return dr, False
     base = r.x(op) if n == 2 else r.e(C.PowIOp, r.x(op), n - 1)
     return _mul(r, dr, _mul(r, base, _signed(r, float(n)), t), t), r.sign
-
-
-_UNARY_DERIVATIVES: dict[type, Callable] = {
-    C.NegOp: _d_neg, C.SqrtOp: _d_sqrt, C.ExpOp: _d_exp, C.LogOp: _d_log, C.TanhOp: _d_tanh,
-    C.SigmoidOp: _d_sigmoid, C.ReluOp: _d_relu, C.AbsOp: _d_abs, C.GeluOp: _d_gelu,
-    C.ErfOp: _d_erf, C.SoftplusOp: _d_softplus, C.SinOp: _d_sin, C.CosOp: _d_cos,
-    C.PowIOp: _d_powi,
-}
 
 
 # ---- binary derivatives: each returns two thunks, the cotangents at the result's shape

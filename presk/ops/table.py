@@ -1,0 +1,258 @@
+"""THE table of element-wise functions: one row per function, read by every stage.
+
+A row says what the function is (name, arity, regularity), how every target computes it
+(`compute`: an exact IEEE operation, a program of the math library presk/emit/mathlib.py,
+or a composite of other rows), its derivative, its exact value (an MPFR formula over
+gmpy2), its PyTorch spelling and what the precision bounds charge for it. The checker,
+lowering, the Core and Realize op classes, both interpreters, differentiation, the kernel
+conversions, the C and PyTorch emitters and the bounds all read these rows; adding a
+function is adding a row (docs/contributing.md has the recipe).
+
+Pure Python (math only): `presk check` imports it without xDSL or llvmlite.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .expr import DR, X, Y, Expr, Heaviside, call, functions_of, signed
+
+C_INF, C0 = "C∞", "C⁰"  # smooth; continuous with kinks (relu, abs, min, max)
+
+LIBRARY_ULPS = 4.0  # what the bounds charge for a math-library function (or a composite)
+EXACT_ULPS = 1.0  # … for a correctly rounded operation
+
+
+# ---- how a function is computed ----
+
+@dataclass(frozen=True)
+class Exact:
+    """An IEEE operation with a fixed result (correctly rounded, or exact): numpy's
+    `numpy` ufunc computes its bits. `kernel` names its own PSK-Kernel scalar op
+    (`psk_kernel.add`); without it the kernel computes it as `psk_kernel.math "<name>"`,
+    which lowers to the `math` dialect's `math_op`, the LLVM intrinsic `llvm` and the C99
+    functions `c` (f64, f32)."""
+
+    numpy: str
+    kernel: str | None = None
+    math_op: str | None = None
+    llvm: str | None = None
+    c: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Library:
+    """A program of the math library (presk/emit/mathlib.py `DEFS[name]`), called as
+    `presk_<name>_<f32|f64>` by native code and C; kernel→std emits it as the `math`
+    dialect's `math_op` when that dialect has the function, else as a direct call."""
+
+    math_op: str | None = None
+
+
+@dataclass(frozen=True)
+class Composite:
+    """Computed as `expr` over the operand `X` and other rows, in its order of
+    operations, by every engine (so every engine computes the same bits)."""
+
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Derivative:
+    """The operand's cotangent as `expr` over `DR` (the result's cotangent), `X` and `Y`;
+    `flip`: the contribution is the negative of `expr`."""
+
+    expr: Expr
+    flip: bool = False
+
+
+@dataclass(frozen=True)
+class Monotone:
+    """For the bounds: `f` (f64) is monotone and |f'| ≤ slope(lo, hi, e) on [lo − e,
+    hi + e] (a number: a global Lipschitz constant)."""
+
+    f: Callable[[float], float]
+    slope: float | Callable[[float, float, float], float]
+
+    def lipschitz(self, lo: float, hi: float, e: float) -> float:
+        return self.slope if isinstance(self.slope, float) else self.slope(lo, hi, e)
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    arity: int
+    regularity: str
+    compute: Exact | Library | Composite
+    mpfr: Callable[..., Any]  # (gmpy2, *operands) → the value at the context's precision
+    torch: str | None  # a format of {x} (unary) or {a}, {b} (binary)
+    derivative: Derivative | None = None  # None: constant, or differentiate.py's binary rules
+    bound_ulps: float = EXACT_ULPS
+    bound: Monotone | None = None  # None: a rule of presk/analysis/bounds.py by name
+    builtin: str | None = None  # the .psk spelling of a call, if a program may call it
+    core: bool = True  # a Core and a Realize op (`psk_core.<name>`) exist for it
+    doc: str = ""
+
+    @property
+    def op_class(self) -> str:
+        """The name of its op classes: `GeluSlopeOp`."""
+        return "".join(p.title() for p in self.name.split("_")) + "Op"
+
+
+# ---- helpers of the rows ----
+
+def _sqrt2(g):
+    return g.sqrt(g.mpfr(2))
+
+
+def _sigmoid64(v: float) -> float:
+    return 1 / (1 + math.exp(-v)) if v > -700 else 0.0
+
+
+def _softplus64(v: float) -> float:
+    return v + math.log1p(math.exp(-v)) if v > 0 else math.log1p(math.exp(v))
+
+
+SQRT2 = math.sqrt(2.0)  # √2 in f64
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)  # 2/√π in f64
+SQRT_2PI = math.sqrt(2.0 * math.pi)  # √(2π) in f64
+
+_PHI = (1 + call("erf", X / SQRT2)) / 2  # the normal distribution Φ(x)
+
+
+ROWS: tuple[Function, ...] = (
+    # ---- exact IEEE operations ----
+    Function("neg", 1, C_INF, Exact("negative", kernel="neg"), lambda g, v: -v, "-{x}",
+             Derivative(DR, flip=True), doc="−x (the prefix `-`)"),
+    Function("add", 2, C_INF, Exact("add", kernel="add"), lambda g, a, b: a + b,
+             "{a} + {b}", doc="a + b"),
+    Function("sub", 2, C_INF, Exact("subtract", kernel="sub"), lambda g, a, b: a - b,
+             "{a} - {b}", doc="a − b"),
+    Function("mul", 2, C_INF, Exact("multiply", kernel="mul"), lambda g, a, b: a * b,
+             "{a} * {b}", doc="a · b"),
+    Function("div", 2, C_INF, Exact("divide", kernel="div"), lambda g, a, b: a / b,
+             "{a} / {b}", doc="a / b"),
+    Function("minimum", 2, C0, Exact("minimum", kernel="min"),
+             lambda g, a, b: a if g.is_nan(a) else b if g.is_nan(b) or b < a else a,
+             "torch.minimum({a}, {b})", builtin="min",
+             doc="the smaller operand, NaN when either is (`min(a, b)`)"),
+    Function("maximum", 2, C0, Exact("maximum", kernel="max"),
+             lambda g, a, b: a if g.is_nan(a) else b if g.is_nan(b) or b > a else a,
+             "torch.maximum({a}, {b})", builtin="max",
+             doc="the larger operand, NaN when either is (`max(a, b)`)"),
+    Function("sqrt", 1, C_INF, Exact("sqrt", math_op="SqrtOp", llvm="llvm.sqrt",
+                                     c=("sqrt", "sqrtf")),
+             lambda g, v: g.sqrt(v), "torch.sqrt({x})",
+             Derivative(DR * signed(0.5) / Y), builtin="sqrt", doc="√x, correctly rounded"),
+    Function("abs", 1, C0, Exact("abs", math_op="AbsFOp", llvm="llvm.fabs",
+                                 c=("fabs", "fabsf")),
+             lambda g, v: abs(v), "torch.abs({x})",
+             Derivative(DR * (Heaviside(X, 0.0) - Heaviside(-X, 0.0))), builtin="abs",
+             doc="|x|"),
+    Function("heaviside", 2, C0, Exact("heaviside"),
+             lambda g, v, h: g.mpfr(1) if v > 0 else g.mpfr(0) if v < 0 else h, None,
+             core=False, doc="1 where x > 0, 0 where x < 0, h at 0 (psk_core.heaviside "
+             "keeps h as its attribute `at_zero`)"),
+    # ---- the math library ----
+    Function("exp", 1, C_INF, Library("ExpOp"), lambda g, v: g.exp(v), "torch.exp({x})",
+             Derivative(DR * Y), LIBRARY_ULPS, builtin="exp", doc="eˣ"),
+    Function("log", 1, C_INF, Library("LogOp"), lambda g, v: g.log(v), "torch.log({x})",
+             Derivative(DR / X), LIBRARY_ULPS, builtin="log", doc="the natural logarithm"),
+    Function("log1p", 1, C_INF, Library("Log1pOp"), lambda g, v: g.log1p(v),
+             None, None, LIBRARY_ULPS, core=False,
+             doc="log(1 + x), for the kernels and the library"),
+    Function("tanh", 1, C_INF, Library("TanhOp"), lambda g, v: g.tanh(v),
+             "torch.tanh({x})", Derivative(DR * (1 - Y ** 2)), LIBRARY_ULPS,
+             Monotone(math.tanh, 1.0), builtin="tanh", doc="the hyperbolic tangent"),
+    Function("erf", 1, C_INF, Library("ErfOp"), lambda g, v: g.erf(v), "torch.erf({x})",
+             Derivative(DR * call("erf_slope", X)), LIBRARY_ULPS,
+             Monotone(math.erf, 2 / math.sqrt(math.pi)),
+             doc="the error function: gelu's derivative is written with it"),
+    Function("sin", 1, C_INF, Library("SinOp"), lambda g, v: g.sin(v), "torch.sin({x})",
+             Derivative(DR * call("cos", X)), LIBRARY_ULPS, builtin="sin", doc="sine"),
+    Function("cos", 1, C_INF, Library("CosOp"), lambda g, v: g.cos(v), "torch.cos({x})",
+             Derivative(DR * call("sin", X), flip=True), LIBRARY_ULPS, builtin="cos",
+             doc="cosine"),
+    Function("softplus", 1, C_INF, Library(),
+             lambda g, v: v + g.log1p(g.exp(-v)) if v > 0 else g.log1p(g.exp(v)),
+             "torch.logaddexp({x}, torch.zeros_like({x}))",
+             Derivative(DR * call("sigmoid", X)), LIBRARY_ULPS, Monotone(_softplus64, 1.0),
+             builtin="softplus", doc="log(1 + eˣ)"),
+    Function("pow", 2, C_INF, Library("PowFOp"), lambda g, a, b: a ** b, "{a} ** {b}",
+             doc="aᵇ for a real b (`a ^ b`; a natural b is psk_core.powi)"),
+    # ---- composites: one definition, the order of operations every engine follows ----
+    Function("sigmoid", 1, C_INF, Composite(1 / (1 + call("exp", -X))),
+             lambda g, v: 1 / (1 + g.exp(-v)), "torch.sigmoid({x})",
+             Derivative(DR * (Y * (1 - Y))), LIBRARY_ULPS, Monotone(_sigmoid64, 0.25),
+             builtin="sigmoid", doc="1 / (1 + e⁻ˣ)"),
+    Function("relu", 1, C0, Composite(call("maximum", X, 0.0)),
+             lambda g, v: v if v > 0 or g.is_nan(v) else g.mpfr(0), "torch.relu({x})",
+             Derivative(DR * Heaviside(X, 0.0)), builtin="relu",
+             doc="max(x, 0), NaN propagating"),
+    Function("gelu", 1, C_INF, Composite(X * _PHI),
+             lambda g, v: v * (1 + g.erf(v / _sqrt2(g))) / 2, "F.gelu({x})",
+             Derivative(DR * call("gelu_slope", X)), LIBRARY_ULPS, builtin="gelu",
+             doc="x·Φ(x), Φ the normal distribution (exact, through erf)"),
+    Function("erf_slope", 1, C_INF, Composite(TWO_OVER_SQRT_PI * call("exp", -X * X)),
+             lambda g, v: 2 * g.exp(-v * v) / g.sqrt(g.const_pi()),
+             "2.0 / math.sqrt(math.pi) * torch.exp(-{x} * {x})",
+             doc="erf's derivative, 2/√π·exp(−x²)"),
+    Function("gelu_slope", 1, C_INF,
+             Composite(_PHI + X * call("exp", -X * X / 2) / SQRT_2PI),
+             lambda g, v: (1 + g.erf(v / _sqrt2(g))) / 2
+             + v * g.exp(-v * v / 2) / g.sqrt(2 * g.const_pi()),
+             "(1.0 + torch.erf({x} / math.sqrt(2.0))) / 2.0 + "
+             "{x} * torch.exp(-{x} * {x} / 2.0) / math.sqrt(2.0 * math.pi)",
+             doc="gelu's derivative, Φ(x) + x·φ(x), φ(x) = exp(−x²/2)/√(2π)"),
+)
+"""Every element-wise function. The bounds charge the slopes and pow as exact operations
+(EXACT_ULPS), as they did before this table: a known looseness, kept so their figures stay."""
+
+BY_NAME: dict[str, Function] = {f.name: f for f in ROWS}
+
+
+def row(name: str) -> Function:
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no element-wise function `{name}`") from None
+
+
+def rows(*, arity: int | None = None, core: bool | None = None) -> list[Function]:
+    """The rows with this arity / with (or without) Core and Realize ops, in table order."""
+    return [f for f in ROWS if (arity is None or f.arity == arity)
+            and (core is None or f.core == core)]
+
+
+def builtins(arity: int | None = None) -> dict[str, Function]:
+    """The functions a .psk program calls by name, by that name."""
+    return {f.builtin: f for f in ROWS if f.builtin and (arity is None or f.arity == arity)}
+
+
+def library() -> list[str]:
+    """The functions that are math-library programs."""
+    return [f.name for f in ROWS if isinstance(f.compute, Library)]
+
+
+def kernel_math() -> dict[str, int]:
+    """The functions of `psk_kernel.math` (name: arity): the library's and the exact ones
+    without a scalar op of their own."""
+    return {f.name: f.arity for f in ROWS
+            if isinstance(f.compute, Library)
+            or (isinstance(f.compute, Exact) and f.compute.kernel is None)}
+
+
+def _check() -> None:
+    for f in ROWS:
+        used = set()
+        if isinstance(f.compute, Composite):
+            used |= functions_of(f.compute.expr)
+        if f.derivative is not None:
+            used |= functions_of(f.derivative.expr)
+        missing = used - BY_NAME.keys()
+        assert not missing, f"{f.name} uses {missing}, not rows of the table"
+
+
+_check()
