@@ -7,7 +7,7 @@ Usage, from anywhere (paths are the repository's):
 Measured in one run and printed side by side, per call, each figure with its ratio to
 Presk's on the same line (`peer / Presk`: 37× means Presk is 37 times faster):
 
-- Presk native: the entry compiled by presk (presk.cli.native_cmds.run_native), its inputs
+- Presk native: the entry compiled by presk (presk.pipeline.run_native), its inputs
   bound once (`NativeEntry.bind`), timed by `presk.runtime.time_call` (median of repeats).
   The forward is the entry `loss`; the gradient is `loss.value_vjp` (`grad=True`): the
   value and the gradient with respect to every parameter.
@@ -211,7 +211,7 @@ class NumpyModel:
 
 def load_entry(path: Path, dims: dict[str, int]):
     from presk.analysis import entry as E
-    from presk.cli.core_cmds import load_core
+    from presk.pipeline import load_core
     module, _ = load_core(str(path))
     prepared = E.prepare(module, "loss", dict(dims))
     return module, prepared, E.weights(prepared, 0, None), E.inputs(prepared, 0, None)
@@ -225,8 +225,8 @@ def all_f32(module, prepared, grad: bool):
     is left out."""
     from presk.analysis.realization import Realization
     from presk.analysis.sensitivity import reached
-    from presk.cli.core_cmds import differentiate
     from presk.dialects import core as C
+    from presk.pipeline import differentiate
     if grad:
         module = module.clone()
         differentiate(module, ["loss"], "store")
@@ -272,7 +272,7 @@ class PreskSide:
 
 def presk_side(module, prepared, params, values, label: str,
                realization: Callable[[bool], Any] | None = None) -> PreskSide:
-    from presk.cli.native_cmds import run_native
+    from presk.pipeline import run_native
     runs = [run_native(module, "loss", prepared.dims, params, values,
                        realization(grad) if realization else None, grad=grad)
             for grad in (False, True)]
@@ -470,8 +470,7 @@ _COMPILE_SCRIPT = r"""
 import json, sys, time
 spawned = float(sys.argv[1]); started = time.time(); t0 = time.perf_counter()
 from presk.analysis import entry as E
-from presk.cli.core_cmds import load_core
-from presk.cli.kernel_cmds import entry_call
+from presk.pipeline import entry_call, load_core
 from presk.runtime.compile import native_program
 t1 = time.perf_counter()
 module, _ = load_core(sys.argv[2])

@@ -82,8 +82,7 @@ def bench(name: str, path: str, dims: dict[str, int], budget: float, samples: in
     from presk.analysis.realization import Realization
     from presk.analysis.sensitivity import reached
     from presk.analysis.solver import TrafficCost, _core_ops, measure_error, solve
-    from presk.cli.core_cmds import load_core
-    from presk.cli.kernel_cmds import run_kernel
+    from presk.pipeline import load_core, run_kernel
 
     module, _ = load_core(path)
     prepared = E.prepare(module, "loss", dict(dims))

@@ -599,7 +599,7 @@ def measure(core_module, entry: str, dims, params, values, realization: Realizat
             bits: int = 128, exact=None) -> tuple[float, Any]:
     """The kernel interpreter under the realization against MPFR at `bits`: (max |error|,
     the exact value)."""
-    from ..cli.kernel_cmds import run_kernel
+    from ..pipeline import run_kernel
     from . import entry as E
     from .interpret import Interpreter
     from .numbers import MPFR

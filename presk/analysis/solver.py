@@ -110,7 +110,7 @@ class TrafficCost:
     def cost(self, realization: Realization) -> float:
         key = _key(realization)
         if key not in self._cache:
-            from ..cli.kernel_cmds import kernel_pipeline
+            from ..pipeline import kernel_pipeline
             self.pipelines += 1
             self._cache[key] = traffic(kernel_pipeline(self.core, self.entry, self.dims,
                                                        realization).kernel,
@@ -298,7 +298,7 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
           params: dict[str, np.ndarray] | None = None, values: dict[str, np.ndarray] | None = None,
           seed: int = 0, bits: int = 128, cost_model: CostModel | None = None,
           theta: float = THETA, max_rounds: int = 64) -> Solution:
-    from ..cli.kernel_cmds import kernel_pipeline, run_kernel
+    from ..pipeline import kernel_pipeline, run_kernel
     from ..conversion.core_to_realize import site_types
     from ..dialects import core as C
     from . import entry as E

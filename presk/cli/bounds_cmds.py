@@ -16,7 +16,7 @@ import math
 import re
 from typing import Any
 
-from .common import UsageError
+from .common import UsageError, reported, warn
 
 MODELS = ("k", "normwise", "cond", "rss")
 
@@ -62,12 +62,13 @@ def _bits(text: str) -> int:
     return v
 
 
+@reported
 def check_precision(args: argparse.Namespace) -> int:
     from ..analysis.bounds import BoundsError, bounds
     from ..analysis.envelope import EnvelopeError, load_envelope
     from ..analysis.realization import RealizationError, load_realization
     from ..analysis.weights import WeightsError
-    from .core_cmds import load_core, parse_dims
+    from ..pipeline import load_core, parse_dims
 
     try:
         envelope = load_envelope(args.precision)
@@ -76,7 +77,7 @@ def check_precision(args: argparse.Namespace) -> int:
         raise UsageError(f"presk: {exc}") from None
     entry = args.entry or envelope.entry
     dims = parse_dims(args.dim) if args.dim else {k: int(v) for k, v in envelope.dims.items()}
-    module, _ = load_core(args.file)
+    module, _ = load_core(args.file, warn)
     seed = args.seed
     if seed is None:
         m = re.fullmatch(r"seed (-?\d+)", envelope.inputs)

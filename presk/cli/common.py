@@ -3,8 +3,11 @@ diagnostics printed the way the user reads them, and the flags that record an en
 
 from __future__ import annotations
 
+import functools
 import sys
-from typing import Any
+from typing import Any, Callable, TypeVar
+
+from ..pipeline.errors import InvalidInput, InvalidProgram
 
 
 class UsageError(Exception):
@@ -15,23 +18,35 @@ class ProgramError(Exception):
     """The user's program has an error, already printed: exit code 1."""
 
 
+Command = TypeVar("Command", bound=Callable[..., int])
+
+
+def reported(command: Command) -> Command:
+    """The command with the pipeline's failures as the command line reports them: an
+    InvalidInput a UsageError (one line, exit 2), an InvalidProgram printed on stderr and
+    a ProgramError (exit 1)."""
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> int:
+        try:
+            return command(*args, **kwargs)
+        except InvalidInput as exc:
+            raise UsageError(str(exc)) from None
+        except InvalidProgram as exc:
+            print(exc, file=sys.stderr)
+            raise ProgramError() from None
+    return run  # type: ignore[return-value]
+
+
+def warn(text: str) -> None:
+    """A warning of the program, on stderr."""
+    print(text, file=sys.stderr)
+
+
+@reported
 def elaborate_or_report(path: str):
     """Elaborate a program, printing its diagnostics; raise ProgramError on an error."""
-    from ..frontend.diagnostics import CompileError
-    from ..frontend.elaborate import elaborate
-    from ..frontend.load import InputError
-
-    sources: dict[str, str] = {}
-    try:
-        program = elaborate(path, sources)
-    except InputError as exc:
-        raise UsageError(f"presk: {exc}") from None
-    except CompileError as exc:
-        print(exc.diagnostic.render(sources), file=sys.stderr)
-        raise ProgramError() from None
-    for warning in program.diagnostics:
-        print(warning.render(sources), file=sys.stderr)
-    return program
+    from ..pipeline.load import elaborate_program
+    return elaborate_program(path, warn)
 
 
 def add_recording_arguments(group: Any, what: str) -> None:

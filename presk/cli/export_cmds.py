@@ -14,11 +14,14 @@ import importlib
 from typing import Any
 
 from .common import add_recording_arguments
+from .print_pipeline import add_flag, print_pipeline
 
 TARGETS = {"c": "export_c", "pytorch": "export_pytorch"}
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if getattr(args, "print_pipeline", False):
+        return print_pipeline(args)
     module = importlib.import_module(f"{__package__}.{TARGETS[args.target]}")
     return module.run(args)
 
@@ -38,4 +41,5 @@ def add_export(sub: Any) -> None:
                    help="seed of the weights and inputs `make check` runs on")
     c.add_argument("--weights", help="a safetensors file of parameters keyed by path")
     c.add_argument("--inputs", help="a safetensors file of inputs keyed by argument path")
+    add_flag(p)
     p.set_defaults(run=cmd_export)

@@ -8,13 +8,14 @@ import argparse
 import os
 
 from ..analysis.artifact import write_atomic
-from .common import UsageError
-from .core_cmds import load_core
+from ..pipeline import load_core
+from .common import UsageError, reported, warn
 
 
+@reported
 def run(args: argparse.Namespace) -> int:
     from ..emit.pytorch import ExportError, pytorch_export, summary_line
-    module, program = load_core(args.file)
+    module, program = load_core(args.file, warn)
     stem = os.path.splitext(os.path.basename(args.file))[0]
     try:
         export = pytorch_export(module, stem, program=program)

@@ -14,7 +14,8 @@ from . import (
     bounds_cmds, core_cmds, data_cmd, export_cmds, precision_cmds, realize_cmds, sensitivity_cmds,
     solve_cmds, train_cmds,
 )
-from .common import ProgramError, UsageError, elaborate_or_report
+from .common import ProgramError, UsageError, elaborate_or_report, reported
+from .print_pipeline import add_flag, print_pipeline
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,6 +43,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
+    if getattr(args, "print_pipeline", False):
+        return print_pipeline(args)
     if args.stage in ("core", "vjp"):
         return core_cmds.dump_core(args)
     if args.stage == "realize":
@@ -92,6 +95,7 @@ def _add_dump(sub: Any) -> None:
                    "as `presk run --grad --engine kernel` runs it)")
     realize_cmds.add_to_dump(p)
     sensitivity_cmds.add_to_dump(p)
+    add_flag(p)
     p.set_defaults(run=cmd_dump)
 
 
@@ -111,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        run: Callable[[argparse.Namespace], int] = args.run
+        run: Callable[[argparse.Namespace], int] = reported(args.run)
         return run(args)
     except UsageError as exc:
         print(exc, file=sys.stderr)

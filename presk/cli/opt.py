@@ -1,97 +1,20 @@
 """`presk-opt`: xDSL's MLIR-style driver with Presk's dialects and passes registered.
 
 `presk-opt FILE.mlir -p pass,pass` reads IR, verifies it, runs the passes and prints the
-result; `--verify-diagnostics --split-input-file` is how the verifier tests run.
+result; `--verify-diagnostics --split-input-file` is how the verifier tests run. The table
+of Presk's passes and dialects is presk/pipeline/passes.py, the one the pipeline runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from xdsl.ir import Dialect
-from xdsl.passes import ModulePass
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from presk import __version__
+from presk.pipeline.passes import PRESK_DIALECTS, PRESK_PASSES
 
-
-def _core() -> Dialect:
-    from presk.dialects.core import Core
-
-    return Core
-
-
-# Each dialect is loaded when a file first names it, so that the driver starts fast.
-def _realize() -> Dialect:
-    from presk.dialects.realize import Realize
-
-    return Realize
-
-
-def _kernel() -> Dialect:
-    from presk.dialects.kernel import Kernel
-
-    return Kernel
-
-
-PRESK_DIALECTS: dict[str, Callable[[], Dialect]] = {
-    "psk_core": _core,
-    "psk_realize": _realize,
-    "psk_kernel": _kernel,
-}
-
-def _differentiate() -> type[ModulePass]:
-    from presk.transforms.differentiate import DifferentiatePass
-
-    return DifferentiatePass
-
-
-def _core_to_realize() -> type[ModulePass]:
-    from presk.conversion.core_to_realize import ConvertCoreToRealizePass
-
-    return ConvertCoreToRealizePass
-
-
-def _fuse() -> type[ModulePass]:
-    from presk.transforms.fuse import FusePass
-
-    return FusePass
-
-
-def _realize_to_kernel() -> type[ModulePass]:
-    from presk.conversion.realize_to_kernel import ConvertRealizeToKernelPass
-
-    return ConvertRealizeToKernelPass
-
-
-def _kernel_to_std() -> type[ModulePass]:
-    from presk.conversion.kernel_to_std import ConvertKernelToStdPass
-
-    return ConvertKernelToStdPass
-
-
-def _std_to_llvm(cls: str) -> Callable[[], type[ModulePass]]:
-    def load() -> type[ModulePass]:
-        from presk.conversion import std_to_llvm
-
-        return getattr(std_to_llvm, cls)
-
-    return load
-
-
-# Passes join this table as they land: name → a function returning the pass class.
-PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
-    "psk-differentiate": _differentiate,
-    "convert-psk-core-to-realize": _core_to_realize,
-    "psk-fuse": _fuse,
-    "convert-psk-realize-to-kernel": _realize_to_kernel,
-    "convert-psk-kernel-to-std": _kernel_to_std,
-    "convert-arith-to-llvm": _std_to_llvm("ConvertArithToLLVMPass"),
-    "convert-func-to-llvm": _std_to_llvm("ConvertFuncToLLVMPass"),
-    "convert-cf-to-llvm": _std_to_llvm("ConvertCfToLLVMPass"),
-    "convert-index-to-llvm": _std_to_llvm("ConvertIndexToLLVMPass"),
-    "convert-math-to-llvm": _std_to_llvm("ConvertMathToLLVMPass"),
-}
+__all__ = ["PRESK_DIALECTS", "PRESK_PASSES", "PreskOptMain", "main"]
 
 
 class PreskOptMain(xDSLOptMain):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import ProgramError, UsageError
+from .common import ProgramError, UsageError, reported, warn
 
 
 def add_calibrate(sub: Any) -> None:
@@ -38,14 +38,15 @@ def add_calibrate(sub: Any) -> None:
     p.set_defaults(run=cmd_calibrate)
 
 
+@reported
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..analysis.envelope import EnvelopeError, calibrate, save_envelope
     from ..analysis.interpret import InterpretError
     from ..analysis.weights import WeightsError
-    from .core_cmds import load_core, parse_dims
+    from ..pipeline import load_core, parse_dims
 
     dims = parse_dims(args.dim)
-    module, _ = load_core(args.file)
+    module, _ = load_core(args.file, warn)
     try:
         envelope = calibrate(module, args.entry, dims, args.bits, args.samples, args.seed,
                              args.weights, args.inputs)

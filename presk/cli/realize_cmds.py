@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import UsageError
+from .common import UsageError, reported, warn
 
 
 def add_to_dump(parser: argparse.ArgumentParser) -> None:
@@ -37,30 +37,23 @@ def add_to_dump(parser: argparse.ArgumentParser) -> None:
 
 def realize_module(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     """The Core module, the recorded (and fused) Realize module, the reached functions."""
-    from ..analysis.realization import RealizationError, load_realization
-    from ..conversion.core_to_realize import RecordError, record
-    from .core_cmds import load_core, parse_dims, reached
+    from ..pipeline import load_core, load_realization, parse_dims, reached, record_entry
 
     if not args.entry:
         raise UsageError("presk dump: --stage realize needs --entry, e.g. --entry loss")
-    try:
-        realization = load_realization(getattr(args, "realize", None))
-    except RealizationError as exc:
-        raise UsageError(f"presk: {exc}") from None
-    core, _ = load_core(args.file)
+    realization = load_realization(getattr(args, "realize", None))
+    core, _ = load_core(args.file, warn)
     order = reached(core, args.entry)
     dims = parse_dims(getattr(args, "dim", None) or [])
-    try:
-        module = record(core, args.entry, dims, realization)
-    except (RecordError, RealizationError) as exc:
-        raise UsageError(f"presk: {exc}") from None
-    if getattr(args, "fuse", True):
-        from ..transforms.fuse import fuse_module
-        fuse_module(module, getattr(args, "fuse_limit", 8))
+    fuse = getattr(args, "fuse", True)
+    module, _ = record_entry(core, args.entry, dims, realization, fuse,
+                             fuse_limit=getattr(args, "fuse_limit", 8))
+    if fuse:
         module.verify()
     return core, module, order
 
 
+@reported
 def dump_realize(args: argparse.Namespace) -> int:
     core, module, order = realize_module(args)
     if getattr(args, "format", "listing") == "mlir":

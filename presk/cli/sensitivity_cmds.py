@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import ProgramError, UsageError
+from .common import ProgramError, UsageError, reported, warn
 
 
 def add_to_dump(parser: argparse.ArgumentParser) -> None:
@@ -47,20 +47,21 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+@reported
 def dump_sensitivity(args: argparse.Namespace) -> int:
     from ..analysis import entry as E
     from ..analysis.sensitivity import report, sensitivities
     from ..analysis.weights import WeightsError
     from ..dialects import core as C
     from ..transforms.differentiate import DifferentiationError
-    from .core_cmds import load_core, parse_dims
+    from ..pipeline import load_core, parse_dims
 
     if not args.entry:
         raise UsageError("presk dump: --stage sensitivity needs --entry, e.g. --entry loss")
     bits = getattr(args, "bits", None) or 128
     if bits < 2:
         raise UsageError(f"presk: --bits {bits}: a precision is 2 bits or more")
-    module, _ = load_core(args.file)
+    module, _ = load_core(args.file, warn)
     dims = parse_dims(getattr(args, "dim", None) or [])
     seed = getattr(args, "seed", 0) or 0
     try:

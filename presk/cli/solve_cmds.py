@@ -13,7 +13,7 @@ import argparse
 import math
 from typing import Any
 
-from .common import ProgramError, UsageError
+from .common import ProgramError, UsageError, reported, warn
 
 
 def add_solve(sub: Any) -> None:
@@ -47,6 +47,7 @@ def _budget(text: str) -> float:
     return value
 
 
+@reported
 def cmd_solve(args: argparse.Namespace) -> int:
     import sys
 
@@ -55,7 +56,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from ..analysis.realization import RealizationError
     from ..analysis.solver import SolveError, solve, write_realization
     from ..analysis.weights import WeightsError
-    from .core_cmds import load_core, parse_dims
+    from ..pipeline import load_core, parse_dims
 
     try:
         envelope = load_envelope(args.precision)
@@ -69,7 +70,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         have = ", ".join(f"{k}={v}" for k, v in envelope.dims.items()) or "none"
         raise UsageError(f"presk: the envelope was measured at dims {have}, not "
                          + (", ".join(f"{k}={v}" for k, v in dims.items()) or "none"))
-    module, _ = load_core(args.file)
+    module, _ = load_core(args.file, warn)
     try:
         entry = E.prepare(module, args.entry, dims)
         params = E.weights(entry, args.seed, args.weights)

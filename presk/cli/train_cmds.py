@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from .common import ProgramError, UsageError
+from .common import UsageError, reported, warn
 
 
 def add_train(sub: Any) -> None:
@@ -47,6 +47,7 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+@reported
 def cmd_train(args: argparse.Namespace) -> int:
     if args.plot:
         return _replot(args.plot)
@@ -92,9 +93,8 @@ def _check_same_run(saved: dict, now: dict) -> None:
 
 
 def _load(args: argparse.Namespace):
-    from ..frontend.lower import LoweringError, lower_program
-    from .common import elaborate_or_report
-    program = elaborate_or_report(args.file)
+    from ..pipeline import elaborate_program, lower_to_core
+    program = elaborate_program(args.file, warn)
     runs = program.main.trainings
     if not runs:
         raise UsageError(f"presk train: {args.file} has no `training` run")
@@ -105,12 +105,7 @@ def _load(args: argparse.Namespace):
     if name not in runs:
         raise UsageError(f"presk train: no training run `{name}` (the runs: "
                          f"{', '.join(runs)})")
-    try:
-        core = lower_program(program)
-    except LoweringError as exc:
-        print(f"{args.file}: error: {exc}", file=sys.stderr)
-        raise ProgramError() from None
-    return program, core, runs[name]
+    return program, lower_to_core(program, args.file), runs[name]
 
 
 def _trainer(args, core, training, directory: str):

@@ -27,7 +27,8 @@ import os
 import sys
 from typing import Callable, NoReturn
 
-from .common import ProgramError, UsageError, add_recording_arguments
+from ..pipeline import kernel_pipeline, load_core, output_names, parse_dims, parse_mlir
+from .common import ProgramError, UsageError, add_recording_arguments, reported, warn
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,8 +54,6 @@ def kernel_module(module, args: argparse.Namespace):
 def recorded(module, args: argparse.Namespace):
     """(the PSK-Kernel module, its entry's output names or None for the file's own)."""
     from ..dialects import kernel as K
-    from .core_cmds import parse_dims
-    from .kernel_cmds import kernel_pipeline, output_names
     if K.hosts(module):
         if args.entry or args.dim or args.realize or args.grad:
             raise UsageError("presk-translate: a PSK-Kernel file is recorded already: "
@@ -118,10 +117,9 @@ def _write(text: str, path: str | None) -> None:
 def _load(args: argparse.Namespace):
     """(module, program): a .psk program lowered to PSK-Core and the program, or an .mlir
     file (at any of Presk's stages for the targets that emit kernels) and None."""
-    from .core_cmds import load_core, parse_mlir
     if args.file.endswith(".mlir") and args.to in NEEDS_ENTRY:
         return parse_mlir(args.file, all_stages=True), None
-    return load_core(args.file)
+    return load_core(args.file, warn)
 
 
 def _write_files(files: dict[str, str], directory: str | None, comment: str) -> None:
@@ -140,6 +138,28 @@ def _write_files(files: dict[str, str], directory: str | None, comment: str) -> 
         _write(text, os.path.join(directory, name))
 
 
+@reported
+def _translate(args: argparse.Namespace) -> int:
+    if args.to not in NEEDS_ENTRY and (args.entry or args.dim or args.realize
+                                       or args.grad):
+        raise UsageError(f"presk-translate: --entry, --dim, --realize and --grad apply "
+                         f"to --to llvm or c, not --to {args.to}")
+    if args.optimized and args.to != "llvm":
+        raise UsageError(f"presk-translate: --optimized applies to --to llvm, not "
+                         f"--to {args.to}")
+    module, program = _load(args)
+    target = TARGETS[args.to]
+    if args.to in NEEDS_ENTRY:
+        out = target(module, args)
+    else:
+        out = target(module, program) if args.to == "pytorch" else target(module)
+    if isinstance(out, dict):
+        _write_files(out, args.output, COMMENT[args.to])
+    else:
+        _write(out, args.output)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="presk-translate", description=__doc__.split("\n")[0])
     parser.add_argument("file", help="a .psk program or a PSK-Core .mlir file")
@@ -151,25 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     entry.add_argument("--optimized", action="store_true",
                        help="the IR after LLVM's O2 for this machine")
     try:
-        args = parser.parse_args(argv)
-        if args.to not in NEEDS_ENTRY and (args.entry or args.dim or args.realize
-                                           or args.grad):
-            raise UsageError(f"presk-translate: --entry, --dim, --realize and --grad apply "
-                             f"to --to llvm or c, not --to {args.to}")
-        if args.optimized and args.to != "llvm":
-            raise UsageError(f"presk-translate: --optimized applies to --to llvm, not "
-                             f"--to {args.to}")
-        module, program = _load(args)
-        target = TARGETS[args.to]
-        if args.to in NEEDS_ENTRY:
-            out = target(module, args)
-        else:
-            out = target(module, program) if args.to == "pytorch" else target(module)
-        if isinstance(out, dict):
-            _write_files(out, args.output, COMMENT[args.to])
-        else:
-            _write(out, args.output)
-        return 0
+        return _translate(parser.parse_args(argv))
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -813,17 +813,21 @@ def parse_dims_text(text: str) -> dict[str, int]:
 @dataclass(frozen=True)
 class ConvertCoreToRealizePass(ModulePass):
     """`convert-psk-core-to-realize{entry=loss dims="B=4" realize="path.json"}`: the
-    module's Core functions replaced by the entry's instances."""
+    module's Core functions replaced by the entry's instances. `grad=true`: the entry's
+    value and gradient (`entry.value_vjp`, psk-differentiate before it), as
+    `record_value_and_gradient` records it."""
 
     name = "convert-psk-core-to-realize"
 
     entry: str = "loss"
     dims: str = ""
     realize: str | None = None
+    grad: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         realization = load_realization(self.realize)
-        new = record(op, self.entry, parse_dims_text(self.dims), realization)
+        how = record_value_and_gradient if self.grad else record
+        new = how(op, self.entry, parse_dims_text(self.dims), realization)
         for old in list(op.ops):
             old.detach()
             old.erase()

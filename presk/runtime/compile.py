@@ -47,7 +47,8 @@ def lowering_version() -> str:
     return h.hexdigest()[:16]
 
 
-def _std_passes() -> list[ModulePass]:
+def std_passes() -> list[ModulePass]:
+    """func/scf/arith/math/index/cf (and llvm pointers) → the llvm dialect, in order."""
     from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
     from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPass
 
@@ -64,19 +65,28 @@ def llvm_module_from_std(module: ModuleOp) -> ModuleOp:
     the math library's functions it calls appended."""
     from ..emit.mathlib_llvm import declare_all
     ctx = Context()
-    for p in _std_passes():
+    for p in std_passes():
         p.apply(ctx, module)
     declare_all(module)
     return module
 
 
+def lowering_passes() -> list[ModulePass]:
+    """PSK-Kernel → the llvm dialect: the passes of the docstring, in order."""
+    return [ConvertKernelToStdPass(), *std_passes()]
+
+
 def llvm_dialect_module(kernel_module: ModuleOp) -> tuple[ModuleOp, list[EntrySig]]:
-    """The kernel module (left unchanged) lowered to the llvm dialect, the math library's
-    functions appended, and the entries it exports."""
+    """The kernel module (left unchanged) lowered to the llvm dialect (`lowering_passes`),
+    the math library's functions appended, and the entries it exports."""
+    from ..emit.mathlib_llvm import declare_all
     sigs = entry_signatures(kernel_module)
     module = kernel_module.clone()
-    ConvertKernelToStdPass().apply(Context(), module)
-    return llvm_module_from_std(module), sigs
+    ctx = Context()
+    for p in lowering_passes():
+        p.apply(ctx, module)
+    declare_all(module)
+    return module, sigs
 
 
 def native_program(kernel_module: ModuleOp, cache: bool | NativeCache = True) -> NativeProgram:

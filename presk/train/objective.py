@@ -2,7 +2,7 @@
 size, compiled once (or taken from the on-disk cache), called once per step.
 
 The entry is `objective.value_vjp` recorded down to PSK-Kernel under the realization, as
-`presk run --grad --engine native` records it (presk/cli/kernel_cmds.py `entry_call`):
+`presk run --grad --engine native` records it (presk/pipeline/call.py `entry_call`):
 inputs the parameters by path (`θ.blocks.proj.w`), the batch (`batch.0`, `batch.1`) and
 the cotangent seed (1); outputs `result` and `grad.<path>`. Its buffers are allocated and
 bound once (`NativeEntry.bind`), so a step is: the parameters and the batch copied into
@@ -44,8 +44,7 @@ class NativeObjective:
 
     def __init__(self, core_module, objective: str, dims: dict[str, int], realization=None,
                  remat: str = "store", cache: bool = True):
-        from ..cli.kernel_cmds import entry_call
-        from ..cli.native_cmds import compile_call
+        from ..pipeline import compile_call, entry_call
         self.prepared = E.prepare(core_module, objective, dims)
         params = {f.path: np.zeros(f.shape) for f in self.prepared.fields}
         values = {n: np.zeros(s) for n, s in self.prepared.inputs.items()}

@@ -30,7 +30,7 @@ import pytest
 
 from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter, bf16_round, to_storage
-from presk.cli.export_c import export_c
+from presk.pipeline.export import export_c
 from presk.emit.c_program import c_float, c_identifier, c_sources
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program

@@ -33,8 +33,7 @@ import pytest
 
 from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter
-from presk.cli.kernel_cmds import entry_call, run_kernel
-from presk.cli.native_cmds import run_native
+from presk.pipeline import entry_call, run_kernel, run_native
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
 from presk.runtime.compile import native_program

@@ -21,8 +21,7 @@ from presk.analysis import envelope as EV
 from presk.analysis.realization import Realization
 from presk.analysis.sensitivity import reached, sensitivities
 from presk.analysis.solver import TrafficCost, _core_ops, _magnitude, measure_error, solve
-from presk.cli.core_cmds import load_core
-from presk.cli.kernel_cmds import run_kernel
+from presk.pipeline import load_core, run_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = [

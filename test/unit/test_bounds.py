@@ -16,7 +16,7 @@ from presk.analysis.bounds import SOUND, bounds
 from presk.analysis.realization import load_realization
 from presk.cli import bounds_cmds
 from presk.cli.common import UsageError
-from presk.cli.core_cmds import load_core
+from presk.pipeline import load_core
 
 TUTORIAL = "tutorial/07_train.psk"
 MIXED = "test/fixtures/realization_mixed.json"

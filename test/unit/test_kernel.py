@@ -27,8 +27,9 @@ from presk.analysis.kernel_interpret import (
     to_storage,
 )
 from presk.analysis.numbers import F64, MPFR
-from presk.cli.core_cmds import load_core
-from presk.cli.kernel_cmds import dump_kernel, kernel_pipeline, run_kernel
+from presk.pipeline import load_core
+from presk.cli.kernel_cmds import dump_kernel
+from presk.pipeline import kernel_pipeline, run_kernel
 from presk.dialects import kernel as K
 from presk.emit import mathlib
 from presk.emit.kernel_listing import count, format_listing
@@ -596,7 +597,7 @@ def test_widening_reads_fold_into_the_kernel_and_narrowing_converts_are_host_ops
 def test_kernel_interpreter_equals_core_f64_bit_for_bit(name: str, B: int) -> None:
     """Under all-f64 every kernel computes what PSK-Core's f64 interpreter does, in the same
     order (sums in index order, k ascending): the same bits, fused or not."""
-    from presk.cli.kernel_cmds import run_kernel
+    from presk.pipeline import run_kernel
     from presk.frontend.elaborate import elaborate
     from presk.frontend.lower import lower_program
     module = lower_program(elaborate(str(Path(__file__).parents[2] / "tutorial" / f"{name}.psk")))

@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter
 from presk.analysis.realization import Realization
-from presk.cli.kernel_cmds import entry_call
+from presk.pipeline import entry_call
 from presk.dialects import core as C
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
@@ -232,7 +232,7 @@ def check(prog: Program, tmp: Path, seed: int, realize: bool, nonfinite: bool,
     if realize:
         module = core
         if prog.grad:
-            from presk.cli.core_cmds import differentiate
+            from presk.pipeline import differentiate
             module = core.clone()
             differentiate(module, ["loss"], remat)
         realization = random_realization(rng, sites(module), sorted(params))

@@ -283,7 +283,7 @@ def test_type_text():
 
 def test_group_summary_and_table(core):
     from presk.emit.realize_listing import format_groups, memory_rows
-    from presk.cli.core_cmds import reached
+    from presk.pipeline import reached
     for which in ("f64", "mixed"):
         module = recorded(core, which, fuse=True)
         order = reached(core, "loss")

@@ -23,7 +23,7 @@ import pytest
 from presk.analysis import entry as E
 from presk.analysis.interpret import Interpreter
 from presk.analysis.numbers import F64
-from presk.cli.kernel_cmds import kernel_pipeline, run_kernel
+from presk.pipeline import kernel_pipeline, run_kernel
 from presk.dialects import kernel as K
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program

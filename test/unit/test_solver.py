@@ -10,7 +10,7 @@ import pytest
 from presk.analysis import envelope as EV
 from presk.analysis.realization import load_realization
 from presk.analysis.solver import measure_error, solve
-from presk.cli.core_cmds import load_core
+from presk.pipeline import load_core
 
 TUTORIAL = "tutorial/07_train.psk"
 DIMS = {"B": 4}
@@ -68,7 +68,7 @@ def test_written_realization_runs_within_budget(module, solution, tmp_path):
     from presk.analysis import entry as E
     from presk.analysis.solver import write_realization
     from presk.analysis.sensitivity import sensitivities
-    from presk.cli.kernel_cmds import run_kernel
+    from presk.pipeline import run_kernel
     path = tmp_path / "realization.json"
     write_realization(solution, str(path))
     data = json.loads(path.read_text())

@@ -19,7 +19,7 @@ import pytest
 from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter
 from presk.analysis.realization import Realization
-from presk.cli.kernel_cmds import entry_call
+from presk.pipeline import entry_call
 from presk.dialects import kernel as K
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
@@ -112,7 +112,7 @@ def test_split_ranges_are_whole_tiles() -> None:
     from xdsl.dialects.builtin import Builtin
     from xdsl.parser import Parser
 
-    from presk.cli.opt import PRESK_DIALECTS
+    from presk.pipeline.passes import PRESK_DIALECTS
     ctx = Context()
     ctx.load_dialect(Builtin)
     for name, factory in PRESK_DIALECTS.items():

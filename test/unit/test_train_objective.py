@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from presk.analysis import entry as E
-from presk.cli.core_cmds import load_core
-from presk.cli.kernel_cmds import run_kernel
+from presk.pipeline import load_core, run_kernel
 from presk.train.objective import NativeObjective
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,52 @@
+"""What the commands that run an entry share (`presk run` on every engine, `presk export
+--target c`): the entry and its arguments from the flags, the lines that print a result,
+and `--out`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..pipeline import load_core, parse_dims, prepare_entry
+from .common import UsageError, warn
+
+
+def prepare_run(args: argparse.Namespace):
+    """The Core module, the prepared entry, its parameters and inputs for `presk run`."""
+    module, _ = load_core(args.file, warn)
+    entry, params, values = prepare_entry(module, args.entry, parse_dims(args.dim),
+                                          args.seed, getattr(args, "weights", None),
+                                          getattr(args, "inputs", None))
+    return module, entry, params, values
+
+
+def save(tensors, path: str) -> None:
+    """Write a safetensors file; a path that cannot be written is one line, exit code 2."""
+    from ..analysis.weights import WeightsError, save_tensors
+    try:
+        save_tensors(tensors, path)
+    except WeightsError as exc:
+        raise UsageError(f"presk: {exc}") from None
+
+
+def show(value: Any) -> str:
+    import numpy as np
+    array = np.asarray(value)
+    if array.shape == ():
+        return str(array.item())
+    if array.dtype == object:  # MPFR: every digit, as a scalar result prints
+        return np.array2string(array, separator=", ", formatter={"all": str},
+                               max_line_width=100)
+    return np.array2string(array, precision=17, separator=", ")
+
+
+def print_run(args: argparse.Namespace, dims: dict[str, int], where: str,
+              result: dict[str, Any]) -> None:
+    """`loss at B = 4 in <where>:` and one line per output, as `presk run` prints; `--out`."""
+    text = ", ".join(f"{k} = {v}" for k, v in dims.items())
+    print(f"{args.entry}{' at ' + text if text else ''} in {where}:")
+    for path, value in result.items():
+        print(f"  {path} = {show(value)}")
+    if getattr(args, "out", None):
+        save(dict(result), args.out)
+        print(f"  written to {args.out}")

@@ -1,0 +1,170 @@
+"""Loading a program: a .psk file elaborated and lowered to PSK-Core, or an .mlir file
+parsed and verified; the dims of an entry; the functions an entry reaches.
+
+Heavy imports (xDSL) happen inside the functions: `presk check` elaborates through here
+without them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .errors import InvalidInput, InvalidProgram
+
+Warn = Callable[[str], None]
+
+
+def elaborate_program(path: str, warn: Warn | None = None):
+    """The elaborated program of a .psk file; each warning, rendered with its source line,
+    given to `warn`. An unreadable file is an InvalidInput, an error in the program an
+    InvalidProgram (its diagnostic)."""
+    from ..frontend.diagnostics import CompileError
+    from ..frontend.elaborate import elaborate
+    from ..frontend.load import InputError
+
+    sources: dict[str, str] = {}
+    try:
+        program = elaborate(path, sources)
+    except InputError as exc:
+        raise InvalidInput(f"presk: {exc}") from None
+    except CompileError as exc:
+        raise InvalidProgram(exc.diagnostic.render(sources)) from None
+    if warn is not None:
+        for warning in program.diagnostics:
+            warn(warning.render(sources))
+    return program
+
+
+def lower_to_core(program, path: str):
+    """The elaborated program in PSK-Core (frontend/lower.py)."""
+    from ..frontend.lower import LoweringError, lower_program
+    try:
+        return lower_program(program)
+    except LoweringError as exc:
+        raise InvalidProgram(f"{path}: error: {exc}") from None
+
+
+def load_core(path: str, warn: Warn | None = None):
+    """(the PSK-Core module, the elaborated program) of a .psk program, or (the module,
+    None) of an .mlir file."""
+    if path.endswith(".mlir"):
+        return parse_mlir(path), None
+    program = elaborate_program(path, warn)
+    return lower_to_core(program, path), program
+
+
+def parse_mlir(path: str, all_stages: bool = False):
+    """An MLIR file: PSK-Core (and with `all_stages` also PSK-Realize and PSK-Kernel),
+    verified; a syntax or verifier error is an InvalidProgram, an unreadable file an
+    InvalidInput."""
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError, VerifyException
+
+    from ..dialects.core import Core
+    try:
+        text = open(path, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"presk: {path}: cannot read ({exc})") from None
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(Core)
+    if all_stages:
+        from ..dialects.kernel import Kernel
+        from ..dialects.realize import Realize
+        ctx.load_dialect(Realize)
+        ctx.load_dialect(Kernel)
+    try:
+        module = Parser(ctx, text, name=path).parse_module()
+        module.verify()
+    except ParseError as exc:
+        raise InvalidProgram(_parse_error_text(exc)) from None
+    except VerifyException as exc:
+        raise InvalidProgram(f"{path}: error: {exc}") from None
+    return module
+
+
+def _parse_error_text(exc) -> str:
+    """`file:line:col: error: message`, the line, carets under the span: the form of every
+    diagnostic, where xDSL's own text names the file twice and puts the message last."""
+    from xdsl.utils.exceptions import MultipleSpansParseError
+    from xdsl.utils.lexer import Span
+
+    span = exc.span
+    # xDSL reports an unknown op at the token after its name; point at the name.
+    unknown = re.fullmatch(r"Operation (\S+) is not registered", exc.msg)
+    if unknown is not None:
+        start = span.input.content.rfind(unknown.group(1), 0, span.start)
+        if start >= 0:
+            span = Span(start, start + len(unknown.group(1)), span.input)
+    context = span.print_with_context().splitlines()[1:]  # its first line is the location
+    lines = [f"{span.get_location()}: error: {exc.msg}", *context]
+    if isinstance(exc, MultipleSpansParseError):
+        if exc.ref_text:
+            lines.append(exc.ref_text.rstrip("\n"))
+        for ref, msg in exc.refs:
+            lines.append(ref.print_with_context(msg).rstrip("\n"))
+    return "\n".join(lines)
+
+
+def parse_dims(items: list[str]) -> dict[str, int]:
+    """`["B=4", "C=2"]` (each a `--dim` flag's value) → {"B": 4, "C": 2}."""
+    dims: dict[str, int] = {}
+    for item in items:
+        m = re.fullmatch(r"\s*(\w+)\s*=\s*(\d+)\s*", item)
+        if m is None:
+            raise InvalidInput(f"presk: --dim {item}: expected NAME=N, e.g. --dim B=4")
+        if int(m.group(2)) == 0:
+            # An empty axis has no mean and no max: the interpreter would fail on it.
+            raise InvalidInput(f"presk: --dim {item}: a dim is 1 or more")
+        dims[m.group(1)] = int(m.group(2))
+    return dims
+
+
+def reached(module, entry: str) -> list[str]:
+    """The functions `entry` reaches through calls and folds, in the module's order."""
+    from ..dialects import core as C
+    funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, C.FuncOp)}
+    if entry not in funcs:
+        raise InvalidInput(f"presk: --entry {entry}: no such function (the functions: "
+                           + ", ".join(funcs) + ")")
+    seen, todo = {entry}, [entry]
+    while todo:
+        for op in funcs[todo.pop()].body.block.ops:
+            callee_attr = op.attributes.get("callee")
+            if callee_attr is not None:
+                callee = callee_attr.root_reference.data
+                if callee not in seen:
+                    seen.add(callee)
+                    todo.append(callee)
+    return [name for name in funcs if name in seen]
+
+
+def prepare_entry(module, entry: str, dims: dict[str, int], seed: int = 0,
+                  weights: str | None = None, inputs: str | None = None
+                  ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """(the prepared entry (presk.analysis.entry.Entry), its parameters by path, its inputs
+    by argument path): from the files given, the rest drawn from `seed`."""
+    from ..analysis import entry as E
+    from ..analysis.weights import WeightsError
+    prepared = prepare(module, entry, dims)
+    try:
+        params = E.weights(prepared, seed, weights)
+        values = E.inputs(prepared, seed, inputs)
+    except WeightsError as exc:
+        raise InvalidInput(f"presk: {exc}") from None
+    return prepared, params, values
+
+
+def prepare(module, entry: str, dims: dict[str, int]):
+    """The entry at these dims (presk.analysis.entry.prepare): its parameter tree's fields
+    and its inputs' shapes."""
+    from ..analysis import entry as E
+    from ..analysis.weights import WeightsError
+    try:
+        return E.prepare(module, entry, dims)
+    except WeightsError as exc:
+        raise InvalidInput(f"presk: {exc}") from None

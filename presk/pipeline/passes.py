@@ -1,0 +1,117 @@
+"""The registered passes and dialects: one table, read by `presk-opt` (which registers
+them beside xDSL's own) and by the pipeline, which runs them in order — so that `presk`
+and `presk-opt -p …` run the same thing.
+
+Each entry is a function that imports its class when a pipeline first names it, so that
+the driver starts fast and `presk check` never imports xDSL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Dialect
+    from xdsl.passes import ModulePass
+
+
+def _core() -> Dialect:
+    from ..dialects.core import Core
+
+    return Core
+
+
+def _realize() -> Dialect:
+    from ..dialects.realize import Realize
+
+    return Realize
+
+
+def _kernel() -> Dialect:
+    from ..dialects.kernel import Kernel
+
+    return Kernel
+
+
+PRESK_DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "psk_core": _core,
+    "psk_realize": _realize,
+    "psk_kernel": _kernel,
+}
+
+
+def _differentiate() -> type[ModulePass]:
+    from ..transforms.differentiate import DifferentiatePass
+
+    return DifferentiatePass
+
+
+def _core_to_realize() -> type[ModulePass]:
+    from ..conversion.core_to_realize import ConvertCoreToRealizePass
+
+    return ConvertCoreToRealizePass
+
+
+def _fuse() -> type[ModulePass]:
+    from ..transforms.fuse import FusePass
+
+    return FusePass
+
+
+def _realize_to_kernel() -> type[ModulePass]:
+    from ..conversion.realize_to_kernel import ConvertRealizeToKernelPass
+
+    return ConvertRealizeToKernelPass
+
+
+def _kernel_to_std() -> type[ModulePass]:
+    from ..conversion.kernel_to_std import ConvertKernelToStdPass
+
+    return ConvertKernelToStdPass
+
+
+def _std_to_llvm(cls: str) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        from ..conversion import std_to_llvm
+
+        return getattr(std_to_llvm, cls)
+
+    return load
+
+
+# Passes join this table as they land: name → a function returning the pass class.
+PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "psk-differentiate": _differentiate,
+    "convert-psk-core-to-realize": _core_to_realize,
+    "psk-fuse": _fuse,
+    "convert-psk-realize-to-kernel": _realize_to_kernel,
+    "convert-psk-kernel-to-std": _kernel_to_std,
+    "convert-arith-to-llvm": _std_to_llvm("ConvertArithToLLVMPass"),
+    "convert-func-to-llvm": _std_to_llvm("ConvertFuncToLLVMPass"),
+    "convert-cf-to-llvm": _std_to_llvm("ConvertCfToLLVMPass"),
+    "convert-index-to-llvm": _std_to_llvm("ConvertIndexToLLVMPass"),
+    "convert-math-to-llvm": _std_to_llvm("ConvertMathToLLVMPass"),
+}
+
+
+def make_pass(name: str, **options: object) -> ModulePass:
+    """The registered pass `name` with these options (those a pipeline text gives it)."""
+    return PRESK_PASSES[name]()(**options)
+
+
+def pipeline_text(passes: Sequence[ModulePass]) -> str:
+    """The passes as `presk-opt -p` reads them: `name{option=value …},name` (options at
+    their defaults left out); empty for no pass."""
+    return ",".join(str(p.pipeline_pass_spec()) for p in passes)
+
+
+def run_passes(module: ModuleOp, passes: Sequence[ModulePass]) -> ModuleOp:
+    """Apply the passes to `module` in place, in order, as `presk-opt -p` does."""
+    from xdsl.context import Context
+
+    ctx = Context()
+    for p in passes:
+        p.apply(ctx, module)
+    return module

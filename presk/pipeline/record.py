@@ -1,0 +1,117 @@
+"""Recording an entry: PSK-Core → (psk-differentiate) → convert-psk-core-to-realize → psk-fuse
+→ convert-psk-realize-to-kernel, the registered passes run in this order on a copy of the
+Core module — `recording_passes` is the one list, which `presk --print-pipeline` prints
+and `presk-opt -p` runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidInput, InvalidProgram
+from .passes import make_pass, run_passes
+
+if TYPE_CHECKING:
+    from xdsl.passes import ModulePass
+
+    from ..analysis.realization import Realization
+
+FUSE_LIMIT = 8  # psk-fuse's default: at most this many steps a group
+
+
+@dataclass
+class Pipeline:
+    realize: Any  # the PSK-Realize module (fused unless fuse=False)
+    kernel: Any  # the PSK-Kernel module
+    realization_name: str  # `all-f64`, `f64+9sites+4params`
+
+
+def load_realization(spec) -> Realization:
+    """A Realization from None (all f64), a path, `@path`, inline JSON, or a Realization."""
+    from ..analysis.realization import Realization, RealizationError
+    from ..analysis.realization import load_realization as load
+    if spec is None or isinstance(spec, Realization):
+        return spec or Realization()
+    try:
+        return load(spec)
+    except RealizationError as exc:
+        raise InvalidInput(f"presk: {exc}") from None
+
+
+def differentiate(module, entries: list[str], remat: str) -> None:
+    """Replace every grad, and differentiate `entries`: psk-differentiate, in place."""
+    from ..transforms.differentiate import DifferentiationError
+    try:
+        run_passes(module, differentiate_passes(entries, remat))
+    except DifferentiationError as exc:
+        raise InvalidProgram(f"presk: error: {exc}") from None
+
+
+def differentiate_passes(entries: list[str], remat: str = "store",
+                         all_values: bool = False) -> list[ModulePass]:
+    """psk-differentiate: every grad replaced, and `entries` differentiated (none: only
+    the grads); `all_values`: every value's cotangent (the sensitivity analysis's sweep)."""
+    return [make_pass("psk-differentiate", remat=remat, entries=",".join(entries),
+                      all_values=all_values)]
+
+
+def recording_passes(entry: str, dims: dict[str, int], realization=None, fuse: bool = True,
+                     grad: bool = False, remat: str = "store",
+                     fuse_limit: int = FUSE_LIMIT) -> list[ModulePass]:
+    """The passes from PSK-Core to the entry's fused PSK-Realize: with `grad`,
+    psk-differentiate first and the value and gradient recorded. `realization`: None, a
+    path, `@path`, inline JSON, or a Realization (given to the pass as its JSON)."""
+    from ..analysis.realization import Realization
+    spec = json.dumps(realization.to_json()) if isinstance(realization, Realization) \
+        else realization
+    passes = differentiate_passes([entry], remat) if grad else []
+    passes.append(make_pass("convert-psk-core-to-realize", entry=entry, realize=spec,
+                            dims=" ".join(f"{k}={v}" for k, v in dims.items()), grad=grad))
+    if fuse:
+        passes.append(make_pass("psk-fuse", limit=fuse_limit))
+    return passes
+
+
+def kernel_passes(entry: str, dims: dict[str, int], realization=None, fuse: bool = True,
+                  grad: bool = False, remat: str = "store") -> list[ModulePass]:
+    """The recording passes, then convert-psk-realize-to-kernel."""
+    return [*recording_passes(entry, dims, realization, fuse, grad, remat),
+            make_pass("convert-psk-realize-to-kernel")]
+
+
+def record_entry(core_module, entry: str, dims: dict[str, int], realization=None,
+                 fuse: bool = True, grad: bool = False, remat: str = "store",
+                 fuse_limit: int = FUSE_LIMIT):
+    """(the entry recorded in PSK-Realize, the Realization): the recording passes run on a
+    copy of `core_module` (left unchanged). With `grad`, what is recorded is
+    `entry.value_vjp`: inputs the entry's, then the cotangent seed; outputs `result` and
+    `grad.<path>` (presk.conversion.core_to_realize.record_value_and_gradient)."""
+    from ..analysis.realization import RealizationError
+    from ..conversion.core_to_realize import RecordError
+    from ..transforms.differentiate import DifferentiationError
+    real = load_realization(realization)
+    passes = recording_passes(entry, dims, realization, fuse, grad, remat, fuse_limit)
+    try:
+        return run_passes(core_module.clone(), passes), real
+    except DifferentiationError as exc:
+        raise InvalidProgram(f"presk: error: {exc}") from None
+    except (RecordError, RealizationError) as exc:
+        raise InvalidInput(f"presk: {exc}") from None
+
+
+def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=None,
+                    fuse: bool = True, grad: bool = False, remat: str = "store") -> Pipeline:
+    """Record `entry` at `dims` under `realization` (None: all f64; a Realization, a path,
+    `@path` or inline JSON), fuse, and convert to PSK-Kernel (`kernel_passes`)."""
+    from ..conversion.realize_to_kernel import KernelConversionError, realize_to_kernel
+    realize, real = record_entry(core_module, entry, dims, realization, fuse, grad, remat)
+    try:
+        # What convert-psk-realize-to-kernel applies, into a new module: the Realize one
+        # is kept (the listing, the inputs' names read it), and cloning it is no option
+        # (xDSL's clone of a Realize module fails on its ops today).
+        kernel = realize_to_kernel(realize)
+    except KernelConversionError as exc:
+        raise InvalidProgram(f"presk: error: {exc}") from None
+    return Pipeline(realize, kernel, real.summary())
