@@ -1,6 +1,6 @@
 """The C export computes the native backend's bits (issue 8, item 1).
 
-Each case is exported once (presk/cli/export_c.py `export_c`: recorded, run as native
+Each case is exported once (presk/pipeline/export.py `export_c`: recorded, run as native
 code, written with its data) and checked twice:
 
 * `make -C DIR check` — the Makefile's own flags and comparison — passes, one line per
