@@ -176,6 +176,12 @@ class Elaborator:
         raise error("E0202", f"unknown dim or const `{s.text}`", s.span,
                     did_you_mean(s.text, known) or "declare it with `dim` or `const`")
 
+    @classmethod
+    def standalone_type(cls, info: FileInfo, t: A.TypeExpr) -> Type:
+        """A type written outside the program (a data file's sample type), elaborated by
+        a fresh elaborator: it can name no dim or const of the program."""
+        return cls().type(info, t, None)
+
     def type(self, info: FileInfo, t: A.TypeExpr, module: ModuleInfo | None) -> Type:
         if isinstance(t, A.TensorTypeExpr):
             return TensorType(tuple(Axis(a.name, self.size(info, a.size, module)) for a in t.axes),

@@ -280,7 +280,7 @@ def _data(el: "Elaborator", info: FileInfo, item: A.TrainItem,
         raise error("E0603", "a data path cannot hold a NUL character", item.stream_span)
     path = os.path.join(os.path.dirname(info.path), item.stream)
     shown = display_path(path)
-    file_sample, count = _file_sample(shown, item)
+    file_sample, count = _file_sample(el, shown, item)
     if not _same_sample(file_sample, sample):
         raise error("E0603", f"`{shown}` holds samples of type {file_sample}, but the "
                     f"objective's batch is {batch_type}: samples of type {sample}",
@@ -299,18 +299,17 @@ def _unbatch(t: Type, dim: str, span: A.Span) -> Type:
                 f"size {dim}", span)
 
 
-def _file_sample(path: str, item: A.TrainItem) -> tuple[Type, int]:
+def _file_sample(el: "Elaborator", path: str, item: A.TrainItem) -> tuple[Type, int]:
     """The sample type the data file's header declares, and its sample count."""
     from ..datafile import DataFileError, read_header
     try:
         header = read_header(path)
     except DataFileError as exc:
         raise error("E0603", str(exc), item.stream_span) from None
-    from .elaborate import Elaborator
     try:
         tree = parse_type(path, header.sample, header.lines.get("sample", 1))
-        return (Elaborator().type(FileInfo(path, A.SourceFile(path, "", [])), tree, None),
-                header.count)
+        return el.standalone_type(FileInfo(path, A.SourceFile(path, "", [])), tree), \
+            header.count
     except CompileError as exc:
         # Its span is in the data file, whose text a diagnostic does not quote: report it
         # at the stream that names the file.

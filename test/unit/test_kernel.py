@@ -27,12 +27,11 @@ from presk.analysis.kernel_interpret import (
     to_storage,
 )
 from presk.analysis.numbers import F64, MPFR
-from presk.pipeline import load_core
 from presk.cli.kernel_cmds import dump_kernel
-from presk.pipeline import kernel_pipeline, run_kernel
 from presk.dialects import kernel as K
 from presk.emit import mathlib
 from presk.emit.kernel_listing import count, format_listing
+from presk.pipeline import kernel_pipeline, load_core, run_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = str(ROOT / "tutorial" / "07_train.psk")
