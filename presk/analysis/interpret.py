@@ -351,8 +351,8 @@ _REVERSE_OPS: dict[type, Callable] = {
 
 
 def _function(op: Operation) -> str:
-    """The element-wise function (a row of presk/ops) a Core op computes: its op name."""
-    return op.name.removeprefix("psk_core.")
+    """The element-wise function (a row of presk/ops) a Core op computes."""
+    return op.FUNCTION  # type: ignore[attr-defined]
 
 
 _REDUCE = {C.SumOp: "sum", C.MeanOp: "mean", C.MaxOp: "max", C.MinOp: "min",

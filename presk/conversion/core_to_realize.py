@@ -45,7 +45,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
-from presk import shapes
+from presk import ops, shapes
 from presk.analysis.realization import Realization, RealizationError, load_realization
 from presk.dialects import core as C
 from presk.dialects import realize as R
@@ -60,16 +60,11 @@ class RecordError(Exception):
 # Core op classification
 # --------------------------------------------------------------------------------------
 
-UNARY: dict[type, type] = {
-    C.NegOp: R.NegOp, C.SqrtOp: R.SqrtOp, C.ExpOp: R.ExpOp, C.LogOp: R.LogOp,
-    C.TanhOp: R.TanhOp, C.SigmoidOp: R.SigmoidOp, C.ReluOp: R.ReluOp, C.GeluOp: R.GeluOp,
-    C.SoftplusOp: R.SoftplusOp, C.AbsOp: R.AbsOp, C.SinOp: R.SinOp, C.CosOp: R.CosOp,
-    C.ErfOp: R.ErfOp, C.ErfSlopeOp: R.ErfSlopeOp, C.GeluSlopeOp: R.GeluSlopeOp,
-}
-BINARY: dict[type, type] = {
-    C.AddOp: R.AddOp, C.SubOp: R.SubOp, C.MulOp: R.MulOp, C.DivOp: R.DivOp,
-    C.MinimumOp: R.MinimumOp, C.MaximumOp: R.MaximumOp, C.PowOp: R.PowOp,
-}
+# each element-wise function's Core op → its Realize op (the table's rows, presk/ops)
+UNARY: dict[type, type] = {C.FUNCTION_OPS[f.name]: R.FUNCTION_OPS[f.name]
+                           for f in ops.rows(arity=1, core=True)}
+BINARY: dict[type, type] = {C.FUNCTION_OPS[f.name]: R.FUNCTION_OPS[f.name]
+                            for f in ops.rows(arity=2, core=True)}
 REDUCE: dict[type, type] = {
     C.SumOp: R.SumOp, C.MeanOp: R.MeanOp, C.MaxOp: R.MaxOp, C.MinOp: R.MinOp,
     C.LogSumExpOp: R.LogSumExpOp,

@@ -75,6 +75,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
+from presk import ops
 from presk.conversion.native_abi import ARENA_ALIGN, BufferSig, EntrySig, entry_symbol
 from presk.conversion.std_to_llvm.callees import declare_external_callees
 from presk.dialects import kernel as K
@@ -389,11 +390,10 @@ class ScalarToArith(RewritePattern):
         rewriter.replace(op, [], [lower_scalar_op(_emit(op, rewriter), op, op.operands, t)])
 
 
+# the table's functions the `math` dialect has (presk/ops: a row's `math_op`)
 _MATH_OPS: dict[str, type[Operation]] = {
-    "exp": math.ExpOp, "log": math.LogOp, "log1p": math.Log1pOp, "tanh": math.TanhOp,
-    "erf": math.ErfOp, "sin": math.SinOp, "cos": math.CosOp, "pow": math.PowFOp,
-    "sqrt": math.SqrtOp, "abs": math.AbsFOp,
-}
+    f.name: getattr(math, f.compute.math_op) for f in ops.ROWS
+    if isinstance(f.compute, (ops.Exact, ops.Library)) and f.compute.math_op is not None}
 
 
 def _math(e: _Emit, fn: str, args: list[SSAValue], t: Attribute) -> SSAValue:

@@ -49,6 +49,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from presk import ops
 from presk.dialects import kernel as K
 from presk.dialects import realize as R
 
@@ -205,62 +206,44 @@ class NestBuilder:
 # Element-wise arithmetic: one Realize op on scalars
 # --------------------------------------------------------------------------------------
 
-_SQRT2 = 1.4142135623730951  # √2 in f64, as the Core interpreter divides by math.sqrt(2.0)
-_TWO_OVER_SQRT_PI = 1.1283791670955126  # 2/√π in f64
-_SQRT_2PI = 2.5066282746310002  # √(2π) in f64
-
-_BIN: dict[type, type] = {
-    R.AddOp: K.AddOp, R.SubOp: K.SubOp, R.MulOp: K.MulOp, R.DivOp: K.DivOp,
-    R.MinimumOp: K.MinOp, R.MaximumOp: K.MaxOp,
-}
-_MATH = {
-    R.SqrtOp: "sqrt", R.ExpOp: "exp", R.LogOp: "log", R.TanhOp: "tanh", R.SinOp: "sin",
-    R.CosOp: "cos", R.ErfOp: "erf", R.AbsOp: "abs", R.SoftplusOp: "softplus",
-}
+# the kernel's own scalar ops by name (`psk_kernel.add`), for the table's exact rows
+_SCALAR_OPS: dict[str, type[Operation]] = {op.name: op for op in K.Kernel.operations}
 
 
 def scalar_op(nb: NestBuilder, op: Operation, args: list[SSAValue], t: Attribute) -> SSAValue:
-    """The scalar form of an element-wise Realize op on operands `args` of type `t`, in
-    the order of operations the PSK-Core f64 interpreter uses (so that f64 kernels give
-    its bits)."""
-    v = nb.value
-    c = lambda x: nb.const(x, t)  # noqa: E731
-    if type(op) in _BIN:
-        return v(_BIN[type(op)](args[0], args[1]))
-    if isinstance(op, R.PowOp):
-        return v(K.MathOp("pow", args[0], args[1]))
-    if type(op) in _MATH:
-        return v(K.MathOp(_MATH[type(op)], args[0]))
+    """The scalar form of an element-wise Realize op on operands `args` of type `t`: its
+    table row's (presk/ops), a composite in the row's order of operations — the order the
+    PSK-Core f64 interpreter follows, so that f64 kernels give its bits."""
     x = args[0]
-    if isinstance(op, R.NegOp):
-        return v(K.NegOp(x))
     if isinstance(op, R.PowIOp):
         n = op.exponent
         if n == 0:
-            return c(1.0)
+            return nb.const(1.0, t)
         p = x
         for _ in range(n - 1):
-            p = v(K.MulOp(p, x))
+            p = nb.value(K.MulOp(p, x))
         return p
-    if isinstance(op, R.SigmoidOp):  # 1 / (1 + exp(-x))
-        return v(K.DivOp(c(1.0), v(K.AddOp(c(1.0), v(K.MathOp("exp", v(K.NegOp(x))))))))
-    if isinstance(op, R.ReluOp):  # max(x, 0), NaN propagating
-        return v(K.MaxOp(x, c(0.0)))
-    if isinstance(op, R.GeluOp):  # x · ((1 + erf(x / √2)) / 2)
-        phi = v(K.DivOp(v(K.AddOp(c(1.0), v(K.MathOp("erf", v(K.DivOp(x, c(_SQRT2))))))),
-                        c(2.0)))
-        return v(K.MulOp(x, phi))
-    if isinstance(op, R.ErfSlopeOp):  # 2/√π · exp(-x · x)
-        return v(K.MulOp(c(_TWO_OVER_SQRT_PI), v(K.MathOp("exp", v(K.MulOp(v(K.NegOp(x)),
-                                                                                x))))))
-    if isinstance(op, R.GeluSlopeOp):  # (1 + erf(x/√2))/2 + x · exp(-x·x/2) / √(2π)
-        phi = v(K.DivOp(v(K.AddOp(c(1.0), v(K.MathOp("erf", v(K.DivOp(x, c(_SQRT2))))))),
-                        c(2.0)))
-        dens = v(K.MathOp("exp", v(K.DivOp(v(K.MulOp(v(K.NegOp(x)), x)), c(2.0)))))
-        return v(K.AddOp(phi, v(K.DivOp(v(K.MulOp(x, dens)), c(_SQRT_2PI)))))
     if isinstance(op, R.HeavisideOp):
-        return v(K.MathOp("heaviside", x, c(op.at_zero_value)))
-    raise KernelConversionError(f"{_site(op)}: {op.name} has no kernel form")
+        return nb.value(K.MathOp("heaviside", x, nb.const(op.at_zero_value, t)))
+    fn = getattr(op, "FUNCTION", None)
+    if fn is None:
+        raise KernelConversionError(f"{_site(op)}: {op.name} has no kernel form")
+    return scalar_function(nb, ops.row(fn), args, t)
+
+
+def scalar_function(nb: NestBuilder, f: ops.Function, args: list[SSAValue],
+                    t: Attribute) -> SSAValue:
+    """Table row `f` on scalars: its own kernel op, `psk_kernel.math`, or its composite's
+    ops (operands left to right, constants where first used)."""
+    c = f.compute
+    if isinstance(c, ops.Composite):
+        walker = ops.Walker[SSAValue](
+            const=lambda k: nb.const(k.value, t),
+            apply=lambda fn, a: scalar_function(nb, ops.row(fn), a, t))
+        return walker.walk(c.expr, {"x": args[0]})
+    if isinstance(c, ops.Exact) and c.kernel is not None:
+        return nb.value(_SCALAR_OPS[f"psk_kernel.{c.kernel}"](*args))
+    return nb.value(K.MathOp(f.name, *args))
 
 
 def _operand_maps(op: Operation, rank: int) -> list[list[int]]:

@@ -35,6 +35,7 @@ from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from presk import ops
 from presk.shapes import Axis, ShapeError, Size
 
 # --------------------------------------------------------------------------------------
@@ -240,6 +241,23 @@ def op_definition(where: SiteOf) -> Callable[[type[_OpT]], type[_OpT]]:
         return cls
 
     return define
+
+
+def function_ops(dialect: str, unary: type[_OpT], binary: type[_OpT],
+                 define: Callable[[type[_OpT]], type[_OpT]], module: str) -> dict[str, type[_OpT]]:
+    """One op class per element-wise function of the table (presk/ops) that has ops, by
+    the function's name: `<dialect>.<name>`, a subclass of `unary` or `binary` by its
+    arity, named `row.op_class` (`GeluSlopeOp`), defined by `define` in `module`. Its
+    `FUNCTION` is the row's name."""
+    classes: dict[str, type[_OpT]] = {}
+    for f in ops.rows(core=True):
+        operands = "%a" if f.arity == 1 else "%a, %b"
+        doc = f"{f.doc[0].upper()}{f.doc[1:]}: `%r = {dialect}.{f.name} {operands} … : T`."
+        body = {"name": f"{dialect}.{f.name}", "FUNCTION": f.name, "__doc__": doc,
+                "__module__": module, "__qualname__": f.op_class,
+                "__annotations__": {"FUNCTION": ClassVar[str]}}
+        classes[f.name] = define(type(f.op_class, (unary if f.arity == 1 else binary,), body))
+    return classes
 
 
 class SiteErrorsOp(IRDLOperation, ABC):

@@ -43,11 +43,11 @@ def core_type(t: Type) -> Attribute:
 
 
 # the element-wise functions by their .psk name (the table's rows), and the operators
-_UNARY = {name: getattr(C, f.op_class) for name, f in ops.builtins(arity=1).items()}
-_ELEMENTWISE2 = {name: getattr(C, f.op_class) for name, f in ops.builtins(arity=2).items()}
+_UNARY = {name: C.FUNCTION_OPS[f.name] for name, f in ops.builtins(arity=1).items()}
+_ELEMENTWISE2 = {name: C.FUNCTION_OPS[f.name] for name, f in ops.builtins(arity=2).items()}
 _REDUCE = {"sum": C.SumOp, "mean": C.MeanOp, "max": C.MaxOp, "min": C.MinOp,
            "logsumexp": C.LogSumExpOp}
-_BINARY = {f.name: getattr(C, f.op_class) for f in ops.rows(arity=2, core=True)
+_BINARY = {f.name: C.FUNCTION_OPS[f.name] for f in ops.rows(arity=2, core=True)
            if f.builtin is None} | {"dot": C.DotOp}
 
 

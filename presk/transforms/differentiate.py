@@ -552,7 +552,7 @@ class _Reverse:
         if isinstance(op, C.PowIOp):
             d = _d_powi(self, op, dr)
         else:
-            f = ops.BY_NAME.get(op.name.removeprefix("psk_core."))
+            f = ops.BY_NAME.get(getattr(op, "FUNCTION", ""))
             if f is None or f.derivative is None:  # constant in its operand: heaviside
                 return
             d = _d_row(self, op, dr, f.derivative)
@@ -719,9 +719,8 @@ def _d_row(r: _Reverse, op: Operation, dr: SSAValue, d: ops.Derivative):
     t = op.results[0].type
 
     def apply(fn: str, args: list[SSAValue]) -> SSAValue:
-        f = ops.row(fn)
-        cls = getattr(C, f.op_class)
-        return r.e(cls, *args, result_type=t) if f.arity == 2 else r.e(cls, *args)
+        cls = C.FUNCTION_OPS[fn]
+        return r.e(cls, *args, result_type=t) if len(args) == 2 else r.e(cls, *args)
 
     walker = ops.Walker[SSAValue](
         var=lambda name: r.x(op) if name == "x" else r.y(op),

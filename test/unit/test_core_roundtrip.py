@@ -25,12 +25,12 @@ from presk.analysis.interpret import Interpreter, Tree
 from presk.analysis.numbers import F64
 from presk.dialects import core as C
 from presk.emit.core_listing import format_module
-from presk import shapes
+from presk import ops, shapes
 from presk.shapes import ShapeError
 
-UNARY = [C.NegOp, C.SqrtOp, C.ExpOp, C.LogOp, C.TanhOp, C.SigmoidOp, C.ReluOp, C.GeluOp,
-         C.SoftplusOp, C.AbsOp, C.SinOp, C.CosOp]
-BINARY = [C.AddOp, C.SubOp, C.MulOp, C.DivOp, C.MinimumOp, C.MaximumOp, C.PowOp]
+# the table's element-wise functions a program writes (presk/ops): `-x` and the builtins
+UNARY = [C.NegOp] + [C.FUNCTION_OPS[f.name] for f in ops.builtins(arity=1).values()]
+BINARY = [C.FUNCTION_OPS[f.name] for f in ops.rows(arity=2, core=True)]
 REDUCE = [C.SumOp, C.MeanOp, C.MaxOp, C.MinOp, C.LogSumExpOp]
 # Element-wise ops are drawn most often: they are where broadcasting happens.
 KINDS = ["unary"] * 3 + ["binary"] * 5 + ["powi", "reduce", "reduce", "softmax", "dot",

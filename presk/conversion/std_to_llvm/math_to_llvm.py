@@ -6,7 +6,7 @@ export compute the same bits, never with the C library's or LLVM's:
 
 | math op | llvm |
 |---|---|
-| exp, log, log1p, tanh, erf, sin, cos, powf | `llvm.call @presk_<fn>_<f32\\|f64>` (declared here; `declare_all` of presk/emit/mathlib_llvm.py defines it) |
+| the library rows of presk/ops that `math` has (exp, log, log1p, tanh, erf, sin, cos, powf, …) | `llvm.call @presk_<fn>_<f32\\|f64>` (declared here; `declare_all` of presk/emit/mathlib_llvm.py defines it) |
 | sqrt, absf | `llvm.call_intrinsic "llvm.sqrt.<ty>"` / `"llvm.fabs.<ty>"` (exact; typed by name: xDSL's own fabs op translates unmangled) |
 
 A fast-math flag on a math op is refused (the library's bits are fixed), as is a vector
@@ -30,13 +30,17 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import DiagnosticException
 
+from presk import ops
 from presk.conversion.std_to_llvm.callees import declare_external_callees
 
+# from the table of element-wise functions (presk/ops): a library row's `math` op is a
+# call of its program, an exact row's its LLVM intrinsic
 LIBRARY: dict[type[Operation], str] = {
-    math.ExpOp: "exp", math.LogOp: "log", math.Log1pOp: "log1p", math.TanhOp: "tanh",
-    math.ErfOp: "erf", math.SinOp: "sin", math.CosOp: "cos", math.PowFOp: "pow",
-}
-INTRINSIC: dict[type[Operation], str] = {math.SqrtOp: "llvm.sqrt", math.AbsFOp: "llvm.fabs"}
+    getattr(math, f.compute.math_op): f.name for f in ops.ROWS
+    if isinstance(f.compute, ops.Library) and f.compute.math_op is not None}
+INTRINSIC: dict[type[Operation], str] = {
+    getattr(math, f.compute.math_op): f.compute.llvm for f in ops.ROWS
+    if isinstance(f.compute, ops.Exact) and f.compute.llvm is not None}
 
 
 def _type_name(op: Operation) -> str:

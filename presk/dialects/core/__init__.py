@@ -34,34 +34,7 @@ from .types import (
     type_text,
 )
 from .base import CoreOp, _dims_attr, core_op, site_message, site_of
-from .elementwise import (
-    AbsOp,
-    AddOp,
-    BinaryOp,
-    CosOp,
-    DivOp,
-    ErfOp,
-    ErfSlopeOp,
-    ExpOp,
-    GeluOp,
-    GeluSlopeOp,
-    HeavisideOp,
-    LogOp,
-    MaximumOp,
-    MinimumOp,
-    MulOp,
-    NegOp,
-    PowIOp,
-    PowOp,
-    ReluOp,
-    SigmoidOp,
-    SinOp,
-    SoftplusOp,
-    SqrtOp,
-    SubOp,
-    TanhOp,
-    UnaryOp,
-)
+from .elementwise import FUNCTION_OPS, BinaryOp, HeavisideOp, PowIOp, UnaryOp
 from .ops import (
     BroadcastOp,
     ConstantOp,
@@ -91,6 +64,7 @@ from .modules import (
     field_type,
     lookup_module,
 )
+globals().update({cls.__name__: cls for cls in FUNCTION_OPS.values()})  # AddOp, GeluOp, …
 from .functions import (
     CallOp,
     FoldBwdOp,
@@ -110,14 +84,12 @@ from .functions import (
 Core = Dialect(
     "psk_core",
     [
-        NegOp, SqrtOp, ExpOp, LogOp, TanhOp, SigmoidOp, ReluOp, GeluOp, SoftplusOp, AbsOp,
-        SinOp, CosOp,
-        AddOp, SubOp, MulOp, DivOp, MinimumOp, MaximumOp, PowOp, PowIOp,
+        *FUNCTION_OPS.values(), PowIOp,
         SumOp, MeanOp, MaxOp, MinOp, LogSumExpOp, SoftmaxOp,
         DotOp, BroadcastOp, RealOp, ConstantOp, TupleOp, GetOp,
         ModuleDeclOp, ParamDeclOp, UseDeclOp, FieldOp,
         FuncOp, ReturnOp, CallOp, FoldOp,
-        ErfOp, GeluSlopeOp, ErfSlopeOp, HeavisideOp, SumToOp, SpreadOp, ContractOp, ZerosLikeOp, TreeOp, FoldScanOp,
+        HeavisideOp, SumToOp, SpreadOp, ContractOp, ZerosLikeOp, TreeOp, FoldScanOp,
         FoldVjpOp, FoldFwdOp, FoldBwdOp, GradOp,
     ],
     [AxisAttr, TensorAttr, ParamsAttr],

@@ -1,6 +1,7 @@
 """PSK-Core's element-wise ops: one tensor in (`UnaryOp`: the result has its type), or
-two that broadcast (`BinaryOp`). One class per function; their semantics are the table
-of element-wise functions.
+two that broadcast (`BinaryOp`). One class per function of the table of element-wise
+functions (presk/ops), generated from its rows (`FUNCTION_OPS`: `NegOp`, `GeluSlopeOp`,
+…); `powi` and `heaviside` carry an attribute and are written here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from presk import shapes
+from presk.dialects.common import function_ops
 
 from .base import CoreOp, _infer, _site_attrs, _value_type, core_op
 from .types import TensorAttr, type_conforms, type_text
@@ -46,66 +48,6 @@ class UnaryOp(CoreOp, ABC):
                 f"the result {type_text(self.result.type)} is not the "
                 f"operand's type {type_text(self.operand.type)}"
             )
-
-
-@core_op
-class NegOp(UnaryOp):
-    name = "psk_core.neg"
-
-
-@core_op
-class SqrtOp(UnaryOp):
-    name = "psk_core.sqrt"
-
-
-@core_op
-class ExpOp(UnaryOp):
-    name = "psk_core.exp"
-
-
-@core_op
-class LogOp(UnaryOp):
-    name = "psk_core.log"
-
-
-@core_op
-class TanhOp(UnaryOp):
-    name = "psk_core.tanh"
-
-
-@core_op
-class SigmoidOp(UnaryOp):
-    name = "psk_core.sigmoid"
-
-
-@core_op
-class ReluOp(UnaryOp):
-    name = "psk_core.relu"
-
-
-@core_op
-class GeluOp(UnaryOp):
-    name = "psk_core.gelu"
-
-
-@core_op
-class SoftplusOp(UnaryOp):
-    name = "psk_core.softplus"
-
-
-@core_op
-class AbsOp(UnaryOp):
-    name = "psk_core.abs"
-
-
-@core_op
-class SinOp(UnaryOp):
-    name = "psk_core.sin"
-
-
-@core_op
-class CosOp(UnaryOp):
-    name = "psk_core.cos"
 
 
 class BinaryOp(CoreOp, ABC):
@@ -143,47 +85,6 @@ class BinaryOp(CoreOp, ABC):
 
 
 @core_op
-class AddOp(BinaryOp):
-    name = "psk_core.add"
-
-
-@core_op
-class SubOp(BinaryOp):
-    name = "psk_core.sub"
-
-
-@core_op
-class MulOp(BinaryOp):
-    name = "psk_core.mul"
-
-
-@core_op
-class DivOp(BinaryOp):
-    name = "psk_core.div"
-
-
-@core_op
-class MinimumOp(BinaryOp):
-    """The element-wise minimum; `psk_core.min` is the reduction."""
-
-    name = "psk_core.minimum"
-
-
-@core_op
-class MaximumOp(BinaryOp):
-    """The element-wise maximum; `psk_core.max` is the reduction."""
-
-    name = "psk_core.maximum"
-
-
-@core_op
-class PowOp(BinaryOp):
-    """`lhs ^ rhs` with a real exponent."""
-
-    name = "psk_core.pow"
-
-
-@core_op
 class PowIOp(UnaryOp):
     """`x ^ n` for a natural `n`: `psk_core.powi %x {n = 2 : i64, …}`."""
 
@@ -200,29 +101,6 @@ class PowIOp(UnaryOp):
         super().verify_()
         if self.n.value.data < 0:
             raise VerifyException(f"the exponent {self.n.value.data} is not a natural")
-
-
-@core_op
-class ErfOp(UnaryOp):
-    """The error function: gelu's derivative is written with it."""
-
-    name = "psk_core.erf"
-
-
-@core_op
-class GeluSlopeOp(UnaryOp):
-    """gelu's derivative, Φ(x) + x·φ(x), with Φ(x) = (1 + erf(x/√2))/2 the normal
-    distribution and φ(x) = exp(−x²/2)/√(2π) its density: one operation, one rounding."""
-
-    name = "psk_core.gelu_slope"
-
-
-@core_op
-class ErfSlopeOp(UnaryOp):
-    """erf's derivative, 2/√π·exp(−x²), as one operation: exact where the constant 2/√π
-    would be rounded to an f64."""
-
-    name = "psk_core.erf_slope"
 
 
 @core_op
@@ -243,3 +121,9 @@ class HeavisideOp(UnaryOp):
     @property
     def at_zero_value(self) -> float:
         return self.at_zero.value.data
+
+
+FUNCTION_OPS: dict[str, type[CoreOp]] = function_ops("psk_core", UnaryOp, BinaryOp, core_op,
+                                                     __name__)
+"""The op class of each element-wise function of the table, by the function's name."""
+globals().update({cls.__name__: cls for cls in FUNCTION_OPS.values()})

@@ -16,6 +16,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from presk import ops
 from presk.dialects.common import print_op_attrs
 
 from .base import KernelBaseOp, kernel_op
@@ -119,12 +120,10 @@ class NegOp(_ScalarOp):
         super().__init__(operands=[operand], result_types=[SSAValue.get(operand).type])
 
 
-MATH_FUNCTIONS = {
-    # name: arity
-    "exp": 1, "log": 1, "tanh": 1, "erf": 1, "sqrt": 1, "sin": 1, "cos": 1, "abs": 1,
-    "log1p": 1, "softplus": 1, "pow": 2, "heaviside": 2,
-}
-"""The functions of the math table (presk/analysis/kernel_math.py)."""
+MATH_FUNCTIONS = ops.kernel_math()
+"""The functions of the math table, name: arity — the table's library rows and its exact
+rows without a scalar op of their own (presk/ops; evaluated by
+presk/analysis/kernel_math.py)."""
 
 
 @kernel_op

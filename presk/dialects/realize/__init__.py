@@ -13,10 +13,10 @@ Textual forms (one line each; attributes print sorted, `site` on every op):
   func      psk_realize.func @RMSNorm.apply_2(%0: T, %1: T) -> T attributes {arg_names = ["θ.γ", "x"],
                 dims = {D = 4 : i64}, source = "RMSNorm.apply"} { … }       (`entry` unit attr on the entry)
   unary     %r = psk_realize.sqrt %a {site = "RMSNorm.apply/%7"} : T
-            neg sqrt exp log tanh sigmoid relu gelu softplus abs sin cos erf erf_slope gelu_slope;
+            one per unary function of presk/ops (neg sqrt exp log tanh sigmoid relu gelu …);
             psk_realize.powi %a {n = 2 : i64, …} : T;  psk_realize.heaviside %a {at_zero = 0.5 : f64, …} : T
   binary    %r = psk_realize.add %a, %b {lhs_map = array<i64: 0>, rhs_map = array<i64: 0, 1>, site = …} : (A, B) -> R
-            add sub mul div minimum maximum pow
+            one per binary function of presk/ops (add sub mul div minimum maximum pow)
   reduce    %r = psk_realize.mean %a {axis = 1 : i64, axis_name = "model", site = …} : (A) -> R
             sum mean max min logsumexp; no `axis` = over every axis
   softmax   %r = psk_realize.softmax %a {axis = 1 : i64, axis_name = "model", site = …} : T
@@ -90,34 +90,9 @@ from .types import (
     rtype_text,
 )
 from .base import ComputeOp, RealizeOp, _i64s, _ints, realize_op
-from .elementwise import (
-    AbsOp,
-    AddOp,
-    BinaryOp,
-    CosOp,
-    DivOp,
-    ErfOp,
-    ErfSlopeOp,
-    ExpOp,
-    GeluOp,
-    GeluSlopeOp,
-    HeavisideOp,
-    LogOp,
-    MaximumOp,
-    MinimumOp,
-    MulOp,
-    NegOp,
-    PowIOp,
-    PowOp,
-    ReluOp,
-    SigmoidOp,
-    SinOp,
-    SoftplusOp,
-    SqrtOp,
-    SubOp,
-    TanhOp,
-    UnaryOp,
-)
+from .elementwise import FUNCTION_OPS, BinaryOp, HeavisideOp, PowIOp, UnaryOp
+
+globals().update({cls.__name__: cls for cls in FUNCTION_OPS.values()})  # AddOp, GeluOp, …
 from .ops import (
     BroadcastOp,
     ConstantOp,
@@ -157,9 +132,7 @@ from .functions import (
 Realize = Dialect(
     "psk_realize",
     [
-        NegOp, SqrtOp, ExpOp, LogOp, TanhOp, SigmoidOp, ReluOp, GeluOp, SoftplusOp, AbsOp,
-        SinOp, CosOp, ErfOp, ErfSlopeOp, GeluSlopeOp, HeavisideOp, PowIOp,
-        AddOp, SubOp, MulOp, DivOp, MinimumOp, MaximumOp, PowOp,
+        *FUNCTION_OPS.values(), HeavisideOp, PowIOp,
         SumOp, MeanOp, MaxOp, MinOp, LogSumExpOp, SoftmaxOp,
         DotOp, ContractOp, SumToOp, SpreadOp, BroadcastOp,
         ConvertOp, ConstantOp, SliceOp, StackOp,

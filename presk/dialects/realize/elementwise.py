@@ -1,6 +1,7 @@
 """PSK-Realize's element-wise ops: one tensor in (`UnaryOp`), or two whose axes map
-onto the result's (`BinaryOp`, `lhs_map`/`rhs_map`). One class per function; their
-semantics are the table of element-wise functions.
+onto the result's (`BinaryOp`, `lhs_map`/`rhs_map`). One class per function of
+the table of element-wise functions (presk/ops), generated from its rows (`FUNCTION_OPS`);
+`powi` and `heaviside` carry an attribute and are written here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import attr_def, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
+
+from presk.dialects.common import function_ops
 
 from .base import ComputeOp, _attrs, _check_map, _i64s, _ints, realize_op
 from .types import RTensorType, _ttype, rtype_text
@@ -42,81 +45,6 @@ class UnaryOp(ComputeOp, ABC):
         if self.operand.type.sizes != self.result.type.sizes:
             raise VerifyException(f"the result {rtype_text(self.result.type)} is not the "
                                   f"operand's shape {rtype_text(self.operand.type)}")
-
-
-@realize_op
-class NegOp(UnaryOp):
-    name = "psk_realize.neg"
-
-
-@realize_op
-class SqrtOp(UnaryOp):
-    name = "psk_realize.sqrt"
-
-
-@realize_op
-class ExpOp(UnaryOp):
-    name = "psk_realize.exp"
-
-
-@realize_op
-class LogOp(UnaryOp):
-    name = "psk_realize.log"
-
-
-@realize_op
-class TanhOp(UnaryOp):
-    name = "psk_realize.tanh"
-
-
-@realize_op
-class SigmoidOp(UnaryOp):
-    name = "psk_realize.sigmoid"
-
-
-@realize_op
-class ReluOp(UnaryOp):
-    name = "psk_realize.relu"
-
-
-@realize_op
-class GeluOp(UnaryOp):
-    name = "psk_realize.gelu"
-
-
-@realize_op
-class SoftplusOp(UnaryOp):
-    name = "psk_realize.softplus"
-
-
-@realize_op
-class AbsOp(UnaryOp):
-    name = "psk_realize.abs"
-
-
-@realize_op
-class SinOp(UnaryOp):
-    name = "psk_realize.sin"
-
-
-@realize_op
-class CosOp(UnaryOp):
-    name = "psk_realize.cos"
-
-
-@realize_op
-class ErfOp(UnaryOp):
-    name = "psk_realize.erf"
-
-
-@realize_op
-class ErfSlopeOp(UnaryOp):
-    name = "psk_realize.erf_slope"
-
-
-@realize_op
-class GeluSlopeOp(UnaryOp):
-    name = "psk_realize.gelu_slope"
 
 
 @realize_op
@@ -187,36 +115,7 @@ class BinaryOp(ComputeOp, ABC):
                                   "neither operand")
 
 
-@realize_op
-class AddOp(BinaryOp):
-    name = "psk_realize.add"
-
-
-@realize_op
-class SubOp(BinaryOp):
-    name = "psk_realize.sub"
-
-
-@realize_op
-class MulOp(BinaryOp):
-    name = "psk_realize.mul"
-
-
-@realize_op
-class DivOp(BinaryOp):
-    name = "psk_realize.div"
-
-
-@realize_op
-class MinimumOp(BinaryOp):
-    name = "psk_realize.minimum"
-
-
-@realize_op
-class MaximumOp(BinaryOp):
-    name = "psk_realize.maximum"
-
-
-@realize_op
-class PowOp(BinaryOp):
-    name = "psk_realize.pow"
+FUNCTION_OPS: dict[str, type[ComputeOp]] = function_ops("psk_realize", UnaryOp, BinaryOp,
+                                                        realize_op, __name__)
+"""The op class of each element-wise function of the table, by the function's name."""
+globals().update({cls.__name__: cls for cls in FUNCTION_OPS.values()})
