@@ -11,8 +11,8 @@ import sys
 from typing import Any, Callable, NoReturn
 
 from . import (
-    bounds_cmds, core_cmds, data_cmd, export_cmds, precision_cmds, realize_cmds, sensitivity_cmds,
-    solve_cmds, train_cmds,
+    bounds_cmds, core_cmds, data_cmd, export_cmds, fpcore_cmd, precision_cmds, realize_cmds,
+    sensitivity_cmds, solve_cmds, train_cmds,
 )
 from .common import ProgramError, UsageError, elaborate_or_report, reported
 from .print_pipeline import add_flag, print_pipeline
@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for add in (_add_check, _add_dump, core_cmds.add_run, core_cmds.add_init,
                 precision_cmds.add_calibrate, solve_cmds.add_solve, export_cmds.add_export,
-                train_cmds.add_train, data_cmd.add_parser):
+                train_cmds.add_train, data_cmd.add_parser, fpcore_cmd.add_import_fpcore):
         add(sub)
     return parser
 

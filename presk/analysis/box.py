@@ -1,0 +1,1024 @@
+"""A sound bound over an input box: every input in its range, the output's error under a
+realization bounded for all of them at once (docs/precision.md, "Sound bounds over a box").
+
+The abstract value of one element (`Form`) is a first-order Taylor form in the rounding
+errors, FPTaylor's idea with interval coefficients:
+
+    computed − exact = Σₖ cₖ·εₖ + ρ,   |εₖ| ≤ 1,  cₖ ∈ [clo, chi],  |ρ| ≤ r
+
+and an interval [lo, hi] holding the exact value, for every input of the (sub-)box. Each
+εₖ is one rounding (of an operation, a conversion, a parameter's storage), tagged with its
+site; cₖ is an interval because the coefficient is a function of the inputs. Propagation
+is exact algebra on the forms plus the mean value theorem (a function's derivative over
+the interval widened by the error bound), so no term is dropped: what is not linear goes
+to ρ. Every endpoint is computed in MPFR at 53 bits, rounded outward (gmpy2's round-up
+and round-down contexts), and MPFR's exponent range is unbounded, so a value beyond a
+type's range is seen, not lost to an infinity.
+
+Each operation rounds at its site's realized type (`site_types`): relative u(t) (bf16:
+computed in f32 and stored in bf16, both roundings) and the absolute subnormal term; an
+operand held wider than the op's type is converted (one more rounding); a library
+function within the math library's documented ulps (docs/mathlib.md). A sum or
+contraction of n terms, added one after another from the first (the kernels' order), is
+charged u(t)·Σₖ₌₂ⁿ |Sₖ| for its partial sums Sₖ (their enclosures), one symbol per output
+element, not one per term. A form with more than CAP symbols merges each site's symbols
+into one fresh symbol (sound: a fresh symbol claims no correlation).
+
+Scalar programs are refined by bisecting the box (the leaf with the largest bound first,
+along its widest input): the bound is the largest over the leaves.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import gmpy2
+import numpy as np
+from gmpy2 import mpfr
+
+from .realization import Realization
+
+UP = gmpy2.context(precision=53, round=gmpy2.RoundUp)
+DN = gmpy2.context(precision=53, round=gmpy2.RoundDown)
+ZERO = mpfr(0)
+INF = mpfr("inf")
+
+# relative unit roundoff of one stored result: bf16 is computed in f32, then rounded again
+U = {"exact": ZERO, "f64": mpfr(2.0 ** -53), "f32": mpfr(2.0 ** -24),
+     "bf16": UP.add(UP.add(mpfr(2.0 ** -8), mpfr(2.0 ** -24)), mpfr(2.0 ** -32))}
+# half the smallest subnormal: the absolute error of a rounding into the subnormals
+ETA = {"exact": ZERO, "f64": mpfr(2.0 ** -1075), "f32": mpfr(2.0 ** -150),
+       "bf16": UP.add(mpfr(2.0 ** -134), mpfr(2.0 ** -150))}
+MAX = {"f64": mpfr(1.7976931348623157e308), "f32": mpfr(3.4028234663852886e38),
+       "bf16": mpfr(3.3895313892515355e38)}
+TINY = {"f64": mpfr(2.0 ** -1022), "f32": mpfr(2.0 ** -126), "bf16": mpfr(2.0 ** -126)}
+WIDTH = {"exact": 0, "bf16": 1, "f32": 2, "f64": 3}  # which types hold which exactly
+# The math library's documented ulps (docs/mathlib.md, "Accuracy"): a result within n
+# ulps of the correctly rounded one is within (n + ½) ulps ≤ (2n + 1)·u·|y| of the exact
+# value (a normal y), plus (n + ½) subnormal spacings.
+ULPS = {"f64": {"exp": 1, "log": 1, "tanh": 1, "erf": 1, "softplus": 2, "sin": 1, "cos": 1},
+        "f32": {"exp": 1, "log": 1, "tanh": 1, "erf": 1, "softplus": 1, "sin": 1, "cos": 1}}
+CAP = 48  # symbols per form before a site's are merged
+SIN_DOMAIN = {"f64": 1.7e6, "f32": 7000.0}
+
+
+class BoxError(Exception):
+    """A program or a box the analysis cannot bound: one line for the user."""
+
+
+# ---- outward-rounded interval arithmetic on mpfr endpoints ----
+
+def _up(*xs):
+    s = ZERO
+    for x in xs:
+        s = UP.add(s, x)
+    return s
+
+
+def imul(alo, ahi, blo, bhi):
+    if alo == ahi and blo == bhi:
+        return DN.mul(alo, blo), UP.mul(alo, blo)
+    lo = min(DN.mul(alo, blo), DN.mul(alo, bhi), DN.mul(ahi, blo), DN.mul(ahi, bhi))
+    hi = max(UP.mul(alo, blo), UP.mul(alo, bhi), UP.mul(ahi, blo), UP.mul(ahi, bhi))
+    return _nan0(lo), _nan0(hi)
+
+
+def _nan0(v):
+    return ZERO if gmpy2.is_nan(v) else v
+
+
+def idiv(alo, ahi, blo, bhi):
+    """a / b for b not containing 0."""
+    lo = min(DN.div(alo, blo), DN.div(alo, bhi), DN.div(ahi, blo), DN.div(ahi, bhi))
+    hi = max(UP.div(alo, blo), UP.div(alo, bhi), UP.div(ahi, blo), UP.div(ahi, bhi))
+    return lo, hi
+
+
+def mag(lo, hi):
+    return max(abs(lo), abs(hi))
+
+
+def mig(lo, hi):
+    return ZERO if lo <= 0 <= hi else min(abs(lo), abs(hi))
+
+
+# ---- the analysis' state: the current op's type and site, the symbols' sites ----
+
+@dataclass
+class State:
+    t: str = "f64"
+    site: str = ""
+    sym_site: list[str] = field(default_factory=list)
+    # per site: the largest |value| (computed: + its error) and the smallest nonzero
+    # magnitude a nonzero-everywhere value reaches, over the box
+    site_max: dict[str, Any] = field(default_factory=dict)
+    site_min: dict[str, Any] = field(default_factory=dict)
+    site_lo: dict[str, Any] = field(default_factory=dict)
+    site_hi: dict[str, Any] = field(default_factory=dict)
+    site_type: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def symbol(self, site: str | None = None) -> int:
+        self.sym_site.append(site if site is not None else self.site)
+        return len(self.sym_site) - 1
+
+
+S = State()
+
+
+class Form:
+    """One element: exact value in [lo, hi]; computed − exact = Σ d[k]·εₖ + ρ, |ρ| ≤ r;
+    the computed value held in type `ty`."""
+
+    __slots__ = ("lo", "hi", "d", "r", "ty", "_e")
+
+    def __init__(self, lo, hi, d: dict | None = None, r=ZERO, ty: str = "f64"):
+        self.lo, self.hi = lo, hi
+        self.d = d if d is not None else {}
+        self.r = r
+        self.ty = ty
+        self._e = None
+
+    @staticmethod
+    def point(v: float, ty: str = "f64") -> "Form":
+        m = mpfr(float(v))
+        return Form(m, m, {}, ZERO, ty)
+
+    @property
+    def e(self):
+        """The bound on |computed − exact|."""
+        if self._e is None:
+            s = self.r
+            for clo, chi in self.d.values():
+                s = UP.add(s, mag(clo, chi))
+            self._e = s
+        return self._e
+
+    @property
+    def mag(self):
+        return mag(self.lo, self.hi)
+
+    def widened(self):
+        """The interval holding the computed value too."""
+        e = self.e
+        return DN.sub(self.lo, e), UP.add(self.hi, e)
+
+    # -- the rounding of a result at the current type --
+    def _round(self, lo, hi, d: dict, r, lib: int = 0) -> "Form":
+        t = S.t
+        if lo > hi or gmpy2.is_nan(lo) or gmpy2.is_nan(hi):
+            return _unbounded(t)
+        out = Form(lo, hi, d, r, t)
+        if t == "exact":
+            return _condense(out)
+        u = U[t]
+        if lib:
+            u = UP.mul(u, mpfr(2 * lib + 1))
+        pre = out.e
+        # the rounding δ·ẑ, |δ| ≤ u: first order u·z (z in [lo, hi]) times ε; the rest,
+        # u·(ẑ − z), is second order and goes to the remainder
+        d = dict(d)
+        d[S.symbol()] = (DN.mul(u, lo), UP.mul(u, hi))
+        eta = UP.mul(ETA[t], mpfr(2 * lib + 1))
+        r = _up(r, UP.mul(u, pre), eta)
+        return _condense(Form(lo, hi, d, r, t))
+
+    def __add__(self, o):
+        o = _form(o)
+        a, b = _conv(self), _conv(o)
+        return a._round(DN.add(a.lo, b.lo), UP.add(a.hi, b.hi), _dadd(a.d, b.d),
+                        UP.add(a.r, b.r))
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return Form(-self.hi, -self.lo, {k: (-h, -l) for k, (l, h) in self.d.items()},
+                    self.r, self.ty)
+
+    def __sub__(self, o):
+        o = _form(o)
+        a, b = _conv(self), _conv(o)
+        nb = -b
+        return a._round(DN.sub(a.lo, b.hi), UP.sub(a.hi, b.lo), _dadd(a.d, nb.d),
+                        UP.add(a.r, b.r))
+
+    def __rsub__(self, o):
+        return _form(o) - self
+
+    def __mul__(self, o):
+        o = _form(o)
+        if o is self:
+            return self._square()
+        a, b = _conv(self), _conv(o)
+        # x̂ŷ − xy = ŷ·dx + x·dy: dx's coefficients times ŷ's interval, dy's times x's
+        blo, bhi = b.widened()
+        lo, hi = imul(a.lo, a.hi, b.lo, b.hi)
+        d = _dscale(a.d, blo, bhi)
+        d = _dadd(d, _dscale(b.d, a.lo, a.hi))
+        r = _up(UP.mul(mag(blo, bhi), a.r), UP.mul(a.mag, b.r))
+        return a._round(lo, hi, d, r)
+
+    __rmul__ = __mul__
+
+    def _square(self):
+        a = _conv(self)
+        lo, hi = imul(a.lo, a.hi, a.lo, a.hi)
+        if a.lo <= 0 <= a.hi:
+            lo = ZERO
+        elif a.lo > 0:
+            lo = DN.mul(a.lo, a.lo)
+        else:
+            lo = DN.mul(a.hi, a.hi)
+        hi = UP.mul(a.mag, a.mag)
+        # x̂² − x² = (x̂ + x)·dx, x̂ + x in 2·[lo, hi] widened by e
+        wlo, whi = DN.sub(DN.mul(2, a.lo), a.e), UP.add(UP.mul(2, a.hi), a.e)
+        return a._round(lo, hi, _dscale(a.d, wlo, whi), UP.mul(mag(wlo, whi), a.r))
+
+    def __truediv__(self, o):
+        o = _form(o)
+        a, b = _conv(self), _conv(o)
+        blo, bhi = b.widened()
+        if blo <= 0 <= bhi:
+            S.problems.append(f"{S.site}: the divisor can be 0 over the box")
+            return _unbounded(S.t)
+        lo, hi = idiv(a.lo, a.hi, b.lo, b.hi)
+        # â/b̂ − a/b = da/b̂ − (a/b)·db/b̂
+        inv = idiv(mpfr(1), mpfr(1), blo, bhi)
+        d = _dscale(a.d, *inv)
+        q = imul(lo, hi, *inv)
+        d = _dadd(d, _dscale(b.d, -q[1], -q[0]))
+        r = _up(UP.mul(mag(*inv), a.r), UP.mul(mag(*q), b.r))
+        return a._round(lo, hi, d, r)
+
+    def __rtruediv__(self, o):
+        return _form(o) / self
+
+    def __abs__(self):
+        if self.lo >= 0:
+            return self
+        if self.hi <= 0:
+            return -self
+        # |x̂| − |x| = s·dx, s in [−1, 1]
+        d = {k: (-mag(l, h), mag(l, h)) for k, (l, h) in self.d.items()}
+        return Form(ZERO, self.mag, d, self.r, self.ty)
+
+    # comparisons the base Numbers' max/min use (numpy's object max): by enclosure
+    def __gt__(self, o):
+        return self.hi > _form(o).hi
+
+    def __lt__(self, o):
+        return self.lo < _form(o).lo
+
+    def __ge__(self, o):
+        return not self < o
+
+    def __le__(self, o):
+        return not self > o
+
+    def __float__(self):
+        return float((self.lo + self.hi) / 2)
+
+    def __repr__(self):
+        return f"Form([{float(self.lo):.6g}, {float(self.hi):.6g}] ± {float(self.e):.3g})"
+
+
+def _unbounded(t: str) -> Form:
+    return Form(-INF, INF, {}, INF, t)
+
+
+def _form(x) -> Form:
+    return x if isinstance(x, Form) else Form.point(float(x))
+
+
+def _conv(a: Form) -> Form:
+    """The operand as the current op reads it: converted to its type when held wider."""
+    t = S.t
+    if t == "exact" or WIDTH[a.ty] <= WIDTH[t] or a.lo == a.hi and _exact_in(a.lo, t) \
+            and a.e == 0:
+        return a
+    u = U[t]
+    c = UP.mul(u, a.mag)
+    d = dict(a.d)
+    d[S.symbol()] = (-c, c)
+    return Form(a.lo, a.hi, d, _up(a.r, UP.mul(u, a.e), ETA[t]), t)
+
+
+def _exact_in(v, t: str) -> bool:
+    f = float(v)
+    if t == "f32":
+        return float(np.float32(f)) == f
+    if t == "bf16":
+        from .kernel_interpret import bf16_round, bf16_to_f32
+        return float(bf16_to_f32(bf16_round(np.float32(f)))) == f and \
+            float(np.float32(f)) == f
+    return True
+
+
+def _dadd(a: dict, b: dict) -> dict:
+    if len(a) < len(b):
+        a, b = b, a
+    out = dict(a)
+    for k, (l, h) in b.items():
+        if k in out:
+            l0, h0 = out[k]
+            out[k] = (DN.add(l0, l), UP.add(h0, h))
+        else:
+            out[k] = (l, h)
+    return out
+
+
+def _dscale(d: dict, lo, hi) -> dict:
+    return {k: imul(l, h, lo, hi) for k, (l, h) in d.items()}
+
+
+def _condense(f: Form) -> Form:
+    if len(f.d) <= CAP:
+        return f
+    merged: dict[str, Any] = {}
+    for k, (l, h) in f.d.items():
+        s = S.sym_site[k]
+        merged[s] = UP.add(merged.get(s, ZERO), mag(l, h))
+    d = {}
+    for s, c in merged.items():
+        d[S.symbol(s)] = (-c, c)
+    if len(d) > CAP:  # still too many sites: the smallest into the remainder
+        keep = sorted(d, key=lambda k: -d[k][1])[:CAP]
+        rest = _up(*(d[k][1] for k in d if k not in keep))
+        d = {k: d[k] for k in keep}
+        return Form(f.lo, f.hi, d, UP.add(f.r, rest), f.ty)
+    return Form(f.lo, f.hi, d, f.r, f.ty)
+
+
+# ---- element-wise functions: enclosures of f and f' over an interval ----
+
+def _lib(name: str, x: Form, lo, hi, dlo, dhi) -> Form:
+    """f(x) with [lo, hi] ∋ f(x) and [dlo, dhi] ∋ f' over x's widened interval."""
+    x = _conv(x)
+    t = S.t
+    d = _dscale(x.d, dlo, dhi)
+    r = UP.mul(mag(dlo, dhi), x.r)
+    n = ULPS.get("f32" if t == "bf16" else t, {}).get(name, 0) if t != "exact" else 0
+    return x._round(lo, hi, d, r, lib=n)
+
+
+def _exp(x: Form) -> Form:
+    wlo, whi = x.widened()
+    lo, hi = DN.exp(x.lo), UP.exp(x.hi)
+    return _lib("exp", x, lo, hi, DN.exp(wlo), UP.exp(whi))
+
+
+def _log(x: Form) -> Form:
+    wlo, whi = x.widened()
+    if wlo <= 0:
+        S.problems.append(f"{S.site}: log's argument can be ≤ 0 over the box")
+        return _unbounded(S.t)
+    return _lib("log", x, DN.log(x.lo), UP.log(x.hi), DN.div(1, whi), UP.div(1, wlo))
+
+
+def _sqrt(x: Form) -> Form:
+    x = _conv(x)
+    wlo, whi = x.widened()
+    lo, hi = DN.sqrt(max(x.lo, ZERO)), UP.sqrt(max(x.hi, ZERO))
+    if x.hi < 0:
+        S.problems.append(f"{S.site}: sqrt's argument is negative over the box")
+        return _unbounded(S.t)
+    if wlo > 0:
+        dlo, dhi = DN.div(1, UP.mul(2, UP.sqrt(whi))), UP.div(1, DN.mul(2, DN.sqrt(wlo)))
+        return x._round(lo, hi, _dscale(x.d, dlo, dhi), UP.mul(dhi, x.r))
+    # near 0: |√x̂ − √x| ≤ √|x̂ − x|, all in the remainder
+    return x._round(lo, hi, {}, UP.sqrt(x.e))
+
+
+def _tanh(x: Form) -> Form:
+    wlo, whi = x.widened()
+    # tanh' = 1 − tanh², even and decreasing in |x|
+    m, n = mag(wlo, whi), mig(wlo, whi)
+    dlo = DN.sub(1, UP.square(UP.tanh(m)))
+    dhi = UP.sub(1, DN.square(DN.tanh(n)))
+    return _lib("tanh", x, DN.tanh(x.lo), UP.tanh(x.hi), max(dlo, ZERO), dhi)
+
+
+_TWO_OVER_SQRT_PI_UP = UP.div(2, DN.sqrt(DN.const_pi()))
+
+
+def _erf(x: Form) -> Form:
+    wlo, whi = x.widened()
+    m, n = mag(wlo, whi), mig(wlo, whi)
+    dlo = DN.mul(DN.div(2, UP.sqrt(UP.const_pi())), DN.exp(-UP.square(m)))
+    dhi = UP.mul(_TWO_OVER_SQRT_PI_UP, UP.exp(-DN.square(n)))
+    return _lib("erf", x, DN.erf(x.lo), UP.erf(x.hi), dlo, dhi)
+
+
+def _softplus_c(c, v):
+    # log1p(exp(v)), monotone: evaluated in the context's direction
+    return c.log1p(c.exp(v))
+
+
+def _sigmoid_c(c, v):
+    o = UP if c is DN else DN
+    return c.div(1, o.add(1, o.exp(-v)))
+
+
+def _softplus(x: Form) -> Form:
+    wlo, whi = x.widened()
+    return _lib("softplus", x, _softplus_c(DN, x.lo), _softplus_c(UP, x.hi),
+                _sigmoid_c(DN, wlo), _sigmoid_c(UP, whi))
+
+
+def _sincos(name: str):
+    def f(x: Form) -> Form:
+        t = "f32" if S.t == "bf16" else S.t
+        wlo, whi = x.widened()
+        if mag(wlo, whi) > SIN_DOMAIN.get(t, 1.7e6):
+            S.problems.append(f"{S.site}: {name}'s argument leaves the math library's domain")
+            return _unbounded(S.t)
+        lo, hi = _trig_range(name, x.lo, x.hi)
+        dlo, dhi = _trig_range("cos" if name == "sin" else "-sin", wlo, whi)
+        return _lib(name, x, lo, hi, dlo, dhi)
+    return f
+
+
+def _trig_range(name: str, lo, hi):
+    """An enclosure of sin, cos or −sin over [lo, hi]: the endpoints' values, and ±1 where
+    an extremum (an odd multiple of π/2, shifted) may lie inside (π's enclosure used)."""
+    if UP.sub(hi, lo) >= 6:
+        return mpfr(-1), mpfr(1)
+    shift = {"sin": 0, "cos": 1, "-sin": 2}[name]  # f(x) = sin(x + shift·π/2)
+
+    def f(c, v):
+        if name == "sin":
+            return c.sin(v)
+        if name == "cos":
+            return c.cos(v)
+        return -(UP if c is DN else DN).sin(v)
+    vlo = min(f(DN, lo), f(DN, hi))
+    vhi = max(f(UP, lo), f(UP, hi))
+    hp_lo, hp_hi = DN.div(DN.const_pi(), 2), UP.div(UP.const_pi(), 2)
+    q = float(lo) / float(hp_lo)
+    q2 = float(hi) / float(hp_lo)
+    for target in (1, -1):  # f = target at x = a·π/2, a = target − shift + 4k
+        base = target - shift
+        for k in range(int(math.floor((min(q, q2) - base) / 4)) - 1,
+                       int(math.ceil((max(q, q2) - base) / 4)) + 2):
+            a = base + 4 * k
+            ends = (DN.mul(a, hp_lo), DN.mul(a, hp_hi), UP.mul(a, hp_lo), UP.mul(a, hp_hi))
+            if max(ends) >= lo and min(ends) <= hi:
+                if target > 0:
+                    vhi = mpfr(1)
+                else:
+                    vlo = mpfr(-1)
+    return max(vlo, mpfr(-1)), min(vhi, mpfr(1))
+
+
+def _binmax(a: Form, b: Form, pick=max) -> Form:
+    """max(â, b̂) − max(a, b) lies between da and db: a convex combination, so each
+    coefficient in the hull of the two (exact: no rounding)."""
+    a, b = _form(a), _form(b)
+    alo, ahi = a.widened()
+    blo, bhi = b.widened()
+    if pick is max:
+        if alo > bhi:
+            return a
+        if blo > ahi:
+            return b
+    else:
+        if ahi < blo:
+            return a
+        if bhi < alo:
+            return b
+    keys = set(a.d) | set(b.d)
+    z = (ZERO, ZERO)
+    d = {}
+    for k in keys:
+        l1, h1 = a.d.get(k, z)
+        l2, h2 = b.d.get(k, z)
+        d[k] = (min(l1, l2), max(h1, h2))
+    ty = a.ty if WIDTH[a.ty] >= WIDTH[b.ty] else b.ty
+    return _condense(Form(pick(a.lo, b.lo), pick(a.hi, b.hi), d, max(a.r, b.r), ty))
+
+
+def _binmin(a, b):
+    return _binmax(a, b, min)
+
+
+def _relu(x: Form) -> Form:
+    return _binmax(x, Form.point(0.0, "exact"))
+
+
+# sigmoid and gelu as the kernels compose them (realize_to_kernel.scalar_op)
+_SQRT2 = 1.4142135623730951
+
+
+def _sigmoid(x: Form) -> Form:
+    return 1.0 / (1.0 + _exp(-x))
+
+
+def _gelu(x: Form) -> Form:
+    return x * ((1.0 + _erf(x / _SQRT2)) / 2.0)
+
+
+UNARY: dict[str, Callable[[Form], Form]] = {
+    "neg": lambda x: -x, "sqrt": _sqrt, "exp": _exp, "log": _log, "tanh": _tanh,
+    "sigmoid": _sigmoid, "relu": _relu, "gelu": _gelu, "softplus": _softplus,
+    "abs": abs, "sin": _sincos("sin"), "cos": _sincos("cos"), "erf": _erf,
+}
+
+
+# ---- the number system the interpreter computes in ----
+
+def _numbers():
+    from .numbers import Numbers
+
+    def unsupported(name):
+        def f(*_):
+            raise BoxError(f"the box analysis does not cover `{name}` yet")
+        return f
+
+    class Boxed(Numbers):
+        name = "box"
+
+        def __init__(self) -> None:
+            vec = lambda f: np.frompyfunc(f, 1, 1)  # noqa: E731
+            self._unary = {n: vec(f) for n, f in UNARY.items()}
+            for n in ("erf_slope", "gelu_slope"):
+                self._unary[n] = unsupported(n)
+            self._binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+                            "div": np.divide, "max": np.frompyfunc(_binmax, 2, 1),
+                            "min": np.frompyfunc(_binmin, 2, 1), "pow": unsupported("pow")}
+
+        def array(self, values):
+            values = np.asarray(values)
+            if values.dtype == object:
+                return values
+            out = np.empty(values.shape, dtype=object)
+            flat = out.reshape(-1)
+            for i, v in enumerate(values.reshape(-1)):
+                flat[i] = Form.point(v)  # an f64 constant, exact (the reference's too)
+            return out
+
+        def to_f64(self, x):
+            x = np.asarray(x, dtype=object)
+            return np.array([float(v) for v in x.reshape(-1)]).reshape(x.shape)
+
+        def powi(self, x, n):
+            """x·x·…·x, as the kernels multiply (the first product a square)."""
+            def one(v: Form) -> Form:
+                if n == 0:
+                    return Form.point(1.0)
+                p = v
+                for i in range(n - 1):
+                    p = p._square() if i == 0 else p * v
+                return p
+            if isinstance(x, Form):
+                return one(x)
+            return np.asarray(np.frompyfunc(one, 1, 1)(x), dtype=object)
+
+        def heaviside(self, x, at_zero):
+            def step(v: Form) -> Form:
+                lo, hi = v.widened()
+                if lo > 0:
+                    return Form.point(1.0, "exact")
+                if hi < 0:
+                    return Form.point(0.0, "exact")
+                return Form(mpfr(min(0.0, at_zero)), mpfr(max(1.0, at_zero)), {},
+                            mpfr(max(1.0, abs(at_zero))), "exact")
+            return np.asarray(np.frompyfunc(step, 1, 1)(x), dtype=object)
+
+        def reduce(self, name, x, axis):
+            if name in ("max", "min"):
+                x = np.asarray(x)
+                if axis is None:
+                    x, axis = x.reshape(-1), 0
+                return self._binary[name].reduce(x, axis=axis)
+            if name == "logsumexp":
+                return self.logsumexp(x, axis)
+            return super().reduce(name, x, axis)
+
+        def _top(self, x, axis):
+            """max over the axis, kept: the sound max (numpy's would pick an element)."""
+            x = np.asarray(x, dtype=object)
+            if axis is None:
+                top = np.frompyfunc(_binmax, 2, 1).reduce(x.reshape(-1), axis=0)
+                return np.asarray(top, dtype=object).reshape((1,) * x.ndim)
+            top = np.frompyfunc(_binmax, 2, 1).reduce(x, axis=axis)
+            return np.expand_dims(np.asarray(top, dtype=object), axis)
+
+        def softmax(self, x, axis):
+            x = np.asarray(x, dtype=object)
+            e = self.unary("exp", x - self._top(x, axis))
+            return e / self.sum(e, None if axis is None else (axis,), keepdims=True)
+
+        def logsumexp(self, x, axis):
+            x = np.asarray(x, dtype=object)
+            top = self._top(x, axis)
+            shifted = self.unary("exp", x - top)
+            out = top + self.unary("log", self.sum(shifted, None if axis is None else (axis,),
+                                                   keepdims=True))
+            return np.asarray(out).reshape(()) if axis is None else np.squeeze(out, axis=axis)
+
+        def sum(self, x, axes=None, keepdims=False):
+            x = np.asarray(x, dtype=object)
+            axes = tuple(range(x.ndim)) if axes is None else \
+                tuple(a % max(x.ndim, 1) for a in axes)
+            kept = [i for i in range(x.ndim) if i not in axes]
+            moved = np.transpose(x, kept + list(axes)).reshape(
+                [x.shape[i] for i in kept] + [-1 if axes else 1])
+            out = np.empty(moved.shape[:-1], dtype=object)
+            flat_out = out.reshape(-1)
+            rows = moved.reshape(-1, moved.shape[-1])
+            for i in range(rows.shape[0]):
+                flat_out[i] = sequential_sum(list(rows[i]))
+            if keepdims:
+                out = np.reshape(out, [1 if i in axes else n for i, n in enumerate(x.shape)])
+            return out if out.ndim else out.reshape(()).item()
+
+        def contract(self, a, b, a_axes, b_axes):
+            a, b = np.asarray(a), np.asarray(b)
+            a_rest = [i for i in range(a.ndim) if i not in a_axes]
+            b_rest = [j for j in range(b.ndim) if j not in b_axes]
+            left = np.transpose(a, a_rest + list(a_axes)).reshape(
+                [a.shape[i] for i in a_rest] + [-1])
+            right = np.transpose(b, list(b_axes) + b_rest).reshape(
+                [-1] + [b.shape[j] for j in b_rest])
+            prods = [np.multiply.outer(left[..., k], right[k]) for k in range(left.shape[-1])]
+            if not prods:
+                return self.array(np.zeros(left.shape[:-1] + right.shape[1:]))
+            out = self.sum(np.stack(prods, axis=-1), (-1,))
+            return out
+
+    return Boxed()
+
+
+def sequential_sum(terms: list[Form]) -> Form:
+    """((t₁ + t₂) + t₃) + …, each addition rounded at the current type: the propagated
+    errors add exactly; the roundings are u·Σₖ₌₂ⁿ |Sₖ| (the partial sums' enclosures),
+    one symbol, plus u·(the partial sums' own errors) in the remainder."""
+    t = S.t
+    terms = [_conv(_form(v)) for v in terms]
+    if not terms:
+        return Form.point(0.0)
+    lo, hi = terms[0].lo, terms[0].hi
+    d = dict(terms[0].d)
+    r = terms[0].r
+    err = terms[0].e  # the running partial sum's error bound
+    first = ZERO  # Σ u·|Sₖ|
+    second = ZERO  # Σ u·err(Ŝₖ before its rounding)
+    u = U[t]
+    for v in terms[1:]:
+        lo, hi = DN.add(lo, v.lo), UP.add(hi, v.hi)
+        d = _dadd(d, v.d)
+        r = UP.add(r, v.r)
+        err = UP.add(err, v.e)
+        step = UP.mul(u, mag(lo, hi))
+        first = UP.add(first, step)
+        second = _up(second, UP.mul(u, err), ETA[t] if t != "exact" else ZERO)
+        err = UP.add(err, _up(step, UP.mul(u, err)))
+        if len(d) > 4 * CAP:
+            tmp = _condense(Form(lo, hi, d, r))
+            d, r = tmp.d, tmp.r
+    if first > 0:
+        d[S.symbol()] = (-first, first)
+    out = Form(lo, hi, d, UP.add(r, second), t if len(terms) > 1 else terms[0].ty)
+    return _condense(out)
+
+
+# ---- the analysis ----
+
+@dataclass
+class Ranges:
+    """Each input's box: lo/hi arrays by input path (a data input `batch.0`, `u`) or
+    parameter path (`blocks.proj.w`); a path absent is a point (its value)."""
+
+    inputs: dict[str, tuple[np.ndarray, np.ndarray]]
+    params: dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass
+class SiteRange:
+    site: str
+    type: str
+    lo: float
+    hi: float
+    error: float  # the share of the output's bound from this site's roundings
+
+
+@dataclass
+class BoxResult:
+    entry: str
+    name: str  # the realization's summary
+    bound: float  # max |L̂ − L| over the box, elementwise over the output
+    lo: float  # the output's exact range (hull over its elements)
+    hi: float
+    sites: list[SiteRange]
+    contributions: dict[str, float]  # site or parameter → its share of the bound
+    excluded: dict[str, list[str]]  # site → the types it cannot take (range)
+    problems: list[str]
+    leaves: int
+    seconds: float
+
+    @property
+    def magnitude_min(self) -> float:
+        return 0.0 if self.lo <= 0 <= self.hi else min(abs(self.lo), abs(self.hi))
+
+
+def _check_ranges(prepared, ranges: Ranges, params: dict) -> None:
+    for path, (lo, hi) in ranges.inputs.items():
+        if path not in prepared.inputs:
+            raise BoxError(f"`{path}` is not an input of `{prepared.func.sym_name.data}` "
+                           "(its inputs: " + (", ".join(prepared.inputs) or "none") + ")")
+        shape = prepared.inputs[path]
+        if np.shape(lo) != shape:
+            raise BoxError(f"the range of `{path}` has shape {list(np.shape(lo))}, the input "
+                           f"{list(shape)}")
+    for path, (lo, hi) in ranges.params.items():
+        if path not in params:
+            raise BoxError(f"`{path}` is no parameter of the entry")
+        if np.shape(lo) != np.shape(params[path]):
+            raise BoxError(f"the range of `{path}` has shape {list(np.shape(lo))}, the "
+                           f"parameter {list(np.shape(params[path]))}")
+
+
+def _interval_array(lo: np.ndarray, hi: np.ndarray, ty: str = "f64") -> np.ndarray:
+    out = np.empty(np.shape(lo), dtype=object)
+    flat = out.reshape(-1)
+    for i, (a, b) in enumerate(zip(np.reshape(lo, -1), np.reshape(hi, -1))):
+        flat[i] = Form(mpfr(float(a)), mpfr(float(b)), {}, ZERO, ty)
+    return out
+
+
+def _run_once(core_module, entry: str, prepared, realization: Realization, types,
+              params: dict, values: dict, ranges: Ranges):
+    """One pass over one box: the output's forms (flat) and the state."""
+    from ..dialects import core as C
+    from . import entry as E
+    from .interpret import Interpreter, Tree
+
+    global S
+    S = State()
+    numbers = _numbers()
+
+    class Running(Interpreter):
+        def step(self, op, args, dims=None, prefix=None):
+            site = op.site.data if "site" in op.attributes else None
+            t = types.get(site, "f64") if site else "f64"
+            old = (S.t, S.site)
+            S.t, S.site = t, site or S.site
+            try:
+                value = super().step(op, args, dims, prefix)
+            finally:
+                S.t, S.site = old
+            if site is not None and not isinstance(op, (C.ConstantOp,)):
+                _record(site, t, value)
+            return value
+
+    args = E.arguments(prepared, numbers, params, {k: np.zeros(s) for k, s in
+                                                   prepared.inputs.items()})
+    # the parameters: a point rounded exactly to its stored type, or a range
+    for name, a in (args[0].data.items() if args and isinstance(args[0], Tree) else []):
+        t = realization.param_type(name)
+        flat = a.reshape(-1)
+        if name in ranges.params:
+            lo, hi = ranges.params[name]
+            src = _interval_array(lo, hi).reshape(-1)
+            for i, v in enumerate(src):
+                flat[i] = _store(v, t, name)
+        else:
+            raw = np.asarray(params[name], dtype=np.float64).reshape(-1)
+            stored = _stored(raw, t)
+            for i, (v, s) in enumerate(zip(raw, stored)):
+                m, ms = mpfr(float(v)), mpfr(float(s))
+                f = Form(m, m, {}, ZERO, t)
+                if s != v:  # its exact rounding error, a known number
+                    f.d = {S.symbol(name): (DN.sub(ms, m), UP.sub(ms, m))}
+                flat[i] = f
+    # the data inputs: their box (or their point), f64 values
+    def given(path, shape):
+        if path in ranges.inputs:
+            lo, hi = ranges.inputs[path]
+        else:
+            lo = hi = np.asarray(values[path], dtype=np.float64)
+        return _interval_array(lo, hi)
+    args = [a if isinstance(a, Tree) else _inputs(prepared, name, t, given)
+            for a, name, t in zip(args, prepared.func.arg_name_list,
+                                  prepared.func.function_type.inputs.data)]
+    S.t = "f64"
+    out = Running(core_module, numbers).run(entry, args, prepared.dims)
+    flat: list = []
+    _flatten(out, flat)
+    return flat, S
+
+
+def _inputs(prepared, path, t, given):
+    from xdsl.dialects.builtin import TupleType
+    if isinstance(t, TupleType):
+        return tuple(_inputs(prepared, f"{path}.{i}", item, given)
+                     for i, item in enumerate(t.types.data))
+    return given(path, prepared.inputs[path])
+
+
+def _stored(raw: np.ndarray, t: str) -> np.ndarray:
+    from .kernel_interpret import bf16_round, bf16_to_f32
+    if t == "f32":
+        return raw.astype(np.float32).astype(np.float64)
+    if t == "bf16":
+        return bf16_to_f32(bf16_round(raw.astype(np.float32))).astype(np.float64)
+    return raw
+
+
+def _store(v: Form, t: str, name: str) -> Form:
+    """A parameter's range stored in t: f64 → f32 → bf16, each a rounding."""
+    if t == "f64":
+        return v
+    u = U[t]
+    c = UP.mul(u, v.mag)
+    return Form(v.lo, v.hi, {S.symbol(name): (-c, c)}, ETA[t], t)
+
+
+def _flatten(v, out: list) -> None:
+    from .interpret import Tree
+    if isinstance(v, tuple):
+        for x in v:
+            _flatten(x, out)
+    elif isinstance(v, Tree):
+        for _, a in v.items():
+            out.extend(np.asarray(a, dtype=object).reshape(-1))
+    elif isinstance(v, Form):
+        out.append(v)
+    elif isinstance(v, np.ndarray) and v.dtype == object:
+        out.extend(v.reshape(-1))
+
+
+def _record(site: str, t: str, value) -> None:
+    flat: list = []
+    _flatten(value, flat)
+    if not flat:
+        return
+    S.site_type[site] = t
+    m = max(UP.add(f.mag, f.e) for f in flat)
+    S.site_max[site] = max(S.site_max.get(site, ZERO), m)
+    lo = min(f.lo for f in flat)
+    hi = max(f.hi for f in flat)
+    S.site_lo[site] = min(S.site_lo.get(site, lo), lo)
+    S.site_hi[site] = max(S.site_hi.get(site, hi), hi)
+    nz = [f for f in flat if f.lo > 0 or f.hi < 0]
+    if len(nz) == len(flat):  # nonzero everywhere over the box: its smallest magnitude
+        n = min(DN.sub(mig(f.lo, f.hi), f.e) for f in flat)
+        S.site_min[site] = min(S.site_min.get(site, n), n)
+
+
+def excluded_types(site_max: dict, site_min: dict) -> dict[str, list[str]]:
+    """The types each site cannot take over the box: a value beyond the type's largest
+    finite number (overflow), or a value nonzero everywhere that reaches below its
+    smallest normal (underflow: its digits lost)."""
+    out: dict[str, list[str]] = {}
+    for site, m in site_max.items():
+        bad = [t for t in ("f64", "f32", "bf16") if m > MAX[t]]
+        n = site_min.get(site)
+        if n is not None:
+            bad += [t for t in ("f64", "f32", "bf16") if 0 < n < TINY[t] and t not in bad]
+        if bad:
+            out[site] = bad
+    return out
+
+
+def _types(core_module, entry: str, realization: Realization) -> dict[str, str]:
+    from ..conversion.core_to_realize import site_types
+    from ..dialects import core as C
+    from .sensitivity import reached
+    funcs = {f.sym_name.data: f for f in core_module.ops if isinstance(f, C.FuncOp)}
+    types: dict[str, str] = {}
+    for n in reached(core_module, entry):
+        types.update(site_types(funcs[n], realization))
+    return types
+
+
+@dataclass
+class _Leaf:
+    bound: Any
+    inputs: dict  # path → (lo, hi) of this leaf
+    flat: list
+    state: State
+
+    def __lt__(self, other):  # for heapq: the largest bound first
+        return self.bound > other.bound
+
+
+def analyze(core_module, entry: str, dims: dict[str, int], realization: Realization,
+            ranges: Ranges, params: dict[str, np.ndarray], values: dict[str, np.ndarray],
+            max_leaves: int = 512, seconds: float = 0.8) -> BoxResult:
+    """The bound over the box. A program whose ranged inputs are at most 8 scalars is
+    refined by bisection (up to `max_leaves` leaves or `seconds`)."""
+    from . import entry as E
+    start = time.perf_counter()
+    prepared = E.prepare(core_module, entry, dict(dims))
+    _check_ranges(prepared, ranges, params)
+    types = _types(core_module, entry, realization)
+    scalars = [(p, i) for p, (lo, hi) in ranges.inputs.items()
+               for i in range(np.size(lo)) if np.reshape(lo, -1)[i] != np.reshape(hi, -1)[i]]
+    refine = not ranges.params and 0 < len(scalars) <= 8
+
+    def leaf(box: dict) -> _Leaf:
+        flat, state = _run_once(core_module, entry, prepared, realization, types, params,
+                                values, Ranges(box, ranges.params))
+        b = max((f.e for f in flat), default=ZERO)
+        return _Leaf(b, box, flat, state)
+
+    root = leaf(dict(ranges.inputs))
+    leaves = [root]
+    if refine and math.isfinite(root.bound):
+        full = {p: (np.asarray(lo, float), np.asarray(hi, float))
+                for p, (lo, hi) in ranges.inputs.items()}
+        heap = [root]
+        done: list[_Leaf] = []
+        count = 1
+        while heap and count < max_leaves and time.perf_counter() - start < seconds:
+            worst = heapq.heappop(heap)
+            split = _widest(worst.inputs, full)
+            if split is None:
+                done.append(worst)
+                continue
+            for half in _halves(worst.inputs, *split):
+                heapq.heappush(heap, leaf(half))
+            count += 1
+        leaves = done + heap
+    return _result(entry, realization, leaves, time.perf_counter() - start)
+
+
+def _widest(box: dict, full: dict):
+    best, where = 0.0, None
+    for p, (lo, hi) in box.items():
+        flo, fhi = full[p]
+        for i in range(np.size(lo)):
+            w0 = float(np.reshape(fhi, -1)[i] - np.reshape(flo, -1)[i])
+            w = float(np.reshape(hi, -1)[i] - np.reshape(lo, -1)[i])
+            if w0 > 0 and w / w0 > best and w > 0:
+                best, where = w / w0, (p, i)
+    return where
+
+
+def _halves(box: dict, path: str, i: int):
+    lo, hi = (np.array(a, dtype=float, copy=True) for a in box[path])
+    a, b = float(lo.reshape(-1)[i]), float(hi.reshape(-1)[i])
+    mid = a + (b - a) / 2
+    for l_, h_ in ((a, mid), (mid, b)):
+        nlo, nhi = lo.copy(), hi.copy()
+        nlo.reshape(-1)[i], nhi.reshape(-1)[i] = l_, h_
+        out = dict(box)
+        out[path] = (nlo, nhi)
+        yield out
+
+
+def _result(entry: str, realization: Realization, leaves: list[_Leaf], seconds: float
+            ) -> BoxResult:
+    bound = max(lf.bound for lf in leaves)
+    lo = min(min((f.lo for f in lf.flat), default=ZERO) for lf in leaves)
+    hi = max(max((f.hi for f in lf.flat), default=ZERO) for lf in leaves)
+    contributions: dict[str, float] = {}
+    site_max: dict = {}
+    site_min: dict = {}
+    site_lo: dict = {}
+    site_hi: dict = {}
+    site_type: dict = {}
+    problems: list[str] = []
+    for lf in leaves:
+        st = lf.state
+        per: dict[str, Any] = {}
+        for f in lf.flat:
+            own: dict[str, Any] = {}
+            for k, (cl, ch) in f.d.items():
+                s = st.sym_site[k]
+                own[s] = UP.add(own.get(s, ZERO), mag(cl, ch))
+            for s, v in own.items():
+                per[s] = max(per.get(s, ZERO), v)
+        for s, v in per.items():
+            contributions[s] = max(contributions.get(s, 0.0), float(v))
+        for s, v in st.site_max.items():
+            site_max[s] = max(site_max.get(s, ZERO), v)
+        for s, v in st.site_min.items():
+            site_min[s] = min(site_min.get(s, v), v)
+        for s in st.site_lo:
+            site_lo[s] = min(site_lo.get(s, st.site_lo[s]), st.site_lo[s])
+            site_hi[s] = max(site_hi.get(s, st.site_hi[s]), st.site_hi[s])
+        site_type.update(st.site_type)
+        problems += [p for p in st.problems if p not in problems]
+    # sites that are nonzero in some leaves only: no underflow claim for them
+    for s in list(site_min):
+        if any(s in lf.state.site_max and s not in lf.state.site_min for lf in leaves):
+            del site_min[s]
+    sites = [SiteRange(s, site_type.get(s, "f64"), float(site_lo[s]), float(site_hi[s]),
+                       contributions.get(s, 0.0)) for s in site_lo]
+    excluded = excluded_types(site_max, site_min)
+    t_of = {s.site: s.type for s in sites}
+    for s, bad in excluded.items():
+        if t_of.get(s) in bad:
+            problems.append(f"{s}: its value leaves {t_of[s]}'s range over the box")
+    b = float(bound)  # an mpfr of 53 bits: exact as a float (inf beyond)
+    for s, t in t_of.items():
+        if float(site_max.get(s, 0)) > float(MAX[t]):
+            b = math.inf  # the realized computation can overflow: no finite bound
+    return BoxResult(entry, realization.summary(), b, float(lo), float(hi), sites,
+                     contributions, excluded, problems, len(leaves), seconds)
