@@ -57,12 +57,13 @@ MAX = {"f64": mpfr(1.7976931348623157e308), "f32": mpfr(3.4028234663852886e38),
        "bf16": mpfr(3.3895313892515355e38)}
 TINY = {"f64": mpfr(2.0 ** -1022), "f32": mpfr(2.0 ** -126), "bf16": mpfr(2.0 ** -126)}
 WIDTH = {"exact": 0, "bf16": 1, "f32": 2, "f64": 3}  # which types hold which exactly
-# The math library's documented ulps (docs/mathlib.md, "Accuracy"): a result within n
-# ulps of the correctly rounded one is within (n + ½) ulps ≤ (2n + 1)·u·|y| of the exact
-# value (a normal y), plus (n + ½) subnormal spacings.
-ULPS = {"f64": {"exp": 1, "log": 1, "tanh": 1, "erf": 1, "softplus": 2, "sin": 1, "cos": 1},
-        "f32": {"exp": 1, "log": 1, "tanh": 1, "erf": 1, "softplus": 1, "sin": 1, "cos": 1}}
+# A math-library function's charge comes from the op table (presk/ops, `bound_ulps`, what
+# the bounds charge in units of u = ½ ulp): within n = bound_ulps / 2 ulps of the correctly
+# rounded result (docs/mathlib.md measures at most 2) is within (n + ½) ulps ≤
+# (bound_ulps + 1)·u·|y| of the exact value (a normal y), plus that many half subnormal
+# spacings.
 CAP = 48  # symbols per form before a site's are merged
+WORK = 16000  # roundings a refinement analyses in all (its leaves × the program's roundings)
 SIN_DOMAIN = {"f64": 1.7e6, "f32": 7000.0}
 
 
@@ -168,7 +169,7 @@ class Form:
         return DN.sub(self.lo, e), UP.add(self.hi, e)
 
     # -- the rounding of a result at the current type --
-    def _round(self, lo, hi, d: dict, r, lib: int = 0) -> "Form":
+    def _round(self, lo, hi, d: dict, r, lib: float = 0) -> "Form":
         t = S.t
         if lo > hi or gmpy2.is_nan(lo) or gmpy2.is_nan(hi):
             return _unbounded(t)
@@ -176,14 +177,14 @@ class Form:
         if t == "exact":
             return _condense(out)
         u = U[t]
-        if lib:
-            u = UP.mul(u, mpfr(2 * lib + 1))
+        c = mpfr(lib + 1) if lib else mpfr(1)  # u's for the result: 1 for IEEE operations
+        u = UP.mul(u, c)
         pre = out.e
         # the rounding δ·ẑ, |δ| ≤ u: first order u·z (z in [lo, hi]) times ε; the rest,
         # u·(ẑ − z), is second order and goes to the remainder
         d = dict(d)
         d[S.symbol()] = (DN.mul(u, lo), UP.mul(u, hi))
-        eta = UP.mul(ETA[t], mpfr(2 * lib + 1))
+        eta = UP.mul(ETA[t], c)
         r = _up(r, UP.mul(u, pre), eta)
         return _condense(Form(lo, hi, d, r, t))
 
@@ -361,8 +362,8 @@ def _lib(name: str, x: Form, lo, hi, dlo, dhi) -> Form:
     t = S.t
     d = _dscale(x.d, dlo, dhi)
     r = UP.mul(mag(dlo, dhi), x.r)
-    n = ULPS.get("f32" if t == "bf16" else t, {}).get(name, 0) if t != "exact" else 0
-    return x._round(lo, hi, d, r, lib=n)
+    from .. import ops
+    return x._round(lo, hi, d, r, lib=ops.row(name).bound_ulps if t != "exact" else 0)
 
 
 def _exp(x: Form) -> Form:
@@ -505,27 +506,54 @@ def _binmin(a, b):
     return _binmax(a, b, min)
 
 
-def _relu(x: Form) -> Form:
-    return _binmax(x, Form.point(0.0, "exact"))
-
-
-# sigmoid and gelu as the kernels compose them (realize_to_kernel.scalar_op)
-_SQRT2 = 1.4142135623730951
-
-
-def _sigmoid(x: Form) -> Form:
-    return 1.0 / (1.0 + _exp(-x))
-
-
-def _gelu(x: Form) -> Form:
-    return x * ((1.0 + _erf(x / _SQRT2)) / 2.0)
-
-
-UNARY: dict[str, Callable[[Form], Form]] = {
-    "neg": lambda x: -x, "sqrt": _sqrt, "exp": _exp, "log": _log, "tanh": _tanh,
-    "sigmoid": _sigmoid, "relu": _relu, "gelu": _gelu, "softplus": _softplus,
-    "abs": abs, "sin": _sincos("sin"), "cos": _sincos("cos"), "erf": _erf,
+# the rules of the exact operations and of the library functions, by the op table's names;
+# a composite (sigmoid, gelu, …) is walked from its table expression, in its order
+RULES: dict[str, Callable[..., Form]] = {
+    "neg": lambda x: -x, "sqrt": _sqrt, "abs": abs, "exp": _exp, "log": _log, "tanh": _tanh,
+    "erf": _erf, "softplus": _softplus, "sin": _sincos("sin"), "cos": _sincos("cos"),
+    "add": lambda a, b: _form(a) + b, "sub": lambda a, b: _form(a) - b,
+    "mul": lambda a, b: _form(a) * b, "div": lambda a, b: _form(a) / b,
+    "maximum": _binmax, "minimum": _binmin,
 }
+
+
+def rule(name: str) -> Callable[..., Form]:
+    """One element's rule for the op table's function `name`."""
+    from .. import ops
+    f = ops.row(name)
+    if isinstance(f.compute, ops.Composite):
+        walker = ops.Walker[Form](const=lambda k: Form.point(k.value),
+                                  apply=lambda fn, args: rule(fn)(*args),
+                                  powi=lambda v, n: _powi(v, n),
+                                  heaviside=lambda v, h: _heaviside(v, h))
+        expr = f.compute.expr
+        return lambda x: walker.walk(expr, {"x": x})
+    if name in RULES:
+        return RULES[name]
+
+    def unsupported(*_):
+        raise BoxError(f"the box analysis does not cover `{name}` yet")
+    return unsupported
+
+
+def _powi(v: Form, n: int) -> Form:
+    """x·x·…·x, as the kernels multiply (the first product a square)."""
+    if n == 0:
+        return Form.point(1.0)
+    p = v
+    for i in range(n - 1):
+        p = p._square() if i == 0 else p * v
+    return p
+
+
+def _heaviside(v: Form, at_zero: float) -> Form:
+    lo, hi = v.widened()
+    if lo > 0:
+        return Form.point(1.0, "exact")
+    if hi < 0:
+        return Form.point(0.0, "exact")
+    return Form(mpfr(min(0.0, at_zero)), mpfr(max(1.0, at_zero)), {},
+                mpfr(max(1.0, abs(at_zero))), "exact")
 
 
 # ---- the number system the interpreter computes in ----
@@ -533,22 +561,16 @@ UNARY: dict[str, Callable[[Form], Form]] = {
 def _numbers():
     from .numbers import Numbers
 
-    def unsupported(name):
-        def f(*_):
-            raise BoxError(f"the box analysis does not cover `{name}` yet")
-        return f
+    from .. import ops
 
     class Boxed(Numbers):
         name = "box"
 
         def __init__(self) -> None:
             vec = lambda f: np.frompyfunc(f, 1, 1)  # noqa: E731
-            self._unary = {n: vec(f) for n, f in UNARY.items()}
-            for n in ("erf_slope", "gelu_slope"):
-                self._unary[n] = unsupported(n)
-            self._binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
-                            "div": np.divide, "max": np.frompyfunc(_binmax, 2, 1),
-                            "min": np.frompyfunc(_binmin, 2, 1), "pow": unsupported("pow")}
+            self._unary = {f.name: vec(rule(f.name)) for f in ops.rows(arity=1, core=True)}
+            self._binary = {f.name: np.frompyfunc(rule(f.name), 2, 1)
+                            for f in ops.rows(arity=2, core=True)}
 
         def array(self, values):
             values = np.asarray(values)
@@ -565,35 +587,21 @@ def _numbers():
             return np.array([float(v) for v in x.reshape(-1)]).reshape(x.shape)
 
         def powi(self, x, n):
-            """x·x·…·x, as the kernels multiply (the first product a square)."""
-            def one(v: Form) -> Form:
-                if n == 0:
-                    return Form.point(1.0)
-                p = v
-                for i in range(n - 1):
-                    p = p._square() if i == 0 else p * v
-                return p
             if isinstance(x, Form):
-                return one(x)
-            return np.asarray(np.frompyfunc(one, 1, 1)(x), dtype=object)
+                return _powi(x, n)
+            return np.asarray(np.frompyfunc(lambda v: _powi(v, n), 1, 1)(x), dtype=object)
 
         def heaviside(self, x, at_zero):
-            def step(v: Form) -> Form:
-                lo, hi = v.widened()
-                if lo > 0:
-                    return Form.point(1.0, "exact")
-                if hi < 0:
-                    return Form.point(0.0, "exact")
-                return Form(mpfr(min(0.0, at_zero)), mpfr(max(1.0, at_zero)), {},
-                            mpfr(max(1.0, abs(at_zero))), "exact")
-            return np.asarray(np.frompyfunc(step, 1, 1)(x), dtype=object)
+            f = np.frompyfunc(lambda v: _heaviside(v, at_zero), 1, 1)
+            return np.asarray(f(x), dtype=object)
 
         def reduce(self, name, x, axis):
             if name in ("max", "min"):
                 x = np.asarray(x)
                 if axis is None:
                     x, axis = x.reshape(-1), 0
-                return self._binary[name].reduce(x, axis=axis)
+                pick = _binmax if name == "max" else _binmin
+                return np.frompyfunc(pick, 2, 1).reduce(x, axis=axis)
             if name == "logsumexp":
                 return self.logsumexp(x, axis)
             return super().reduce(name, x, axis)
@@ -909,9 +917,10 @@ class _Leaf:
 
 def analyze(core_module, entry: str, dims: dict[str, int], realization: Realization,
             ranges: Ranges, params: dict[str, np.ndarray], values: dict[str, np.ndarray],
-            max_leaves: int = 512, seconds: float = 0.8) -> BoxResult:
+            max_leaves: int = 192, seconds: float | None = None) -> BoxResult:
     """The bound over the box. A program whose ranged inputs are at most 8 scalars is
-    refined by bisection (up to `max_leaves` leaves or `seconds`)."""
+    refined by bisection: up to `max_leaves` leaves (the same bound on any machine), or
+    fewer when `seconds` is given and runs out."""
     from . import entry as E
     start = time.perf_counter()
     prepared = E.prepare(core_module, entry, dict(dims))
@@ -928,6 +937,8 @@ def analyze(core_module, entry: str, dims: dict[str, int], realization: Realizat
         return _Leaf(b, box, flat, state)
 
     root = leaf(dict(ranges.inputs))
+    # the budget in roundings analysed, not seconds: the same bound on any machine
+    max_leaves = max(8, min(max_leaves, WORK // max(1, len(root.state.sym_site))))
     leaves = [root]
     if refine and math.isfinite(root.bound):
         full = {p: (np.asarray(lo, float), np.asarray(hi, float))
@@ -935,7 +946,8 @@ def analyze(core_module, entry: str, dims: dict[str, int], realization: Realizat
         heap = [root]
         done: list[_Leaf] = []
         count = 1
-        while heap and count < max_leaves and time.perf_counter() - start < seconds:
+        while heap and count < max_leaves and (seconds is None or
+                                                time.perf_counter() - start < seconds):
             worst = heapq.heappop(heap)
             split = _widest(worst.inputs, full)
             if split is None:
