@@ -16,6 +16,7 @@ import math
 import re
 from typing import Any
 
+from . import box_cmds
 from .common import UsageError, reported, warn
 
 MODELS = ("k", "normwise", "cond", "rss")
@@ -31,7 +32,7 @@ def add_to_check(p: Any) -> None:
     p.add_argument("--realize", metavar="SPEC",
                    help="with --precision: the realization (@path, path or inline JSON; "
                    "absent: all f64)")
-    p.add_argument("--model", choices=[*MODELS, "all"], default="all",
+    p.add_argument("--model", choices=[*MODELS, "box", "all"], default="all",
                    help="with --precision: the rule to print (default all)")
     p.add_argument("--sites", type=_nonneg, default=8, metavar="N",
                    help="with --precision: rows of the per-site table (default 8)")
@@ -43,6 +44,9 @@ def add_to_check(p: Any) -> None:
                    "the envelope's)")
     p.add_argument("--bits", type=_bits, default=128,
                    help="with --precision: MPFR precision (default 128)")
+
+
+    box_cmds.add_range_flags(p)
 
 
 def _nonneg(text: str) -> int:
@@ -82,6 +86,11 @@ def check_precision(args: argparse.Namespace) -> int:
     if seed is None:
         m = re.fullmatch(r"seed (-?\d+)", envelope.inputs)
         seed = int(m.group(1)) if m else 0
+    if args.model == "box":  # a sound bound over the box (presk/analysis/box.py)
+        named = lambda f: f if f not in ("none", "") and not f.startswith(("initial", "seed ")) \
+            else None  # noqa: E731
+        return box_cmds.check_box(args, module, entry, dims, realization, seed,
+                                  named(envelope.weights), named(envelope.inputs))
     rules = MODELS if args.model == "all" else (args.model,)
     try:
         result = bounds(module, entry, dims, envelope, realization, seed=seed,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from . import box_cmds
 from .common import ProgramError, UsageError, reported, warn
 
 
@@ -35,6 +36,7 @@ def add_calibrate(sub: Any) -> None:
                    help="rows of the condition and rounding tables (default 10; the "
                    "magnitudes table shows half as many)")
     p.add_argument("--out", metavar="ENVELOPE", help="write the envelope (JSON) here")
+    box_cmds.add_range_flags(p)
     p.set_defaults(run=cmd_calibrate)
 
 
@@ -47,9 +49,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     dims = parse_dims(args.dim)
     module, _ = load_core(args.file, warn)
+    weights, inputs = args.weights, args.inputs
+    if args.range or args.ranges:
+        weights, inputs = box_cmds.box_midpoint(args, module, dims)
     try:
         envelope = calibrate(module, args.entry, dims, args.bits, args.samples, args.seed,
-                             args.weights, args.inputs)
+                             weights, inputs)
     except (WeightsError, EnvelopeError) as exc:
         raise UsageError(f"presk: {exc}") from None
     except (InterpretError, ZeroDivisionError) as exc:

@@ -1,5 +1,6 @@
 """`presk solve FILE --entry E --dim B=4 --precision envelope.json --budget 1e-3
-[--sites N] [--seed S] [--weights W] [--inputs I] [--out realization.json]`: the cheapest
+[--sites N] [--seed S] [--weights W] [--inputs I] [--out realization.json]
+[--certify --range NAME=[lo, hi]… | --ranges FILE]`: the cheapest
 type for every stored value under the budget, measured against the exact reference
 (§6.3 of the reference). The solver is presk/analysis/solver.py.
 
@@ -13,6 +14,7 @@ import argparse
 import math
 from typing import Any
 
+from . import box_cmds
 from .common import ProgramError, UsageError, reported, warn
 
 
@@ -34,6 +36,11 @@ def add_solve(sub: Any) -> None:
     p.add_argument("--inputs", help="inputs (safetensors, by argument path)")
     p.add_argument("--bits", type=int, default=128, help="MPFR precision (default 128)")
     p.add_argument("--out", metavar="REALIZATION", help="write the realization (JSON) here")
+    p.add_argument("--certify", action="store_true",
+                   help="then widen the proposal until its sound bound over the box "
+                   "(--range/--ranges) is under the budget: every input of the box, not the "
+                   "sample (presk/analysis/certify.py)")
+    box_cmds.add_range_flags(p)
     p.set_defaults(run=cmd_solve)
 
 
@@ -74,12 +81,17 @@ def cmd_solve(args: argparse.Namespace) -> int:
     try:
         entry = E.prepare(module, args.entry, dims)
         params = E.weights(entry, args.seed, args.weights)
-        values = E.inputs(entry, args.seed, args.inputs)
+        inputs = args.inputs
+        if args.certify and inputs is None and not envelope.inputs.startswith("seed "):
+            inputs = envelope.inputs  # calibrate --range's midpoint: the box's own sample
+        values = E.inputs(entry, args.seed, inputs)
         solution = solve(module, args.entry, dims, envelope, args.budget, params, values,
                          args.seed, args.bits)
     except (WeightsError, SolveError) as exc:
         raise UsageError(f"presk: {exc}") from None
     print(report(solution, args.sites))
+    if args.certify:
+        return _certify(args, module, entry, solution, params, values)
     if args.out:
         try:
             write_realization(solution, args.out)
@@ -90,6 +102,33 @@ def cmd_solve(args: argparse.Namespace) -> int:
         print(f"presk solve: the budget is missed: {_e(solution.measured)} measured against "
               f"{_e(solution.absolute)} allowed", file=sys.stderr)
         raise ProgramError()
+    return 0
+
+
+def _certify(args, module, entry, solution, params, values) -> int:
+    """--certify: the proposal widened until its box bound is under the budget."""
+    import sys
+
+    from ..analysis.box import BoxError
+    from ..analysis.certify import CertifyError, certify
+    from ..analysis.realization import RealizationError, save_realization
+    spec = box_cmds.range_spec(args)
+    if spec is None:
+        raise UsageError("presk solve: --certify needs the box: --range NAME=[lo, hi] or "
+                         "--ranges FILE")
+    box = box_cmds.resolve_box(spec, entry, params, values)
+    try:
+        c = certify(module, args.entry, dict(entry.dims), solution, box, params, values)
+    except (BoxError, CertifyError) as exc:
+        print(f"presk solve --certify: {exc}", file=sys.stderr)
+        raise ProgramError() from None
+    print(box_cmds.certify_report(c, box))
+    if args.out:
+        try:
+            save_realization(c.realization, args.out)
+        except RealizationError as exc:
+            raise UsageError(f"presk: {exc}") from None
+        print(f"\nwritten to {args.out}")
     return 0
 
 
