@@ -65,7 +65,9 @@ def parse_flag(text: str) -> tuple[str, object]:
     if not eq or not name:
         raise RangesError(f"--range {text!r}: expected NAME=[lo, hi] or NAME=±P%")
     if m := _PAIR.fullmatch(value):
-        return name, [float(m.group(1)), float(m.group(2))]
+        pair = [float(m.group(1)), float(m.group(2))]
+        _check_value(pair, f"--range {text!r}")
+        return name, pair
     if m := _REL.fullmatch(value):
         return name, {"around": float(m.group(1)) / 100.0}
     raise RangesError(f"--range {text!r}: the range is [lo, hi] (two numbers) or ±P%")

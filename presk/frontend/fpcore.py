@@ -213,6 +213,11 @@ class _Translator:
         head, args = str(v[0].value), v[1:]
         if head in ("let", "let*"):
             return self.let(n, head, args, scope, lets, names)
+        if head in ("if", "while", "while*", "for", "for*", "tensor", "tensor*", "ref",
+                    "dim", "size", "cast", "!", "digits", "array"):
+            raise self.refuse(n, f"`{head}` is outside the straight-line subset Presk imports")
+        if head in ("<", ">", "<=", ">=", "==", "!=", "and", "or", "not"):
+            raise self.refuse(n, f"`{head}` (a comparison) in a body is not imported")
         sub = [self.expr(a, scope, lets, names) for a in args] \
             if head not in ("pow",) else None
         if head == "-" and len(args) == 1:
@@ -234,11 +239,6 @@ class _Translator:
                 return f"({self.expr(args[0], scope, lets, names)} ^ {int(k)})"
             raise self.refuse(n, "pow to a non-natural exponent is not imported (Presk's "
                               "x ^ y needs a positive base, and the box analysis covers x ^ n)")
-        if head in ("if", "while", "while*", "for", "for*", "tensor", "tensor*", "ref",
-                    "dim", "size", "cast", "!", "digits", "array"):
-            raise self.refuse(n, f"`{head}` is outside the straight-line subset Presk imports")
-        if head in ("<", ">", "<=", ">=", "==", "!=", "and", "or", "not"):
-            raise self.refuse(n, f"`{head}` (a comparison) in a body is not imported")
         raise self.refuse(n, f"`{head}` with {len(args)} argument(s) is not a function Presk "
                           "has")
 

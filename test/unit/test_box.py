@@ -1,0 +1,205 @@
+"""The box analysis (presk/analysis/box.py): its bound is never below the error measured
+at random points and corners of the box (the Core f64 interpreter, the kernels' bits under
+all-f64, and the kernel interpreter under narrower realizations, against MPFR); the FPCore
+importer; the ranges; `solve --certify` never keeps a type a value overflows over the box."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from presk.analysis import box as B
+from presk.analysis import ranges as RG
+from presk.analysis.boxcheck import elementwise_errors, entry_errors
+from presk.analysis.realization import Realization
+from presk.cli.main import main
+from presk.frontend.fpcore import FPCoreError, to_psk, translate
+from presk.pipeline import load_core
+
+FPBENCH = os.path.join(os.path.dirname(__file__), "..", "fpbench")
+
+
+def _import(name: str, tmp_path):
+    path = os.path.join(FPBENCH, name + ".fpcore")
+    with open(path, encoding="utf-8") as f:
+        (core,) = translate(f.read(), path)
+    psk = tmp_path / f"{core.name}.psk"
+    psk.write_text(to_psk([core], name + ".fpcore"), encoding="utf-8")
+    module, _ = load_core(str(psk))
+    spec = RG.RangeSpec(core.name, {a: list(r) for a, r in core.ranges.items()})
+    box = RG.resolve(spec, {a: () for a in core.args}, {}, {})
+    return module, core, box
+
+
+def _points(core, box, n: int, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    cols = {a: [float(c[0][a]) for c in RG.corners(box)] for a in core.args}
+    for a in core.args:
+        lo, hi = box.inputs[a]
+        cols[a] = np.concatenate([cols[a], lo + (hi - lo) * rng.random(n)])
+    return [cols[a] for a in core.args]
+
+
+# FPTaylor's formally checked double bounds (github.com/soarlab/FPTaylor,
+# benchmarks/toplas/formal-b.hl and formal-b-extra.hl; bench/fpbench.py cites them)
+FPTAYLOR = {"doppler1": 1.59e-13, "turbine1": 2.32e-14, "kepler0": 9.45e-14,
+            "sine": 5.55e-16, "sqroot": 7.00e-16, "sphere": 1.01e-14,
+            "rigidBody2": 5.24e-11, "carbonGas": 9.13e-9, "verhulst": 3.24e-16}
+
+
+@pytest.mark.parametrize("name", sorted(FPTAYLOR))
+def test_fpbench_bound_is_sound_and_within_2x_of_fptaylor(name, tmp_path):
+    module, core, box = _import(name, tmp_path)
+    res = B.analyze(module, core.name, {}, Realization(), box, {}, {})
+    assert 0 < res.bound <= 2 * FPTAYLOR[name]
+    errors = elementwise_errors(module, core.name + "_each", _points(core, box, 400))
+    assert np.max(errors) <= res.bound
+    assert np.max(errors) > 0  # the comparison measured something
+
+
+def test_a_narrower_realization_is_bounded_at_its_type(tmp_path):
+    """doppler1 with every site in f32 (the kernel interpreter, f32 arithmetic): the
+    bound grows by about 2^29 and still holds at the points."""
+    module, core, box = _import("doppler1", tmp_path)
+    f64 = B.analyze(module, core.name, {}, Realization(), box, {}, {})
+    sites = {s.site: "f32" for s in f64.sites if s.site.startswith("doppler1_each/")}
+    real = Realization(core.name, sites, {})
+    res = B.analyze(module, core.name, {}, real, box, {}, {})
+    assert 1e7 < res.bound / f64.bound < 1e10
+    cols = _points(core, box, 20, seed=3)
+    pts = [({a: np.asarray(c[i]) for a, c in zip(core.args, cols)}, {})
+           for i in range(len(cols[0]))]
+    assert max(entry_errors(module, core.name, {}, real, pts)) <= res.bound
+
+
+_LEAVES = st.sampled_from(["x", "y", "0.75", "3.0", "-1.5"])
+
+
+def _expr(depth: int):
+    if depth == 0:
+        return _LEAVES
+    sub = _expr(depth - 1)
+    return st.one_of(
+        _LEAVES,
+        st.tuples(st.sampled_from(["+", "-", "*"]), sub, sub).map(
+            lambda t: f"({t[1]} {t[0]} {t[2]})"),
+        st.tuples(sub).map(lambda t: f"({t[0]} / (1.5 + {t[0]} * {t[0]}))"),
+        st.tuples(sub).map(lambda t: f"sqrt(2.0 + {t[0]} * {t[0]})"),
+        st.tuples(sub).map(lambda t: f"exp(tanh({t[0]}))"),
+        st.tuples(sub, sub).map(lambda t: f"max({t[0]}, {t[1]})"),
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(expr=_expr(3), lo=st.floats(-4, 2), width=st.floats(0.01, 3), seed=st.integers(0, 9))
+def test_random_programs_never_exceed_their_box_bound(expr, lo, width, seed, tmp_path):
+    src = (f"fn f_each(x : ℝ[...], y : ℝ[...]) -> ℝ[...] =\n  let r = {expr} + x * y\n  r\n\n"
+           "fn f(x : ℝ[], y : ℝ[]) -> ℝ[] =\n  f_each(x, y)\n")
+    psk = tmp_path / f"p{abs(hash(expr)) % 10**8}.psk"
+    psk.write_text(src, encoding="utf-8")
+    module, _ = load_core(str(psk))
+    box = B.Ranges({"x": (np.array(lo), np.array(lo + width)),
+                    "y": (np.array(-lo - width), np.array(-lo))}, {})
+    res = B.analyze(module, "f", {}, Realization(), box, {}, {}, max_leaves=16)
+    rng = np.random.default_rng(seed)
+    pts = [np.concatenate([[lo, lo, lo + width, lo + width], lo + width * rng.random(60)]),
+           np.concatenate([[-lo - width, -lo] * 2, -lo - width * rng.random(60)])]
+    assert np.max(elementwise_errors(module, "f_each", pts)) <= res.bound
+
+
+def test_overflow_over_the_box_is_never_certified(tmp_path, capsys):
+    """x³ stays in f32's range at the box's midpoint (the sample) but not at its top:
+    the sampled solver narrows it, --certify widens it back."""
+    psk = tmp_path / "cube.psk"
+    psk.write_text("dim N\n\nfn cube(x : ℝ[n: N]) -> ℝ[] =\n  let p = x * x * x\n"
+                   "  mean(p / 1e30)\n", encoding="utf-8")
+    env, out = str(tmp_path / "env.json"), str(tmp_path / "r.json")
+    box = ["--range", "x=[1, 1e13]"]
+    assert main(["calibrate", "--precision", str(psk), "--entry", "cube", "--dim", "N=64",
+                 *box, "--out", env]) == 0
+    mid = str(tmp_path / "env.inputs.safetensors")  # calibrate --range's sample: the midpoint
+    assert main(["solve", str(psk), "--entry", "cube", "--dim", "N=64", "--precision", env,
+                 "--budget", "1e-3", "--inputs", mid, "--out", out]) == 0
+    sampled = json.loads(open(out).read())["sites"]
+    assert "f32" in sampled.values() or "bf16" in sampled.values()
+    assert main(["solve", str(psk), "--entry", "cube", "--dim", "N=64", "--precision", env,
+                 "--budget", "1e-3", "--certify", *box, "--out", out]) == 0
+    certified = json.loads(open(out).read())["sites"]
+    assert not {t for t in certified.values()} & {"f32", "bf16"}
+    assert "leave f32's range" in capsys.readouterr().out
+    # and the analysis names the type it excludes
+    module, _ = load_core(str(psk))
+    res = B.analyze(module, "cube", {"N": 4}, Realization(),
+                    B.Ranges({"x": (np.ones(4), np.full(4, 1e13))}, {}), {}, {})
+    assert any(set(bad) == {"f32", "bf16"} for bad in res.excluded.values())
+
+
+def test_import_fpcore_cli(tmp_path, capsys):
+    out = tmp_path / "d.psk"
+    assert main(["import-fpcore", os.path.join(FPBENCH, "doppler1.fpcore"), "-o",
+                 str(out)]) == 0
+    ranges = json.loads((tmp_path / "d.ranges.json").read_text())
+    assert ranges == {"format": "presk-ranges/1", "entry": "doppler1",
+                      "inputs": {"u": [-100.0, 100.0], "v": [20.0, 20000.0],
+                                 "T": [-30.0, 50.0]}}
+    assert "fn doppler1(u : ℝ[], v : ℝ[], T : ℝ[]) -> ℝ[] =" in out.read_text()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("(FPCore (x) :pre (<= 0 x 1) (while (< x 1) ([x x (+ x 1)]) x))",
+     "`while` is outside the straight-line subset"),
+    ("(FPCore (x) :pre (<= 0 x 1) (atan x))", "`atan` with 1 argument(s) is not a function"),
+    ("(FPCore (x y) :pre (<= 0 x 1) (+ x y))", "argument `y` has no range"),
+    ("(FPCore (x) :pre (<= 0 x 1) (pow x 0.5))", "pow to a non-natural exponent"),
+    ("(FPCore (x) :pre (<= 0 x 1) (+ x 1)", "`(` is never closed"),
+])
+def test_import_fpcore_refuses_in_one_line(text, message, tmp_path, capsys):
+    src = tmp_path / "bad.fpcore"
+    src.write_text(text, encoding="utf-8")
+    assert main(["import-fpcore", str(src), "-o", str(tmp_path / "bad.psk")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and f"{src}:1:" in err
+
+
+def test_fpcore_lets_and_dropped_conjuncts():
+    (core,) = translate("(FPCore (x y) :pre (and (<= -1 x 1) (>= 2 y -2) (< (+ x y) 1))"
+                        " (let* ([a (* x x)] [b (+ a y)]) (- b (fabs x))))", "t.fpcore")
+    assert core.ranges == {"x": [-1.0, 1.0], "y": [-2.0, 2.0]}
+    assert core.lets == [("a", "(x * x)"), ("b", "(a + y)")]
+    assert core.result == "(b - abs(x))"
+    assert core.dropped == ["t.fpcore:1:49"]
+    with pytest.raises(FPCoreError, match="bounded on one side"):
+        translate("(FPCore (x) :pre (<= 0 x) x)", "t.fpcore")
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("x", "expected NAME=[lo, hi]"), ("x=[1]", "two numbers"), ("x=[2, 1]", "above hi"),
+])
+def test_bad_ranges_are_one_line(flag, message, tmp_path, capsys):
+    psk = tmp_path / "s.psk"
+    psk.write_text("fn s(x : ℝ[]) -> ℝ[] =\n  x * x\n", encoding="utf-8")
+    code = main(["calibrate", "--precision", str(psk), "--entry", "s", "--range", flag,
+                 "--out", str(tmp_path / "e.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_ranges_file_and_around(tmp_path):
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps({"format": "presk-ranges/1", "inputs": {
+        "a": [0, 1], "b": {"around": 0.1}, "c": {"lo": [0, 1], "hi": [2, 3]}}}))
+    spec = RG.load_ranges(str(f))
+    box = RG.resolve(spec, {"a": (2,), "b": (2,), "c": (2,)}, {},
+                     {"b": np.array([10.0, -20.0])})
+    assert np.all(box.inputs["a"][0] == 0) and np.all(box.inputs["a"][1] == 1)
+    lo, hi = box.inputs["b"]
+    assert lo[0] <= 9.0 and hi[0] >= 11.0 and lo[1] <= -22.0 and hi[1] >= -18.0
+    assert list(box.inputs["c"][1]) == [2.0, 3.0]
+    with pytest.raises(RG.RangesError, match="neither an input nor a parameter"):
+        RG.resolve(RG.RangeSpec(None, {"z": [0, 1]}), {"a": ()}, {}, {})
