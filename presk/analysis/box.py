@@ -40,6 +40,7 @@ import gmpy2
 import numpy as np
 from gmpy2 import mpfr
 
+from .ranges import Ranges
 from .realization import Realization
 
 UP = gmpy2.context(precision=53, round=gmpy2.RoundUp)
@@ -695,15 +696,6 @@ def sequential_sum(terms: list[Form]) -> Form:
 
 
 # ---- the analysis ----
-
-@dataclass
-class Ranges:
-    """Each input's box: lo/hi arrays by input path (a data input `batch.0`, `u`) or
-    parameter path (`blocks.proj.w`); a path absent is a point (its value)."""
-
-    inputs: dict[str, tuple[np.ndarray, np.ndarray]]
-    params: dict[str, tuple[np.ndarray, np.ndarray]]
-
 
 @dataclass
 class SiteRange:

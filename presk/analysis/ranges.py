@@ -31,6 +31,15 @@ class RangesError(Exception):
 
 
 @dataclass
+class Ranges:
+    """Each input's box: lo/hi arrays by input path (a data input `batch.0`, `u`) or
+    parameter path (`blocks.proj.w`); a path absent is a point (its value)."""
+
+    inputs: dict[str, tuple[np.ndarray, np.ndarray]]
+    params: dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass
 class RangeSpec:
     """Ranges as written: per path, (lo, hi) numbers, element-wise lists, or a relative
     half-width around the value ("around")."""
@@ -129,7 +138,6 @@ def resolve(spec: RangeSpec, inputs: dict[str, tuple[int, ...]],
             params: dict[str, np.ndarray], values: dict[str, np.ndarray]):
     """The box (`box.Ranges`): lo/hi arrays of each ranged input's and parameter's shape.
     A path of `spec.inputs` that names a parameter is taken as one."""
-    from .box import Ranges
     out = Ranges({}, {})
     for path, value in list(spec.inputs.items()) + list(spec.params.items()):
         if path in inputs:

@@ -42,7 +42,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("presk.pipeline",),
     # What runs the pipeline: training; the solver and the bounds, which measure a
     # realization by running it (kept in analysis/ beside the analyses they read).
-    ("presk.train", "presk.analysis.solver", "presk.analysis.bounds"),
+    ("presk.train", "presk.analysis.solver", "presk.analysis.bounds", "presk.analysis.box",
+     "presk.analysis.boxcheck", "presk.analysis.certify"),
     # The explain document reads every command's figures.
     ("presk.explain",),
     # presk, presk-opt, presk-translate.
