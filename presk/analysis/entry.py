@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,6 +10,7 @@ from xdsl.dialects.builtin import Float64Type, ModuleOp, TupleType
 from xdsl.ir import Attribute
 
 from ..dialects import core as C
+from ..limits import require_memory
 from ..shapes import TensorType
 from .interpret import Tree
 from .numbers import Numbers
@@ -51,7 +53,21 @@ def prepare(module: ModuleOp, name: str, dims: dict[str, int]) -> Entry:
             fields += tree_fields(module, t, dims)
         else:
             _inputs(arg_name, t, dims, inputs)
-    return Entry(func, dims, fields, inputs)
+    entry = Entry(func, dims, fields, inputs)
+    require_memory(argument_bytes(entry), f"the arguments of `{name}`{_at(dims)}")
+    return entry
+
+
+def _at(dims: dict[str, int]) -> str:
+    return " at " + ", ".join(f"{k} = {v}" for k, v in dims.items()) if dims else ""
+
+
+def argument_bytes(entry: Entry, bytes_per_real: int = 8) -> int:
+    """What the entry's arguments (its parameters and inputs) take as f64 arrays: less
+    than any engine needs to run it, so a call refused on these bytes would never fit."""
+    reals = sum(math.prod(f.shape) for f in entry.fields)
+    reals += sum(math.prod(s) for s in entry.inputs.values())
+    return reals * bytes_per_real
 
 
 def _inputs(path: str, t: Attribute, dims: dict[str, int], out: dict) -> None:
@@ -110,6 +126,10 @@ def inputs(entry: Entry, seed: int, path: str | None) -> dict[str, np.ndarray]:
 def arguments(entry: Entry, numbers: Numbers, params: dict[str, np.ndarray],
               values: dict[str, np.ndarray]) -> list:
     """The entry's arguments in a number system."""
+    if numbers.bytes_per_real > 8:
+        require_memory(argument_bytes(entry, numbers.bytes_per_real),
+                       f"the arguments of `{entry.func.sym_name.data}`{_at(entry.dims)} in "
+                       f"{numbers.name}")
     with numbers.context():
         args = []
         for name, t in zip(entry.func.arg_name_list, entry.func.function_type.inputs.data):

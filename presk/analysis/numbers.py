@@ -18,6 +18,7 @@ and BLAS may fuse a multiply-add).
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, nullcontext
 from typing import Callable
@@ -27,6 +28,7 @@ import numpy as np
 
 from presk import ops
 from presk.emit import mathlib
+from presk.powers import power
 
 UNARY_NAMES = tuple(f.name for f in ops.rows(arity=1, core=True))
 BINARY_NAMES = tuple(f.name for f in ops.rows(arity=2, core=True))
@@ -38,6 +40,7 @@ class Numbers(ABC):
     """What the interpreter needs of a number system."""
 
     name = ""
+    bytes_per_real = 8
     _unary: dict[str, Callable[[np.ndarray], np.ndarray]]
     _binary: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]
 
@@ -65,11 +68,8 @@ class Numbers(ABC):
         """1 where x > 0, 0 where x < 0, `at_zero` where x = 0."""
 
     def powi(self, x: np.ndarray, n: int) -> np.ndarray:
-        """x^n by repeated multiplication, left to right: x·x·…·x (n ≥ 0)."""
-        out = self.array(np.ones(np.shape(x)))
-        for _ in range(n):
-            out = out * x
-        return out
+        """x^n (n ≥ 0) by square and multiply, the order of presk/powers.py."""
+        return power(x, n, lambda a, b: a * b, lambda: self.array(np.ones(np.shape(x))))
 
     def sum(self, x: np.ndarray, axes: tuple[int, ...] | None = None,
             keepdims: bool = False) -> np.ndarray:
@@ -190,6 +190,11 @@ class MPFR(Numbers):
         one, zero, mid = gmpy2.mpfr(1), gmpy2.mpfr(0), gmpy2.mpfr(at_zero)
         step = np.frompyfunc(lambda v: one if v > 0 else zero if v < 0 else mid, 1, 1)
         return np.asarray(step(x), dtype=object)
+
+    @property
+    def bytes_per_real(self) -> int:
+        """One element of an array: the object and the array's pointer to it."""
+        return sys.getsizeof(gmpy2.mpfr(0, max(self.bits, 53))) + 8
 
     def array(self, values: np.ndarray) -> np.ndarray:
         values = np.asarray(values)

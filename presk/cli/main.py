@@ -14,6 +14,7 @@ from . import (
     bounds_cmds, core_cmds, data_cmd, export_cmds, fpcore_cmd, precision_cmds, realize_cmds,
     sensitivity_cmds, solve_cmds, train_cmds,
 )
+from ..limits import ResourceError
 from .common import ProgramError, UsageError, elaborate_or_report, reported
 from .print_pipeline import add_flag, print_pipeline
 
@@ -122,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ProgramError:
         return 1
+    except ResourceError as exc:  # a size or a call beyond the machine, refused before work
+        print(f"presk: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         return 0
 

@@ -27,6 +27,7 @@ import os
 import sys
 from typing import Callable, NoReturn
 
+from ..limits import ResourceError
 from ..pipeline import kernel_pipeline, load_core, output_names, parse_dims, parse_mlir
 from .common import ProgramError, UsageError, add_recording_arguments, reported, warn
 
@@ -177,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ProgramError:
         return 1
+    except ResourceError as exc:  # a size or a call beyond the machine, refused before work
+        print(f"presk-translate: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # the reader stopped early (`| head`)
         return 0
 

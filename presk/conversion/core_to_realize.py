@@ -50,6 +50,7 @@ from presk.analysis.realization import Realization, RealizationError, load_reali
 from presk.dialects import core as C
 from presk.dialects import realize as R
 from presk.shapes import Axis, TensorType
+from presk.limits import parse_size
 
 
 class RecordError(Exception):
@@ -799,9 +800,10 @@ def parse_dims_text(text: str) -> dict[str, int]:
     dims: dict[str, int] = {}
     for item in text.replace(",", " ").split():
         k, _, v = item.partition("=")
-        if not v.strip().isdigit():
-            raise RecordError(f"dims: `{item}` is not NAME=N")
-        dims[k.strip()] = int(v)
+        size = parse_size(v)
+        if isinstance(size, str):
+            raise RecordError(f"dims: `{item[:40]}` is not NAME=N: {size}")
+        dims[k.strip()] = size
     return dims
 
 

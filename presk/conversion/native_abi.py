@@ -75,6 +75,11 @@ class EntrySig:
     def args(self) -> tuple[BufferSig, ...]:
         return self.inputs + self.outputs
 
+    @property
+    def call_bytes(self) -> int:
+        """What one call holds at once: its buffers and its arena."""
+        return sum(b.nbytes for b in self.args) + self.arena_bytes
+
     def to_json(self) -> dict[str, Any]:
         return {"host": self.host, "symbol": self.symbol,
                 "inputs": [b.to_json() for b in self.inputs],

@@ -52,6 +52,7 @@ from xdsl.passes import ModulePass
 from presk import ops
 from presk.dialects import kernel as K
 from presk.dialects import realize as R
+from presk.powers import power
 
 
 class KernelConversionError(Exception):
@@ -215,14 +216,9 @@ def scalar_op(nb: NestBuilder, op: Operation, args: list[SSAValue], t: Attribute
     table row's (presk/ops), a composite in the row's order of operations — the order the
     PSK-Core f64 interpreter follows, so that f64 kernels give its bits."""
     x = args[0]
-    if isinstance(op, R.PowIOp):
-        n = op.exponent
-        if n == 0:
-            return nb.const(1.0, t)
-        p = x
-        for _ in range(n - 1):
-            p = nb.value(K.MulOp(p, x))
-        return p
+    if isinstance(op, R.PowIOp):  # square and multiply: presk/powers.py
+        return power(x, op.exponent, lambda a, b: nb.value(K.MulOp(a, b)),
+                     lambda: nb.const(1.0, t))
     if isinstance(op, R.HeavisideOp):
         return nb.value(K.MathOp("heaviside", x, nb.const(op.at_zero_value, t)))
     fn = getattr(op, "FUNCTION", None)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from .. import ops, shapes
+from ..limits import MAX_EXPONENT
 from ..shapes import SCALAR, ShapeError, TensorType
 from . import ast as A
 from .diagnostics import Diagnostic, did_you_mean, error
@@ -267,6 +268,9 @@ class FnChecker:
         if isinstance(e, A.Name) and len(e.path) == 1 and e.path[0] not in self.scope:
             const = self.el.lookup_const(self.fn.file, e.path[0])
             if const is not None and const.type_name == "nat":
+                if int(const.value) > MAX_EXPONENT:
+                    raise error("E0408", f"the exponent `{e.path[0]}` is too large (at most "
+                                f"{MAX_EXPONENT})", e.span)
                 e.ref = ConstRef(const)
                 return int(const.value)
         return None

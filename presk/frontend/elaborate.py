@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from ..limits import check_size, parse_size
 from ..shapes import Axis, Size, TensorType
 from . import ast as A
 from .check import BUILTINS, FnChecker, _kind
@@ -160,9 +161,11 @@ class Elaborator:
 
     def size(self, info: FileInfo, s: A.SizeExpr, module: ModuleInfo | None) -> Size:
         if s.is_literal:
-            if len(s.text) > 18:
-                raise error("E0308", "the size is too large", s.span)
-            return int(s.text)
+            size = parse_size(s.text)
+            if isinstance(size, str):
+                raise error("E0308", f"{s.text[:20]}{'…' * (len(s.text) > 20)} is not a "
+                            f"size: {size}", s.span)
+            return size
         if module is not None and s.text in module.dims:
             return s.text
         if s.text in info.dims:
@@ -171,6 +174,10 @@ class Elaborator:
         if const is not None:
             if const.type_name != "nat":
                 raise error("E0202", f"`{s.text}` is an f64 const; a size is a nat", s.span)
+            reason = check_size(int(const.value))
+            if reason is not None:
+                raise error("E0308", f"`{s.text}` = {_short(int(const.value))} is not a size: "
+                            f"{reason}", s.span)
             return int(const.value)
         known = list(info.dims) + list(info.consts) + (module.dims if module else [])
         raise error("E0202", f"unknown dim or const `{s.text}`", s.span,
@@ -421,6 +428,12 @@ def _dim_symbols(types: list[Type | None]) -> set[str]:
         elif isinstance(t, ParamsT):
             out |= {d for d in (*t.dims, *t.stack) if isinstance(d, str)}
     return out
+
+
+def _short(n: int) -> str:
+    """`n`, or its first digits and its length when it is long."""
+    text = str(n)
+    return text if len(text) <= 20 else f"{text[:12]}… ({len(text)} digits)"
 
 
 # A static value is an int that converts to an f64, or a finite f64.

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..limits import require_memory
 from .errors import InvalidInput, InvalidProgram
 from .record import Pipeline, kernel_passes, kernel_pipeline
 
@@ -77,9 +78,12 @@ def entry_call(core_module, entry: str, dims: dict[str, int], params: dict[str, 
                grad: bool = False, remat: str = "store") -> EntryCall:
     """Record `entry` (with `grad`: its value and gradient, the seed 1) down to PSK-Kernel
     and prepare the entry host's inputs."""
+    from ..conversion.kernel_to_std import entry_signatures
     from ..dialects import realize as R
     pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat)
     func = R.entry_func(pipe.realize)
+    for sig in entry_signatures(pipe.kernel):  # before a buffer is converted or allocated
+        require_memory(sig.call_bytes, f"a call of `{sig.host}` (its buffers and arena)")
     if grad:
         values = {**values, func.arg_name_list[-1]: 1.0}
     inputs = entry_inputs(pipe.realize, params, values)

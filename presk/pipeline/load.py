@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..limits import parse_size
 from .errors import InvalidInput, InvalidProgram
 
 Warn = Callable[[str], None]
@@ -114,13 +115,14 @@ def parse_dims(items: list[str]) -> dict[str, int]:
     """`["B=4", "C=2"]` (each a `--dim` flag's value) → {"B": 4, "C": 2}."""
     dims: dict[str, int] = {}
     for item in items:
-        m = re.fullmatch(r"\s*(\w+)\s*=\s*(\d+)\s*", item)
+        m = re.fullmatch(r"\s*(\w+)\s*=\s*(\S+?)\s*", item)
+        shown = item if len(item) <= 40 else item[:40] + "…"
         if m is None:
-            raise InvalidInput(f"presk: --dim {item}: expected NAME=N, e.g. --dim B=4")
-        if int(m.group(2)) == 0:
-            # An empty axis has no mean and no max: the interpreter would fail on it.
-            raise InvalidInput(f"presk: --dim {item}: a dim is 1 or more")
-        dims[m.group(1)] = int(m.group(2))
+            raise InvalidInput(f"presk: --dim {shown}: expected NAME=N, e.g. --dim B=4")
+        size = parse_size(m.group(2))  # a positive integer of sane length (presk/limits.py)
+        if isinstance(size, str):
+            raise InvalidInput(f"presk: --dim {shown}: {size}")
+        dims[m.group(1)] = size
     return dims
 
 

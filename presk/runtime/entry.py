@@ -17,6 +17,7 @@ import numpy as np
 
 from ..conversion.native_abi import BufferSig, EntrySig
 from ..emit.llvm import JitModule
+from ..limits import require_memory
 from .buffers import aligned_empty, empty, storage_dtype
 
 _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
@@ -72,6 +73,7 @@ class NativeEntry:
         self.jit = jit
         self.sig = sig
         self.function = _ENTRY_TYPE(jit.address(sig.symbol))
+        require_memory(sig.call_bytes, f"a call of `{sig.host}` (its buffers and arena)")
         self.arena = aligned_empty(max(sig.arena_bytes, 1))  # a real, aligned address
 
     def check_inputs(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
