@@ -29,6 +29,8 @@ import shutil
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, Sequence, TypeAlias
 
+from .analysis.artifact import check_output
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -499,6 +501,7 @@ def _write_atomically(name: str, header_text: Callable[[int], bytes],
     directory = os.path.dirname(os.path.abspath(name))
     temps: list[str] = []
     try:
+        check_output(name)  # a device, fifo or directory is never replaced
         final = _temp_path(directory, name, temps)
         with open(final, "wb") as out:
             if count is not None:
@@ -513,6 +516,7 @@ def _write_atomically(name: str, header_text: Callable[[int], bytes],
                     shutil.copyfileobj(data, out, DEFAULT_CHUNK_BYTES)
             out.flush()
             os.fsync(out.fileno())
+        check_output(name)
         os.replace(final, name)
         temps.remove(final)
     except OSError as e:

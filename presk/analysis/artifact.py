@@ -7,8 +7,10 @@ where the text comes from and the one-line errors when it cannot be read.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import tempfile
 
 
@@ -41,17 +43,51 @@ def _text(spec: str, kind: str, error: type[Exception]) -> tuple[str, str]:
         raise error(f"{path}: cannot read ({exc})") from None
 
 
+_KINDS = [(stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a fifo"),
+          (stat.S_ISSOCK, "a socket")]
+
+
+def check_output(path: str | os.PathLike[str]) -> None:
+    """Refuse (OSError, its strerror one clause) an output place that is neither a regular
+    file (a symbolic link to one included) nor a new name in a writable directory: a rename
+    over /dev/full, a fifo or a socket would replace the node with a regular file."""
+    path = os.fspath(path)
+    if not path:
+        raise OSError(errno.ENOENT, "an empty file name", path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise OSError(errno.ENOENT, f"no directory {directory}", path) from None
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise OSError(errno.EACCES, f"the directory {directory} is not writable",
+                          path) from None
+        return
+    except OSError as exc:  # a loop of links, a name too long, a component not a folder
+        raise OSError(exc.errno, exc.strerror, path) from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a regular file")
+        raise OSError(errno.EEXIST, f"is {kind}, not a regular file: refused, left as it "
+                      "is", path)
+
+
 def write_atomic(path: str | os.PathLike[str], data: str | bytes, mode: int = 0o644) -> None:
     """Write a file atomically: a temporary file beside it, then a rename over it, so that
     a reader sees the old file or the new one, never half of one (text as UTF-8). The file
-    gets `mode` (mkstemp's 0600 would hide it from other users). Raises OSError."""
+    gets `mode` (mkstemp's 0600 would hide it from other users). The place is checked
+    (`check_output`) before the temporary file is made and again just before the rename.
+    Raises OSError."""
     path = os.fspath(path)
+    check_output(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.chmod(tmp, mode)
+        check_output(path)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

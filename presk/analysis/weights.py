@@ -16,13 +16,13 @@ import hashlib
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from ..dialects import core as C
+from .artifact import write_atomic
 
 
 class WeightsError(Exception):
@@ -145,22 +145,12 @@ def check_tensors(tensors: dict[str, np.ndarray], fields: list[Field], path: str
 
 
 def save_tensors(tensors: dict[str, np.ndarray], path: str) -> None:
-    """Write a safetensors file atomically: a temporary file, then a rename."""
-    from safetensors.numpy import save_file
-    if os.path.isdir(path):
-        raise WeightsError(f"{path}: is a directory; give a file name")
-    directory = os.path.dirname(os.path.abspath(path))
+    """Write a safetensors file atomically (artifact.write_atomic: checked, a temporary
+    file, then a rename)."""
+    from safetensors.numpy import save
+    # np.require keeps a 0-d array 0-d (ℝ[]); np.ascontiguousarray would make it [1].
+    data = save({k: np.require(v, requirements="C") for k, v in tensors.items()})
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".presk-", suffix=".safetensors", dir=directory)
+        write_atomic(path, data)
     except OSError as exc:
         raise WeightsError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    os.close(fd)
-    try:
-        # np.require keeps a 0-d array 0-d (ℝ[]); np.ascontiguousarray would make it [1].
-        save_file({k: np.require(v, requirements="C") for k, v in tensors.items()}, tmp)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise WeightsError(f"{path}: cannot write ({exc.strerror or exc})") from None
-        raise

@@ -61,3 +61,17 @@ def add_recording_arguments(group: Any, what: str) -> None:
     group.add_argument("--grad", action="store_true", help="the entry's value and gradient")
     group.add_argument("--remat", choices=["store", "recompute"], default="store",
                        help="with --grad: what the forward sweep keeps for the reverse one")
+
+
+def output_file(path: str) -> str:
+    """An argparse `type` for a file a command writes: refused at once (one line, exit 2)
+    when it is a device, a directory, a fifo or a socket, or its directory is missing or
+    not writable — before any work, and write_atomic checks again before it renames."""
+    import argparse
+
+    from ..analysis.artifact import check_output
+    try:
+        check_output(path)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{path}: {exc.strerror}") from None
+    return path

@@ -9,7 +9,7 @@ import argparse
 from typing import Any
 
 from ..pipeline import differentiate, load_core, parse_dims, prepare, prepare_entry, reached
-from .common import UsageError, reported, warn
+from .common import UsageError, output_file, reported, warn
 from .print_pipeline import add_flag, print_pipeline
 from .runs import save, show
 
@@ -163,7 +163,8 @@ def add_run(sub: Any) -> None:
     p.add_argument("--weights", help="a safetensors file of parameters keyed by path")
     p.add_argument("--inputs", help="a safetensors file of inputs keyed by argument path "
                    "(`batch.0`); absent ones are drawn from the seed")
-    p.add_argument("--out", help="write the result to this safetensors file")
+    p.add_argument("--out", type=output_file,
+                   help="write the result to this safetensors file")
     p.add_argument("--grad", action="store_true",
                    help="also the gradient in the entry's first argument (`grad.<path>`)")
     p.add_argument("--remat", choices=["store", "recompute"], default="store",
@@ -178,7 +179,8 @@ def add_init(sub: Any) -> None:
     p.add_argument("--entry", required=True, help="the function whose parameter tree it is")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("-o", "--output", required=True, help="the safetensors file to write")
+    p.add_argument("-o", "--output", required=True, type=output_file,
+                   help="the safetensors file to write")
     p.set_defaults(run=cmd_init)
 
 

@@ -21,6 +21,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
+from .common import output_file
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -46,7 +48,8 @@ def _add_linear(verbs: Any) -> None:
     p = verbs.add_parser("linear", help="pairs (x, slope·x + intercept), x standard normal",
                          description="Write pairs (x, y = slope·x + intercept), x drawn "
                                      "from numpy's default_rng(seed).standard_normal.")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the file to write")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", type=output_file,
+                   help="the file to write")
     p.add_argument("--width", type=_positive, default=4, help="reals in x and y (default 4)")
     p.add_argument("--count", type=_natural, default=256, help="samples (default 256)")
     p.add_argument("--slope", type=float, default=2.0, help="default 2")

@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from . import box_cmds
-from .common import ProgramError, UsageError, reported, warn
+from .common import ProgramError, UsageError, output_file, reported, warn
 
 
 def add_calibrate(sub: Any) -> None:
@@ -35,7 +35,8 @@ def add_calibrate(sub: Any) -> None:
     p.add_argument("--sites", type=_positive, default=10, metavar="N",
                    help="rows of the condition and rounding tables (default 10; the "
                    "magnitudes table shows half as many)")
-    p.add_argument("--out", metavar="ENVELOPE", help="write the envelope (JSON) here")
+    p.add_argument("--out", metavar="ENVELOPE", type=output_file,
+                   help="write the envelope (JSON) here")
     box_cmds.add_range_flags(p)
     p.set_defaults(run=cmd_calibrate)
 

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from . import box_cmds
-from .common import ProgramError, UsageError, reported, warn
+from .common import ProgramError, UsageError, output_file, reported, warn
 
 
 def add_solve(sub: Any) -> None:
@@ -35,7 +35,8 @@ def add_solve(sub: Any) -> None:
     p.add_argument("--weights", help="parameters (safetensors, by path)")
     p.add_argument("--inputs", help="inputs (safetensors, by argument path)")
     p.add_argument("--bits", type=int, default=128, help="MPFR precision (default 128)")
-    p.add_argument("--out", metavar="REALIZATION", help="write the realization (JSON) here")
+    p.add_argument("--out", metavar="REALIZATION", type=output_file,
+                   help="write the realization (JSON) here")
     p.add_argument("--certify", action="store_true",
                    help="then widen the proposal until its sound bound over the box "
                    "(--range/--ranges) is under the budget: every input of the box, not the "

@@ -37,7 +37,7 @@ CODES: dict[str, str] = {
     "E0305": "a parameter whose type is not a tensor of fixed axes",
     "E0306": "a module that uses itself",
     "E0307": "a bad default value",
-    "E0308": "a malformed tensor type",
+    "E0308": "a malformed tensor type or size",
     # expressions and shapes
     "E0401": "shapes that do not fit",
     "E0402": "values of different kinds mixed",

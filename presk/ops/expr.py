@@ -72,7 +72,7 @@ class Apply(Expr):
 
 @dataclass(frozen=True, eq=False)
 class Powi(Expr):
-    """x^n by repeated multiplication (psk_core.powi)."""
+    """x^n (psk_core.powi; every engine squares and multiplies: presk/powers.py)."""
     base: Expr
     n: int
 

@@ -115,7 +115,7 @@ def parse_dims(items: list[str]) -> dict[str, int]:
     """`["B=4", "C=2"]` (each a `--dim` flag's value) → {"B": 4, "C": 2}."""
     dims: dict[str, int] = {}
     for item in items:
-        m = re.fullmatch(r"\s*(\w+)\s*=\s*(\S+?)\s*", item)
+        m = re.fullmatch(r"\s*(\w+)\s*=\s*([0-9]+)\s*", item)
         shown = item if len(item) <= 40 else item[:40] + "…"
         if m is None:
             raise InvalidInput(f"presk: --dim {shown}: expected NAME=N, e.g. --dim B=4")

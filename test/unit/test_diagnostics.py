@@ -473,7 +473,7 @@ CASES = [
     case("literal-too-long", "const X : nat = " + "9" * 5000 + "\n",
          "E0605", "the number is too large", "main.psk:1:17"),
     case("size-too-long", "fn f(x : ℝ[" + "9" * 5000 + "]) -> ℝ[] = sum(x)\n",
-         "E0308", "the size is too large", "main.psk:1:12"),
+         "E0308", "is not a size: a size is at most 2^62", "main.psk:1:12"),
     case("size-superscript-digit", "fn f(x : ℝ[²]) -> ℝ[] = sum(x)\n",
          "E0202", "unknown dim or const `²`", "main.psk:1:12"),
     case("nesting-too-deep", "fn f(x : ℝ[]) -> ℝ[] =\n  x" + " + x" * 5000 + "\n",

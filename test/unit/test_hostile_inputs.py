@@ -32,3 +32,225 @@ def test_sizes_arena_offsets_are_i64_past_2_gib(tmp_path: Path) -> None:
     # The tutorial at B: buffers of B·4 doubles (3.2 GB) laid one after another.
     assert max(offsets) >= 4 * 8 * 100_000_000 > 2**31
     assert all(o % 64 == 0 for o in offsets)
+
+
+def _main(argv: list[str], capsys) -> tuple[int, str]:
+    """`presk ARGV` in process: (exit code, stderr)."""
+    from presk.cli import main as presk_main
+    code = presk_main.main(argv)
+    return code, capsys.readouterr().err
+
+
+def test_sizes_beyond_the_machine_refused_with_the_bytes(capsys) -> None:
+    """B = 2³¹: the tutorial's arguments alone are 2 × B × 4 doubles. Refused before any
+    allocation (it was a numpy MemoryError traceback), naming both figures."""
+    from presk.limits import available_memory, format_bytes
+    code, err = _main(["run", TRAIN, "--entry", "loss", "--dim", "B=2147483648",
+                       "--engine", "f64"], capsys)
+    assert code == 2 and err.count("\n") == 1
+    # x and y of the batch: [B, 4] each; θ: 76 reals.
+    needed = (2 * 4 * 2**31 + 76) * 8
+    assert f"{format_bytes(needed)} needed" in err
+    have = available_memory()
+    assert have is not None and "available on this machine" in err and needed > have
+
+
+def test_sizes_native_call_checked_against_its_arena(monkeypatch, capsys) -> None:
+    """The native and kernel engines check the whole call (buffers and arena, as the
+    entry's signature states it) against the memory there is, before compiling."""
+    import presk.limits as L
+    from presk.conversion.kernel_to_std import entry_signatures
+    from presk.pipeline import kernel_pipeline, load_core
+    core, _ = load_core(TRAIN)
+    sig = entry_signatures(kernel_pipeline(core, "loss", {"B": 1000}).kernel)[0]
+    # Enough for the arguments (8 bytes per real), not for the call.
+    monkeypatch.setattr(L, "available_memory", lambda: sig.call_bytes - 1)
+    for engine in ("kernel", "native"):
+        code, err = _main(["run", TRAIN, "--entry", "loss", "--dim", "B=1000",
+                           "--engine", engine], capsys)
+        assert code == 2, err
+        assert err == (f"presk: a call of `loss` (its buffers and arena): "
+                       f"{L.format_bytes(sig.call_bytes)} needed, "
+                       f"{L.format_bytes(sig.call_bytes - 1)} available on this machine\n")
+
+
+@pytest.mark.parametrize("value, reason", [
+    ("9" * 5000, "a size is at most 2^62"),
+    ("0", "a size is 1 or more"),
+    ("-3", "expected NAME=N"),
+    ("4.0", "expected NAME=N"),
+    ("٤", "expected NAME=N"),  # a Unicode digit is not ASCII decimal
+    (str(2**62 + 1), "a size is at most 2^62"),
+])
+def test_sizes_dim_is_a_positive_integer_of_sane_length(value: str, reason: str,
+                                                        capsys) -> None:
+    code, err = _main(["run", TRAIN, "--entry", "loss", "--dim", f"B={value}"], capsys)
+    assert code == 2 and err.count("\n") == 1 and reason in err and len(err) < 200
+
+
+@pytest.mark.parametrize("source, message", [
+    ("fn f(x : ℝ[0]) -> ℝ[] = sum(x)\n", "0 is not a size: a size is 1 or more"),
+    ("const N : nat = 0\nfn f(x : ℝ[N, 2]) -> ℝ[] = sum(x)\n",
+     "`N` = 0 is not a size: a size is 1 or more"),
+    ("const N : nat = 2 ^ 70\nfn f(x : ℝ[N]) -> ℝ[] = sum(x)\n",
+     "`N` = 118059162071… (22 digits) is not a size: a size is at most 2^62"),
+    ("module M{D : dim} {\n  param w : ℝ[D] init = zeros\n}\n"
+     "module T {\n  use s : stack{0}(M{2})\n}\nfn f(θ : params T) -> ℝ[] = sum(θ.s.w)\n",
+     "0 is not a size: a size is 1 or more"),
+])
+def test_sizes_zero_axes_refused_by_check(tmp_path: Path, source: str, message: str,
+                                          capsys) -> None:
+    """Presk has no empty axes (docs/language.md): a literal 0, a nat const 0 and
+    stack{0} are E0308 in `presk check`, as --dim B=0 is refused."""
+    p = tmp_path / "z.psk"
+    p.write_text(source, encoding="utf-8")
+    code, err = _main(["check", str(p)], capsys)
+    assert code == 1 and "error[E0308]" in err and message in err, err
+
+
+# --------------------------------------------------------------------------------------
+# 2. Work that explodes
+# --------------------------------------------------------------------------------------
+
+POWERS = """\
+fn f(x : ℝ[5]) -> ℝ[5] = (x / 1000000.0 + 1.0) ^ 1000000
+fn g(x : ℝ[5]) -> ℝ[5] = x ^ 7 + x ^ 4 + x ^ 3 + x ^ 2 + x ^ 1 + x ^ 0
+"""
+
+
+def _square_and_multiply(x, n: int):
+    """x^n in numpy float64 by the documented order (presk/powers.py), written again."""
+    bits = bin(n)[3:]
+    p = x
+    for b in bits:
+        p = p * p
+        if b == "1":
+            p = p * x
+    return p
+
+
+def test_work_powers_by_squaring_same_bits_everywhere(tmp_path: Path) -> None:
+    """x^1000000 lowers to ≤ 2·log₂ n multiplies (it was a million: the native compile
+    hung) and gives the same bits in the f64 interpreter, the kernel interpreter, native
+    code and C, equal to numpy's square and multiply; x², x³ keep the left-to-right bits
+    the tutorial pins."""
+    import shutil
+    import subprocess
+
+    import numpy as np
+
+    from presk.analysis.interpret import Interpreter
+    from presk.analysis.numbers import F64
+    from presk.dialects import kernel as K
+    from presk.pipeline import kernel_pipeline, load_core, run_kernel, run_native
+    from presk.pipeline.export import export_c
+    p = tmp_path / "powers.psk"
+    p.write_text(POWERS, encoding="utf-8")
+    core, _ = load_core(str(p))
+    x = np.array([0.5, -1.25, 3.0, 1e-3, -7.5])
+    muls = sum(isinstance(op, K.MulOp)
+               for op in kernel_pipeline(core, "f", {}).kernel.walk())
+    assert muls <= 2 * 20
+    base = x / 1e6 + 1.0
+    expected = {"f": _square_and_multiply(base, 1_000_000),
+                "g": _square_and_multiply(x, 7) + (x * x) * (x * x) + (x * x) * x + x * x
+                + x + 1.0}
+    # x^7 by squaring is ((x·x)·x)·((x·x)·x)·x; x³ = (x·x)·x and x² = x·x as before.
+    assert np.array_equal(_square_and_multiply(x, 3), (x * x) * x)
+    for name, want in expected.items():
+        f64 = Interpreter(core, F64()).run(name, [F64().array(x)], {})
+        kern = run_kernel(core, name, {}, {}, {"x": x}).result["result"]
+        nat = run_native(core, name, {}, {}, {"x": x}).result["result"]
+        for got in (f64, kern, nat):
+            assert np.asarray(got).tobytes() == want.tobytes(), name
+    # Against MPFR's power of the same (rounded) base: each squaring doubles the relative
+    # error, so ~2n·u = 2.2e-10 at most.
+    import gmpy2
+    with gmpy2.context(precision=200):
+        exact = np.array([float(gmpy2.mpfr(float(b), 200) ** 1_000_000) for b in base])
+    assert np.allclose(expected["f"], exact, rtol=1e-9, atol=0)
+    if shutil.which("cc") and shutil.which("make"):
+        export_c(core, "f", {}, {}, {"x": x}, str(tmp_path / "c"))
+        done = subprocess.run(["make", "-s", "-C", str(tmp_path / "c"), "check"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0 and "bit for bit" in done.stdout, done.stdout + done.stderr
+
+
+def test_work_exponent_limits(tmp_path: Path, capsys) -> None:
+    """A nat const as an exponent has the literal's limit (it was an i64 overflow
+    traceback at `presk run`)."""
+    p = tmp_path / "e.psk"
+    p.write_text("const N : nat = 99999999999999999999999\n"
+                 "fn f(x : ℝ[4]) -> ℝ[4] = x ^ N\n", encoding="utf-8")
+    code, err = _main(["check", str(p)], capsys)
+    assert code == 1 and "error[E0408]: the exponent `N` is too large" in err
+
+
+# --------------------------------------------------------------------------------------
+# 4. Outputs: never over something that is not a regular file
+# --------------------------------------------------------------------------------------
+
+
+def _specials(tmp_path: Path) -> dict[str, Path]:
+    """A fifo, a directory, a socket and a character device (/dev/null: it stays one)."""
+    import os
+    import socket
+    fifo, folder, sock = tmp_path / "fifo", tmp_path / "folder", tmp_path / "sock"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(sock))
+    s.close()
+    return {"fifo": fifo, "directory": folder, "socket": sock, "device": Path("/dev/null")}
+
+
+KIND_TEXT = {"fifo": "is a fifo", "directory": "is a directory", "socket": "is a socket",
+             "device": "is a character device"}
+
+
+def test_outputs_write_atomic_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from presk.analysis.artifact import write_atomic
+    for kind, path in _specials(tmp_path).items():
+        before = os.stat(path)
+        with pytest.raises(OSError) as info:
+            write_atomic(path, "x")
+        assert KIND_TEXT[kind] in info.value.strerror
+        after = os.stat(path)
+        assert stat.S_IFMT(after.st_mode) == stat.S_IFMT(before.st_mode)
+        assert after.st_ino == before.st_ino
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".presk-")]
+    # A regular file and a new name in a writable directory are written.
+    write_atomic(tmp_path / "new.txt", "a")
+    write_atomic(tmp_path / "new.txt", "b")
+    assert (tmp_path / "new.txt").read_text() == "b"
+    with pytest.raises(OSError, match="no directory"):
+        write_atomic(tmp_path / "missing" / "x.txt", "a")
+    with pytest.raises(OSError, match="an empty file name"):
+        write_atomic("", "a")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "socket", "device"])
+def test_outputs_every_writing_command_refuses_them(tmp_path: Path, kind: str,
+                                                    capsys) -> None:
+    """Each command that writes a file refuses one line, exit 2, and leaves the node."""
+    import os
+    import stat
+    path = str(_specials(tmp_path)[kind])
+    mode = os.stat(path).st_mode
+    commands = [
+        ["run", TRAIN, "--entry", "loss", "--dim", "B=2", "--engine", "f64", "--out", path],
+        ["init", TRAIN, "--entry", "loss", "--dim", "B=2", "-o", path],
+        ["calibrate", "--precision", TRAIN, "--entry", "loss", "--dim", "B=2", "--out", path],
+        ["data", "linear", "-o", path, "--width", "4", "--count", "4"],
+    ]
+    for argv in commands:
+        code, err = _main(argv, capsys)
+        assert code == 2 and err.count("\n") == 1 and KIND_TEXT[kind] in err, (argv, err)
+        assert stat.S_IFMT(os.stat(path).st_mode) == stat.S_IFMT(mode)
+    code = translate.main([TRAIN, "--to", "mlir", "-o", path])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and KIND_TEXT[kind] in err, err
+    assert stat.S_IFMT(os.stat(path).st_mode) == stat.S_IFMT(mode)

@@ -489,7 +489,7 @@ def test_run_with_a_dim_of_zero(name: str) -> None:
     `max(gap)`) was a ValueError traceback."""
     line = usage_error(presk("run", str(TUTORIAL / f"{name}.psk"), "--entry", "loss",
                              "--dim", "B=0", "--engine", "f64"))
-    assert line == "presk: --dim B=0: a dim is 1 or more"
+    assert line == "presk: --dim B=0: a size is 1 or more (Presk has no empty axes)"
 
 
 def test_run_unknown_entry() -> None:
@@ -806,15 +806,19 @@ def test_out_into_a_missing_directory(tmp_path: Path) -> None:
     done = presk("run", T07, "--entry", "loss", "--dim", "B=4", "--engine", "f64",
                  "--out", str(path))
     assert done.returncode == 2
-    assert done.stderr.splitlines() == [f"presk: {path}: cannot write (No such file or directory)"]
+    # Refused before any work (artifact.check_output, as an argparse type).
+    assert done.stderr.splitlines() == [f"presk run: argument --out: {path}: no directory "
+                                        f"{path.parent} (see `presk run --help`)"]
     line = usage_error(presk("init", T07, "--entry", "loss", "--dim", "B=4", "-o", str(path)))
-    assert line == f"presk: {path}: cannot write (No such file or directory)"
+    assert line == (f"presk init: argument -o/--output: {path}: no directory {path.parent} "
+                    "(see `presk init --help`)")
 
 
 def test_out_onto_a_directory(tmp_path: Path) -> None:
     line = usage_error(presk("init", T07, "--entry", "loss", "--dim", "B=4", "-o",
                              str(tmp_path)))
-    assert line == f"presk: {tmp_path}: is a directory; give a file name"
+    assert line == (f"presk init: argument -o/--output: {tmp_path}: is a directory, not a "
+                    "regular file: refused, left as it is (see `presk init --help`)")
     assert list(tmp_path.iterdir()) == []  # no temporary file left behind
 
 
