@@ -189,6 +189,8 @@ def _add(a: float, b: float) -> float:
 
 
 def _eb(x) -> EB:
+    if isinstance(x, np.ndarray) and x.shape == () and isinstance(x.item(), EB):
+        return x.item()  # a 0-d array holding one (numpy's indexing gives those): its error
     return x if isinstance(x, EB) else EB(float(x), float(x))
 
 
@@ -389,6 +391,18 @@ class SiteFigures:
 
 
 @dataclass
+class Component:
+    """One element L_j of a tensor result: its exact value and its own bounds on
+    |L̂_j − L_j| (k and normwise: the element's error in the running analysis, the largest
+    over the samples; cond: Σ ‖∂L_j/∂v‖₁·R_v), and its measured error."""
+
+    index: tuple[int, ...]
+    value: float
+    bounds: dict[str, float]
+    measured: float | None = None
+
+
+@dataclass
 class Bounds:
     entry: str
     name: str  # the realization's summary
@@ -399,6 +413,9 @@ class Bounds:
     envelope_sites: int
     envelope_weights: str
     measured: float | None = None
+    # a tensor result: each element's own figures (componentwise), row-major
+    shape: tuple[int, ...] = ()
+    components: list["Component"] | None = None
 
     def relative(self, rule: str) -> float:
         return self.bounds[rule] / self.magnitude if self.magnitude else math.inf
@@ -480,16 +497,22 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
         def step(self, op, args, dims=None, prefix=None):
             site = op.site.data if "site" in op.attributes else None
             t = types.get(site, "f64") if site else "f64"
-            if t != "f64":
-                args = [_map(a, convert(t)) if not isinstance(a, Tree) else a for a in args]
-            old, EB.t = EB.t, t
+            ct = _compute(t)  # bf16 is stored: computed in f32, then rounded to bf16
+            if ct != "f64":
+                args = [_map(a, convert(ct)) if not isinstance(a, Tree) else a for a in args]
+            old, EB.t = EB.t, ct
             try:
                 value = super().step(op, args, dims, prefix)
             finally:
                 EB.t = old
+            if t == "bf16":
+                value = _map(value, convert("bf16"))
             if site is not None and site_terms.get(site, None) is None and isinstance(
                     op, (C.SumOp, C.MeanOp, C.SumToOp, C.LogSumExpOp)):
                 site_terms[site] = int(np.size(args[0]) // max(1, np.size(value)))
+            if site is not None and isinstance(op, C.SoftmaxOp):
+                site_terms[site] = int(np.shape(args[0])[self._axis(op.operands[0], args[0],
+                                                                     op.axis.data)])
             if site is not None and isinstance(op, (C.DotOp, C.ContractOp)):
                 site_terms[site] = int(round(math.sqrt(np.size(args[0]) * np.size(args[1])
                                                        / max(1, np.size(value)))))
@@ -530,19 +553,15 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
 
 
 def _operand_magnitudes(core_module, envelope) -> dict[str, tuple]:
-    """For each add/sub site, its two operands' envelope magnitudes (None for an operand
-    that is no site: a function's argument)."""
+    """For each site, its operands' envelope magnitudes (None for an operand that is no
+    site: a function's argument)."""
     from ..dialects import core as C
     out: dict[str, tuple] = {}
     for f in core_module.ops:
         if not isinstance(f, C.FuncOp):
             continue
         for op in f.body.block.ops:
-            if "site" not in op.attributes or len(op.operands) != 2:
-                continue
-            site = op.site.data
-            rec = envelope.sites.get(site)
-            if rec is None or rec.op not in ("add", "sub"):
+            if "site" not in op.attributes:
                 continue
             mags = []
             for v in op.operands:
@@ -551,65 +570,179 @@ def _operand_magnitudes(core_module, envelope) -> dict[str, tuple]:
                     "site" in owner.attributes else None
                 r = envelope.sites.get(s) if s else None
                 mags.append(float(r.max_abs) if r is not None else None)
-            out[site] = tuple(mags)
+            out[op.site.data] = tuple(mags)
     return out
 
 
+def _exponents(core_module) -> dict[str, int]:
+    """Each `x ^ n` site's n."""
+    from ..dialects import core as C
+    return {op.site.data: op.n.value.data for op in core_module.walk()
+            if isinstance(op, C.PowIOp)}
+
+
+# ---- rule cond: each site's local rounding-error bound R (docs/precision.md) ----
+
+EXACT = ("neg", "abs", "relu", "maximum", "minimum", "max", "min", "heaviside",
+         "broadcast", "spread", "zeros_like")
+CARRIED = ("get", "field", "tuple", "call", "fold", "tree")
+
+
+@dataclass
+class Local:
+    """What R is computed from at one site: its op, stored type t (bf16 computes in f32),
+    max|v|, the operands' magnitudes, the operands it reads converted (their magnitudes,
+    each with the type it is converted into), and for a sum its terms and condition."""
+
+    op: str
+    t: str
+    m: float
+    operands: tuple
+    converted: list[tuple[float, str]]
+    terms: int = 1
+    condition: float | None = None
+    exponent: int = 2  # a powi's
+
+
+def _compute(t: str) -> str:
+    return "f32" if t == "bf16" else t
+
+
+def _store(x: Local) -> float:
+    """A bf16 value, computed in f32, is rounded once more where it is stored."""
+    return U["bf16"] * x.m if x.t == "bf16" else 0.0
+
+
+def rounding_elementwise(x: Local) -> float:
+    """c·u(t)·max|v| (c = 0 for an exact op, n − 1 for x^n, else the ulps the table of
+    element-wise functions charges: 1 for a correctly rounded one, 4 for a library
+    function) + u(t′)·max|v| per operand read converted into t′."""
+    c = 0.0 if x.op in EXACT else max(x.exponent - 1, 1) if x.op == "powi" else \
+        ops.row(x.op).bound_ulps if x.op in ops.BY_NAME else ops.EXACT_ULPS
+    return c * U[_compute(x.t)] * x.m + sum(U[to] * x.m for _, to in x.converted) + _store(x)
+
+
+def rounding_add(x: Local) -> float:
+    """u(t)·max|v| + u(t′)·max|a| per operand a read converted: under cancellation |a| ≫
+    |a ± b|, and ∂(a ± b)/∂a = ±1 carries the operand's error whole."""
+    return U[_compute(x.t)] * x.m + sum(U[to] * a for a, to in x.converted) + _store(x)
+
+
+def rounding_sum(x: Local) -> float:
+    """A sum or contraction of n terms: γ_{n−1}(t)·condition·max|v| (recursive summation,
+    Σ|terms| = condition·|Σ|) + u(t)·max|v| (its last operation, a mean's division) +
+    u(t′)·condition·max|v| per operand read converted (each term moves by u(t′) of
+    itself)."""
+    t = _compute(x.t)
+    k = float(x.condition) * x.m
+    return gamma(max(x.terms - 1, 1), t) * k + U[t] * x.m + \
+        sum(U[to] * k for _, to in x.converted) + _store(x)
+
+
+def rounding_softmax(x: Local) -> float:
+    """exp(x − max x) / Σ: the subtraction's rounding moves exp's argument by u·2·max|x|,
+    exp adds 4 ulps, the sum of n positive terms γ_{n−1}, the division 1 ulp; an operand
+    read converted moves the argument by u(t′)·2·max|x| too."""
+    t = _compute(x.t)
+    a = x.operands[0] if x.operands and x.operands[0] is not None else 0.0
+    conv = sum(U[to] for _, to in x.converted)
+    return ((LIB + 1 + 2 * a) * U[t] + gamma(max(x.terms - 1, 1), t) + 2 * a * conv) * x.m \
+        + _store(x)
+
+
+def local_rounding(x: Local) -> float:
+    """R for the site's kind (a carried value rounds nowhere: what reads it converted is
+    charged at the reader)."""
+    if x.op in CARRIED or x.op in ("real", "constant"):
+        return 0.0
+    if x.condition is not None:
+        return rounding_sum(x)
+    if x.op in ("add", "sub"):
+        return rounding_add(x)
+    if x.op == "softmax":
+        return rounding_softmax(x)
+    return rounding_elementwise(x)
+
+
+def converted_operands(reads, envelope, inputs: dict[str, str]) -> dict[str, list]:
+    """Reader site → [(the value's max|v|, the type it is read in)] for every narrowing
+    convert of the recording (presk.analysis.conversions) that can round: the envelope
+    says whether the value is exact in that type."""
+    out: dict[str, list] = {}
+    for r in reads:
+        key = inputs.get(r.value, r.value)
+        rec = envelope.params.get(key) if r.kind == "param" else envelope.sites.get(key)
+        if rec is not None and r.to in rec.rounding and rec.rounding[r.to].exact:
+            continue  # every value it takes is representable in t′: the convert is exact
+        reader = envelope.sites.get(r.reader)
+        m = float(rec.max_abs) if rec is not None else \
+            float(reader.max_abs) if reader is not None else math.inf
+        out.setdefault(r.reader, []).append((m, r.to))
+    return out
+
+
+def cond_terms_from(local: dict[str, float], sens) -> dict[str, float]:
+    """s·R for each site and narrowed parameter (s the largest over the result's
+    elements)."""
+    return {k: float(sens.sites[k] if k in sens.sites else sens.params[k]) * v
+            for k, v in local.items()}
+
+
 def cond_terms(envelope, sens, types: dict[str, str], site_terms: dict[str, int],
-               realization: Realization, core_module=None) -> dict[str, float]:
-    """Each site's and narrowed parameter's s·R (rule cond)."""
+               realization: Realization, core_module=None, reads=(),
+               inputs: dict[str, str] | None = None) -> dict[str, float]:
+    """Each site's and narrowed parameter's s·R (rule cond); `reads`: the recording's
+    narrowing reads (presk.analysis.conversions.narrowing_reads)."""
+    return cond_terms_from(local_bounds(envelope, sens, types, site_terms, realization,
+                                        core_module, reads, inputs), sens)
+
+
+def local_bounds(envelope, sens, types: dict[str, str], site_terms: dict[str, int],
+                 realization: Realization, core_module=None, reads=(),
+                 inputs: dict[str, str] | None = None) -> dict[str, float]:
+    """Each site's and narrowed parameter's R: cond's local rounding-error bound."""
     out: dict[str, float] = {}
     operands = _operand_magnitudes(core_module, envelope) if core_module is not None else {}
+    converted = converted_operands(reads, envelope, inputs or {})
+    exponents = _exponents(core_module) if core_module is not None else {}
     for site, s in sens.sites.items():
         rec = envelope.sites.get(site)
         if rec is None or getattr(rec, "hyperparameter", False):
             continue
-        t = types.get(site, "f64")
         m = float(rec.max_abs)
-        op = rec.op or ""
-        if rec.condition is not None:
-            n = site_terms.get(site, rec.count)
-            r = gamma(max(n - 1, 1), t) * float(rec.condition) * m + 2 * U[t] * m
-        elif op in ("get", "field", "tuple", "call", "fold", "tree", "broadcast"):
-            r = U[t] * m if t != "f64" else 0.0
-        elif op in ("add", "sub") and site in operands:
-            # the operands' conversions are charged at the operands' magnitudes, not the
-            # result's: under cancellation |a|, |b| ≫ |a ± b| (∂(a ± b)/∂a = ±1, so the
-            # result's sensitivity carries them)
-            ma, mb = operands[site]
-            ma = ma if ma is not None else (m + mb if mb is not None else m)
-            mb = mb if mb is not None else m + ma
-            r = U[t] * m + U[t] * (ma + mb)
-        else:
-            ulps = ops.row(op).bound_ulps if op in ops.BY_NAME else ops.EXACT_ULPS
-            r = (ulps + 2) * U[t] * m
-        out[site] = float(s) * r
-    for path, s in sens.params.items():
+        x = Local(rec.op or "", types.get(site, "f64"), m, operands.get(site, ()),
+                  converted.get(site, []), site_terms.get(site, rec.count),
+                  None if rec.condition is None else float(rec.condition),
+                  exponents.get(site, 2))
+        out[site] = local_rounding(x)
+    for path in sens.params:
         t = realization.param_type(path)
         if t == "f64":
             continue
         rec = envelope.params.get(path)
-        r = rec.rounding[t].max_error if rec is not None and t in rec.rounding else \
+        out[path] = rec.rounding[t].max_error if rec is not None and t in rec.rounding else \
             U[t] * (rec.max_abs if rec else 0.0)
-        out[path] = float(s) * r
     return out
 
 
 def measure(core_module, entry: str, dims, params, values, realization: Realization,
-            bits: int = 128, exact=None) -> tuple[float, Any]:
+            bits: int = 128, exact=None, each: bool = False) -> tuple:
     """The kernel interpreter under the realization against MPFR at `bits`: (max |error|,
-    the exact value)."""
+    the exact value), and with `each` every element's |error| (row-major) too."""
     from ..pipeline import run_kernel
     from . import entry as E
     from .interpret import Interpreter
     from .numbers import MPFR
-    from .solver import measure_error
+    from .solver import element_errors, measure_error
     prepared = E.prepare(core_module, entry, dict(dims))
     if exact is None:
         numbers = MPFR(bits)
         exact = Interpreter(core_module, numbers).run(
             entry, E.arguments(prepared, numbers, params, values), prepared.dims)
     run = run_kernel(core_module, entry, dict(prepared.dims), params, values, realization)
+    if each:
+        errors = element_errors(run.result, exact)
+        return max(errors, default=0.0), exact, errors
     return measure_error(run.result, exact), exact
 
 
@@ -631,7 +764,9 @@ def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization:
     """Every rule's bound on |L̂ − L|. `k` and `normwise` are run at each input sample
     (given `values`: those alone; otherwise the envelope's samples, seed + i) and hold for
     each of them; `cond` and `rss` and the measurement are at the first sample."""
+    from ..pipeline import kernel_pipeline
     from . import entry as E
+    from .conversions import input_sites, narrowing_reads
     from .sensitivity import sensitivities
     from .solver import _magnitude
 
@@ -639,9 +774,7 @@ def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization:
     prepared = E.prepare(core_module, entry, dict(dims))
     dims = dict(prepared.dims)
     # the envelope's own weights and inputs when it names files (else the seed's)
-    wfile = envelope.weights if envelope.weights not in ("none", "") and \
-        not envelope.weights.startswith("initial") else None
-    ifile = envelope.inputs if not envelope.inputs.startswith("seed ") else None
+    wfile, ifile = envelope.weights_file(), envelope.inputs_file()
     if params is None:
         params = E.weights(prepared, seed, wfile)
     samples = [values] if values is not None else \
@@ -654,18 +787,29 @@ def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization:
     errs: dict[str, dict[str, float]] = {"k": {}, "normwise": {}}
     site_terms: dict[str, int] = {}
     types: dict[str, str] = {}
+    each: dict[str, list[float]] = {}  # rule → each output element's bound
     for rule in ("k", "normwise"):
-        out[rule] = 0.0
         for sample in samples:  # the bound holds for each sample: the largest
             flat, err, st, types = forward(core_module, entry, dims, envelope, realization,
                                            params, sample, rule)
             site_terms.update(st)
-            out[rule] = max(out[rule], max((v.e for v in flat), default=0.0))
+            each[rule] = [max(a, v.e) for a, v in zip(each.get(rule, [0.0] * len(flat)),
+                                                      flat)]
             for k, v in err.items():
                 errs[rule][k] = max(errs[rule].get(k, 0.0), v)
-    terms = cond_terms(envelope, sens, types, site_terms, realization, core_module)
-    out["cond"] = math.fsum(terms.values())
-    out["rss"] = math.sqrt(math.fsum(t * t for t in terms.values()))
+        out[rule] = max(each[rule], default=0.0)
+    local = local_bounds(envelope, sens, types, site_terms, realization, core_module,
+                         narrowing_reads(kernel_pipeline(core_module, entry, dims,
+                                                         realization).realize,
+                                         {f.path for f in prepared.fields}),
+                         input_sites(core_module, entry))
+    # cond and rss per output element j, from ‖∂L_j/∂v‖₁ (one element: the figures are it)
+    per = sens.components or [{**sens.sites, **sens.params}]
+    each["cond"] = [math.fsum(float(c.get(k, 0.0)) * r for k, r in local.items()) for c in per]
+    each["rss"] = [math.sqrt(math.fsum((float(c.get(k, 0.0)) * r) ** 2
+                                       for k, r in local.items())) for c in per]
+    out["cond"], out["rss"] = max(each["cond"]), max(each["rss"])
+    terms = cond_terms_from(local, sens)
     sites = []
     for site, rec in envelope.sites.items():
         if site not in errs["k"] or getattr(rec, "hyperparameter", False):
@@ -676,10 +820,19 @@ def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization:
                                  float(sens.sites.get(site, 0.0)), terms.get(site, 0.0),
                                  site_terms.get(site, 1)))
     sites.sort(key=lambda f: (-f.k, -f.magnitude, f.site))
-    result = Bounds(entry, realization.summary(), magnitude,
-                    {r: out[r] for r in RULES if r in rules or rules == ("all",)}, sites,
-                    envelope.samples, len(envelope.sites), envelope.weights)
+    chosen = [r for r in RULES if r in rules or rules == ("all",)]
+    result = Bounds(entry, realization.summary(), magnitude, {r: out[r] for r in chosen},
+                    sites, envelope.samples, len(envelope.sites), envelope.weights,
+                    shape=tuple(sens.shape))
+    measured = None
     if do_measure:
-        result.measured, _ = measure(core_module, entry, dims, params, values, realization,
-                                     bits, sens.value)
+        result.measured, _, measured = measure(core_module, entry, dims, params, values,
+                                               realization, bits, sens.value, each=True)
+    if sens.shape:
+        exact = np.asarray(sens.value, dtype=object).reshape(-1)
+        result.components = [
+            Component(tuple(int(i) for i in np.unravel_index(j, sens.shape)), float(exact[j]),
+                      {r: each[r][j] for r in chosen},
+                      None if measured is None else measured[j])
+            for j in range(len(exact))]
     return result

@@ -166,3 +166,47 @@ def flatten_gradient(entry: Entry, grad) -> dict[str, object]:
         return {f"grad.{path}": value for path, value in grad.items()}
     name = entry.func.arg_name_list[0]
     return flatten_result(grad, f"grad.{name}")
+
+
+def result_shape(entry: Entry) -> tuple[int, ...]:
+    """The shape of the entry's result, a tensor (() for ℝ[]); a tuple result is refused
+    (its cotangent and its sensitivities are not defined here)."""
+    t = entry.func.result_type
+    if not isinstance(t, C.TensorAttr):
+        raise WeightsError(f"`{entry.func.sym_name.data}` returns {t}: a cotangent is given "
+                           "for a tensor result only")
+    return _concrete_shape("result", t.shape, entry.dims)
+
+
+def cotangent(entry: Entry, spec: str | None) -> np.ndarray:
+    """The cotangent seed of `presk run --grad`, what multiplies the result: 1 for a
+    scalar result (ℝ[]) when `spec` is None; else `spec` — a number (every element that
+    value) or a safetensors file holding one tensor, `result`, of the result's shape."""
+    shape = result_shape(entry)
+    name = entry.func.sym_name.data
+    if spec is None:
+        if shape:
+            raise WeightsError(
+                f"`{name}` returns a tensor of shape {list(shape)}: --grad differentiates "
+                f"⟨cotangent, result⟩, give it with --cotangent (a number for every element, "
+                f"or a safetensors file with `result` of shape {list(shape)})")
+        return np.ones(())
+    try:
+        value = float(spec)
+    except ValueError:
+        value = None
+    if value is not None:
+        if not np.isfinite(value):
+            raise WeightsError(f"--cotangent {spec}: a finite number")
+        return np.full(shape, value)
+    tensors = load_tensors(spec)
+    if set(tensors) != {"result"}:
+        raise WeightsError(f"{spec}: a cotangent file holds one tensor, `result`, not "
+                           + ", ".join(f"`{k}`" for k in sorted(tensors)))
+    array = np.asarray(tensors["result"], dtype=np.float64)
+    if array.shape != shape:
+        raise WeightsError(f"{spec}: `result` has shape {list(array.shape)}, the result "
+                           f"{list(shape)}")
+    if not np.all(np.isfinite(array)):
+        raise WeightsError(f"{spec}: `result` holds a non-finite number")
+    return array

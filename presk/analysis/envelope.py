@@ -179,6 +179,21 @@ class Envelope:
             "params": {p: r.to_json() for p, r in self.params.items()},
         }
 
+    def seed(self) -> int | None:
+        """The seed sample 0's inputs were drawn from (`"seed S"`), or None (a file)."""
+        head, _, number = self.inputs.partition(" ")
+        return int(number) if head == "seed" and number.lstrip("-").isdigit() else None
+
+    def weights_file(self) -> str | None:
+        """The safetensors file of the weights it was calibrated with, or None (the
+        initializers, or no parameter tree)."""
+        return None if self.weights in ("none", "") or self.weights.startswith("initial") \
+            else self.weights
+
+    def inputs_file(self) -> str | None:
+        """The safetensors file sample 0's inputs came from, or None (the seed)."""
+        return None if self.inputs.startswith("seed ") else self.inputs
+
     def sums(self) -> dict[str, Record]:
         """The sites with a condition number: the sums and contractions."""
         return {s: r for s, r in self.sites.items() if r.condition is not None}

@@ -64,6 +64,10 @@ class Sensitivities:
     params: dict[str, Any]  # parameter path → ‖∂L/∂θ‖₁
     recorded: set[str] = field(default_factory=set)  # sites a cotangent was read for
     calls: dict[str, int] = field(default_factory=dict)  # function → reverse sweeps run
+    # a tensor result: per element j of it (row-major), ‖∂L_j/∂v‖₁ per site and path;
+    # `sites` and `params` are then the largest over j. One element: [] (they are it).
+    components: list[dict[str, Any]] = field(default_factory=list)
+    shape: tuple[int, ...] = ()  # the result's
 
     def per_function(self) -> dict[str, Any]:
         """Σ of its sites' sensitivities, per function, in the functions' order."""
@@ -149,30 +153,59 @@ class _Recorder(Interpreter):
         return value
 
 
+MAX_COMPONENTS = 4096  # reverse sweeps for one tensor result
+
+
+class SensitivityError(Exception):
+    """A result whose sensitivities are not defined here (a tuple, too many elements)."""
+
+
 def sensitivities(module: ModuleOp, entry: str, dims: dict[str, int],
                   params: dict[str, np.ndarray], values: dict[str, np.ndarray],
                   bits: int = 128, remat: str = "store") -> Sensitivities:
     """‖∂L/∂v‖₁ at every site of the functions `entry` reaches, and ‖∂L/∂θ‖₁ per parameter
-    path, from one reverse sweep of `entry.value_vjp` with dy = 1 in MPFR at `bits`.
-    `module` (PSK-Core, not differentiated) is left as it is."""
+    path, from reverse sweeps of `entry.value_vjp` in MPFR at `bits`: one with dy = 1 for
+    a result of one element; for a tensor result L of m elements, one per element j with
+    dy = e_j (1 at j, 0 elsewhere), giving ‖∂L_j/∂v‖₁ (`components`), and as the figure of
+    the site the largest over j — what bounds max_j |L̂_j − L_j| to first order through
+    each site alone (docs/precision.md). `module` (PSK-Core, not differentiated) is left
+    as it is."""
     module = module.clone()
     names = reached(module, entry)
     funcs = _funcs(module)
     functions = {n: [op.site.data for op in site_ops(funcs[n])] for n in names}
     Differentiator(module, remat, all_values=True).run([entry])
     prepared = E.prepare(module, entry, dims)
+    try:
+        shape = E.result_shape(prepared)
+    except E.WeightsError as exc:
+        raise SensitivityError(str(exc)) from None
+    m = int(np.prod(shape)) if shape else 1
+    if m > MAX_COMPONENTS:
+        raise SensitivityError(f"`{entry}` returns {m} elements: their sensitivities take one "
+                               f"reverse sweep each, at most {MAX_COMPONENTS}")
     numbers = MPFR(bits)
     args = E.arguments(prepared, numbers, params, values)
-    recorder = _Recorder(module, numbers)
-    recorder.setup({s for sites in functions.values() for s in sites})
-    with numbers.context():
-        one = numbers.constant(1.0)
-    value, *grads = recorder.run(entry + ".value_vjp", args + [one], prepared.dims)
-    with numbers.context():
-        param_norms = _param_norms(prepared, grads)
-    return Sensitivities(entry, bits, value,
-                         {s: recorder.totals[s] for sites in functions.values() for s in sites},
-                         functions, param_norms, recorder.recorded, recorder.calls)
+    sites = {s for ss in functions.values() for s in ss}
+    order = [s for ss in functions.values() for s in ss]
+    runs = []
+    for j in range(m):
+        recorder = _Recorder(module, numbers)
+        recorder.setup(sites)
+        seed = np.zeros(m)
+        seed[j] = 1.0
+        with numbers.context():
+            dy = numbers.constant(1.0) if not shape else numbers.array(seed.reshape(shape))
+        value, *grads = recorder.run(entry + ".value_vjp", args + [dy], prepared.dims)
+        with numbers.context():
+            norms = _param_norms(prepared, grads)
+        runs.append(({s: recorder.totals[s] for s in order}, norms, recorder))
+    largest = lambda key, which: max((r[which][key] for r in runs), key=float)  # noqa: E731
+    last = runs[-1][2]
+    return Sensitivities(entry, bits, value, {s: largest(s, 0) for s in order}, functions,
+                         {p: largest(p, 1) for p in runs[0][1]},
+                         set().union(*(r[2].recorded for r in runs)), last.calls,
+                         [{**r[0], **r[1]} for r in runs] if shape else [], shape)
 
 
 def _param_norms(prepared: E.Entry, grads: list[Any]) -> dict[str, Any]:
@@ -209,8 +242,14 @@ def ranked(values: Mapping[str, Any]) -> list[tuple[str, Any]]:
 def report(s: Sensitivities, top: int = 30) -> str:
     """§6.2's two tables: the per-function sums, then the `top` sites."""
     width = 49
-    lines = [f"-- sensitivity of `{s.entry}`: ‖∂L/∂v‖₁ at each site, one reverse sweep at "
-             f"{s.bits} bits", _row("module", "Σ ‖∂L/∂v‖₁", width)]
+    if s.shape:
+        head = (f"-- sensitivity of `{s.entry}`, a result of shape {list(s.shape)}: "
+                f"max over its {len(s.components)} elements j of ‖∂L_j/∂v‖₁ at each site, "
+                f"one reverse sweep per element at {s.bits} bits")
+    else:
+        head = (f"-- sensitivity of `{s.entry}`: ‖∂L/∂v‖₁ at each site, one reverse sweep at "
+                f"{s.bits} bits")
+    lines = [head, _row("module", "Σ ‖∂L/∂v‖₁", width)]
     lines += [_row(name, sci(v), width) for name, v in ranked(s.per_function())]
     lines += ["", _row("site", "‖∂L/∂v‖₁", width)]
     lines += [_row(site, sci(v), width) for site, v in ranked(s.sites)[:top]]

@@ -94,6 +94,25 @@ def _block_traffic(block, times: int, kernels, K, conversions: bool) -> int:
     return total
 
 
+class Recordings:
+    """The entry recorded down to PSK-Kernel under each realization the solver tries, once
+    each (the cost and the estimate read the same recording)."""
+
+    def __init__(self, core_module, entry: str, dims: dict[str, int]):
+        self.core, self.entry, self.dims = core_module, entry, dict(dims)
+        self._cache: dict[tuple, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def get(self, realization: Realization):
+        key = _key(realization)
+        if key not in self._cache:
+            from ..pipeline import kernel_pipeline
+            self._cache[key] = kernel_pipeline(self.core, self.entry, self.dims, realization)
+        return self._cache[key]
+
+
 class TrafficCost:
     """Bytes of traffic per call of the entry, from the kernel module under the
     realization (cached by realization)."""
@@ -101,20 +120,20 @@ class TrafficCost:
     unit = "bytes"
 
     def __init__(self, core_module, entry: str, dims: dict[str, int],
-                 conversions: bool = False):
-        self.core, self.entry, self.dims = core_module, entry, dict(dims)
+                 conversions: bool = False, recordings: Recordings | None = None):
+        self.recordings = recordings or Recordings(core_module, entry, dims)
         self.conversions = conversions
         self._cache: dict[tuple, float] = {}
-        self.pipelines = 0
+
+    @property
+    def pipelines(self) -> int:
+        return len(self.recordings)
 
     def cost(self, realization: Realization) -> float:
         key = _key(realization)
         if key not in self._cache:
-            from ..pipeline import kernel_pipeline
-            self.pipelines += 1
-            self._cache[key] = traffic(kernel_pipeline(self.core, self.entry, self.dims,
-                                                       realization).kernel,
-                                          self.conversions)
+            self._cache[key] = traffic(self.recordings.get(realization).kernel,
+                                       self.conversions)
         return self._cache[key]
 
 
@@ -138,9 +157,17 @@ class Decision:
     offered: bool = True
     rule: int | None = None  # 1 or 2 when not offered
     first_saving: float = 0.0  # what f64 → f32 alone saves
+    read: str | None = None  # the narrowest type a reader converts it into, if narrower
 
     def term(self, t: str | None = None) -> float:
-        return self.s * self.rounding[t or self.type]
+        """s·r at its type, or at the narrower type a reader converts it into."""
+        t = t or self.type
+        return self.s * self.rounding[narrower(t, self.read) if t == self.type else t]
+
+
+def narrower(a: str, b: str | None) -> str:
+    order = {"bf16": 0, "f32": 1, "f64": 2}
+    return a if b is None or order[a] <= order[b] else b
 
 
 @dataclass
@@ -160,7 +187,7 @@ class Other:
 
     site: str
     op: str
-    role: str  # "follows <site>" or "carried"
+    role: str  # "follows <site>", "carried" or "carried, read in <type> by <site>"
     type: str
     max_abs: float
     s: float
@@ -268,19 +295,23 @@ def launch_partners(kernel_module) -> dict[str, list[str]]:
 
 def measure_error(result: dict[str, np.ndarray], exact: Any) -> float:
     """The largest |kernel − MPFR| over the result's elements, computed in MPFR."""
+    return max(element_errors(result, exact), default=0.0)
+
+
+def element_errors(result: dict[str, np.ndarray], exact: Any) -> list[float]:
+    """|kernel − MPFR| of every element of the result (its tensors in order, each
+    row-major), computed in MPFR; a NaN computed is an infinite error."""
     import gmpy2
     from .entry import flatten_result
     ref = flatten_result(exact)
-    worst = 0.0
+    out: list[float] = []
     with gmpy2.context(precision=256):
         for path, value in result.items():
             e = np.asarray(ref[path], dtype=object).reshape(-1)
             k = np.asarray(value, dtype=np.float64).reshape(-1)
-            for a, b in zip(k, e):
-                if math.isnan(a):
-                    return math.inf
-                worst = max(worst, float(abs(gmpy2.mpfr(float(a)) - b)))
-    return worst
+            out += [math.inf if math.isnan(a) else float(abs(gmpy2.mpfr(float(a)) - b))
+                    for a, b in zip(k, e)]
+    return out
 
 
 def _magnitude(exact: Any) -> float:
@@ -292,16 +323,33 @@ def _magnitude(exact: Any) -> float:
     return m
 
 
+def read_types(realize_module, paths: set[str], inputs: dict[str, str],
+               known) -> dict[str, tuple[str, str]]:
+    """Each value the recording reads narrower than it stores it (a site or a parameter
+    path; an input by the site that unpacks it, `inputs`) → the narrowest type it is read
+    in and the first reader reading it so. A value `known` does not accept (no site the
+    sensitivities know) is charged at its reader instead."""
+    from .conversions import narrowing_reads
+    out: dict[str, tuple[str, str]] = {}
+    for r in narrowing_reads(realize_module, paths):
+        key = inputs.get(r.value, r.value) if r.kind else ""
+        key = key if known(key) else r.reader
+        if key not in out or narrower(r.to, out[key][0]) != out[key][0]:
+            out[key] = (r.to, r.reader)
+    return out
+
+
 # ---- the solver ----
 
 def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float,
           params: dict[str, np.ndarray] | None = None, values: dict[str, np.ndarray] | None = None,
           seed: int = 0, bits: int = 128, cost_model: CostModel | None = None,
           theta: float = THETA, max_rounds: int = 64) -> Solution:
-    from ..pipeline import kernel_pipeline, run_kernel
+    from ..pipeline import run_kernel
     from ..conversion.core_to_realize import site_types
     from ..dialects import core as C
     from . import entry as E
+    from .conversions import input_sites
     from .sensitivity import reached, sensitivities
 
     if not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
@@ -315,11 +363,12 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     sens = sensitivities(core_module, entry, dims, params, values, bits)
     magnitude = _magnitude(sens.value)
     absolute = budget * magnitude
-    model = cost_model or TrafficCost(core_module, entry, dims)
+    recordings = Recordings(core_module, entry, dims)
+    model = cost_model or TrafficCost(core_module, entry, dims, recordings=recordings)
 
     names = reached(core_module, entry)
     ops = _core_ops(core_module, names)
-    base = kernel_pipeline(core_module, entry, dims, Realization(entry=entry))
+    base = recordings.get(Realization(entry=entry))
     stored, followers = stored_values(base.kernel)
     partners = launch_partners(base.kernel)
 
@@ -358,9 +407,18 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
             d.type = old
 
     funcs = {f.sym_name.data: f for f in core_module.ops if isinstance(f, C.FuncOp)}
+    paths = {f.path for f in prepared.fields}
+    inputs = input_sites(core_module, entry)
+
+    def reads(real: Realization) -> dict[str, tuple[str, str]]:
+        return read_types(recordings.get(real).realize, paths, inputs,
+                          lambda key: key in by_key or key in sens.sites)
 
     def follower_terms() -> list[Other]:
         real = realization()
+        read = reads(real)
+        for d in decisions:  # a decision read narrower is charged at that type
+            d.read = read[d.key][0] if d.key in read else None
         types: dict[str, str] = {}
         for n in names:
             types.update(site_types(funcs[n], real))
@@ -376,12 +434,17 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
                 t = types.get(site, "f64")
                 out.append(Other(site, text, f"follows {followers[site]}", t, m, s,
                                  s * _rounding(rec, m)[t]))
+            elif site in read:
+                t, reader = read[site]
+                out.append(Other(site, text, f"carried, read in {t} by {reader}", t, m, s,
+                                 s * _rounding(rec, m)[t]))
             elif site in sens.sites:
                 out.append(Other(site, text, "carried", "f64", m, s, 0.0))
         return out
 
     def estimate() -> float:
-        return math.fsum([d.term() for d in decisions] + [o.term for o in follower_terms()])
+        others = follower_terms()  # first: it sets what each decision is read in
+        return math.fsum([d.term() for d in decisions] + [o.term for o in others])
 
     cost_f64 = model.cost(realization())
 
@@ -469,10 +532,12 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
         if not narrowed:
             break
         terms = {o.site: o for o in follower_terms()}
-        # a decision's share: its term and its followers'
+        # a decision's share: its term, its followers' and those of the values it reads
+        # narrower (widening it reads them as they are)
         def share(d: Decision) -> float:
             return d.term() + sum(o.term for o in terms.values()
-                                  if o.role == f"follows {d.key}")
+                                  if o.role in (f"follows {d.key}", f"carried, read in "
+                                                f"{o.type} by {d.key}"))
         d = max(narrowed, key=lambda d: (share(d), d.key))
         frm, d.type = d.type, WIDER[d.type]
         widenings.append((d.key, frm, d.type))
@@ -487,7 +552,7 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
         d.type = "f64"
         if d.offered:
             for t in ("f32", "bf16"):
-                if d.term(t) <= absolute:
+                if d.s * d.rounding[t] <= absolute:
                     d.type = t
                 else:
                     break

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 from typing import Any
 
 from . import box_cmds
@@ -84,13 +83,10 @@ def check_precision(args: argparse.Namespace) -> int:
     module, _ = load_core(args.file, warn)
     seed = args.seed
     if seed is None:
-        m = re.fullmatch(r"seed (-?\d+)", envelope.inputs)
-        seed = int(m.group(1)) if m else 0
+        seed = envelope.seed() or 0
     if args.model == "box":  # a sound bound over the box (presk/analysis/box.py)
-        named = lambda f: f if f not in ("none", "") and not f.startswith(("initial", "seed ")) \
-            else None  # noqa: E731
         return box_cmds.check_box(args, module, entry, dims, realization, seed,
-                                  named(envelope.weights), named(envelope.inputs))
+                                  envelope.weights_file(), envelope.inputs_file())
     rules = MODELS if args.model == "all" else (args.model,)
     try:
         result = bounds(module, entry, dims, envelope, realization, seed=seed,
@@ -136,6 +132,8 @@ def report(b, envelope_name: str, top: int = 8) -> str:
                  f"{b.envelope_sites} sites, {b.envelope_weights}")
     lines.append("  (k and normwise hold for the envelope's sampled inputs; cond is first "
                  "order at its first sample; rss ranks, it does not guarantee)")
+    if b.components:
+        lines += _components(b, top)
     header = f"{'site':<32}{'magnitude':>11}{'k':>13}{'relative':>13}{'condition':>13}"
     lines.append(header)
     for s in b.sites[:top]:
@@ -144,3 +142,22 @@ def report(b, envelope_name: str, top: int = 8) -> str:
         lines.append(f"{s.site:<32}{_e(s.magnitude, 3):>11}{_e(s.k, 3):>13}"
                      f"{_e(rel, 3):>13}{cond:>13}")
     return "\n".join(lines)
+
+
+def _components(b, top: int) -> list[str]:
+    """A tensor result's elements, each with its own bounds (componentwise) and measured
+    error, the `top` largest first by their first sound bound."""
+    rules = [r for r in MODELS if r in b.bounds]
+    key = next((r for r in ("cond", "normwise", "k") if r in rules), None)
+    rows = sorted(b.components, key=lambda c: (-(c.bounds[key] if key else 0.0), c.index))
+    lines = [f"  componentwise: each of the {len(b.components)} elements of the result "
+             f"(shape {list(b.shape)}) with its own bounds on |L̂ⱼ − Lⱼ|"
+             + (f", the {min(top, len(rows))} largest by {key}" if top < len(rows) else "")]
+    head = f"{'element':<16}{'value':>12}" + "".join(f"{r:>12}" for r in rules) + \
+        (f"{'measured':>12}" if b.measured is not None else "")
+    lines.append(head)
+    for c in rows[:top]:
+        lines.append(f"{str(list(c.index)):<16}{_e(c.value, 3):>12}"
+                     + "".join(f"{_e(c.bounds[r], 3):>12}" for r in rules)
+                     + (f"{_e(c.measured, 3):>12}" if c.measured is not None else ""))
+    return lines

@@ -11,7 +11,7 @@ from typing import Any
 from ..pipeline import differentiate, load_core, parse_dims, prepare, prepare_entry, reached
 from .common import UsageError, output_file, reported, warn
 from .print_pipeline import add_flag, print_pipeline
-from .runs import save, show
+from .runs import cotangent_seed, print_header, save, show
 
 
 # ---- presk dump --stage core ----
@@ -86,6 +86,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"presk run: --bits applies to --engine mpfr, not {args.engine}")
     if args.time and args.engine != "native":
         raise UsageError("presk run: --time applies to --engine native")
+    if args.cotangent is not None and not args.grad:
+        raise UsageError("presk run: --cotangent applies to --grad")
     if args.realize and args.engine in ("f64", "mpfr"):
         raise UsageError(f"presk run: --realize applies to --engine native or kernel, not "
                          f"{args.engine}")
@@ -105,19 +107,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     entry, params, values = prepare_entry(module, args.entry, parse_dims(args.dim), args.seed,
                                           args.weights, args.inputs)
     numbers = number_system(None if args.engine == "f64" else args.bits or 128)
+    seed = cotangent_seed(entry, args) if args.grad else None
     arguments = E.arguments(entry, numbers, params, values)
     interpreter = Interpreter(module, numbers)
     if args.grad:
         with numbers.context():
-            one = numbers.constant(1.0)
-        result, *grads = interpreter.run(args.entry + ".value_vjp", arguments + [one],
+            dy = numbers.constant(float(seed)) if seed.shape == () else numbers.array(seed)
+        result, *grads = interpreter.run(args.entry + ".value_vjp", arguments + [dy],
                                          entry.dims)
         flat = E.flatten_result(result)
         flat.update(E.flatten_gradient(entry, grads[0]))
     else:
         flat = E.flatten_result(interpreter.run(args.entry, arguments, entry.dims))
-    print(f"{args.entry} at " + ", ".join(f"{k} = {v}" for k, v in entry.dims.items())
-          + f" in {numbers.name}:" if entry.dims else f"{args.entry} in {numbers.name}:")
+    print_header(args, entry.dims, numbers.name)
     for path, value in flat.items():
         print(f"  {path} = {show(value)}")
     if args.out:
@@ -129,8 +131,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 @reported
 def cmd_init(args: argparse.Namespace) -> int:
     from ..analysis import entry as E
-    module, _ = load_core(args.file, warn)
-    entry = prepare(module, args.entry, parse_dims(args.dim))
+    module, program = load_core(args.file, warn)
+    dims = parse_dims(args.dim)
+    if args.entry is None:
+        args.entry, dims = _objective(args.file, program, dims)
+    entry = prepare(module, args.entry, dims)
     if not entry.fields:
         raise UsageError(f"presk: `{args.entry}` takes no parameter tree")
     tensors = E.weights(entry, args.seed, None)
@@ -139,6 +144,17 @@ def cmd_init(args: argparse.Namespace) -> int:
     print(f"presk init: {len(tensors)} tensors, {reals} reals, seed {args.seed}, "
           f"into {args.output}")
     return 0
+
+
+def _objective(path: str, program, dims: dict[str, int]) -> tuple[str, dict[str, int]]:
+    """The entry `presk init` takes without --entry: the objective of the file's training
+    run (at the run's batch dims, unless --dim gives them)."""
+    runs = program.main.trainings if program is not None else {}
+    if len(runs) != 1:
+        what = "no `training` run" if not runs else f"several runs ({', '.join(runs)})"
+        raise UsageError(f"presk init: {path} has {what}: name the entry with --entry")
+    run = next(iter(runs.values()))
+    return run.objective.name, dims or dict(run.dims)
 
 
 def add_run(sub: Any) -> None:
@@ -166,7 +182,12 @@ def add_run(sub: Any) -> None:
     p.add_argument("--out", type=output_file,
                    help="write the result to this safetensors file")
     p.add_argument("--grad", action="store_true",
-                   help="also the gradient in the entry's first argument (`grad.<path>`)")
+                   help="also the gradient in the entry's first argument (`grad.<path>`): "
+                   "of the result when it is ℝ[], of ⟨cotangent, result⟩ for a tensor result")
+    p.add_argument("--cotangent", metavar="C",
+                   help="with --grad: the cotangent c the gradient of Σ c·result is taken "
+                   "with: a number (every element), or a safetensors file holding `result` "
+                   "of the result's shape; required for a tensor result (default 1 for ℝ[])")
     p.add_argument("--remat", choices=["store", "recompute"], default="store",
                    help="with --grad: what the forward sweep keeps for the reverse one")
     add_flag(p)
@@ -176,7 +197,8 @@ def add_run(sub: Any) -> None:
 def add_init(sub: Any) -> None:
     p = sub.add_parser("init", help="write an entry's initial weights (safetensors)")
     p.add_argument("file", help="a .psk program or a PSK-Core .mlir file")
-    p.add_argument("--entry", required=True, help="the function whose parameter tree it is")
+    p.add_argument("--entry", help="the function whose parameter tree it is (default: the "
+                   "objective of the file's training run)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output", required=True, type=output_file,

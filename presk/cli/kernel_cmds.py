@@ -44,7 +44,8 @@ def run_kernel_cmd(args: argparse.Namespace) -> int:
     module, entry, params, values = prepare_run(args)
     run = run_kernel(module, args.entry, entry.dims, params, values,
                      getattr(args, "realize", None), grad=getattr(args, "grad", False),
-                     remat=getattr(args, "remat", "store"))
+                     remat=getattr(args, "remat", "store"),
+                     cotangent=getattr(args, "seed_value", None))
     print_run(args, entry.dims, f"the kernel interpreter under "
               f"{run.pipeline.realization_name} ({run.stats.launches} launches)", run.result)
     return 0

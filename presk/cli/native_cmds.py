@@ -34,7 +34,8 @@ def run_native_cmd(args: argparse.Namespace) -> int:
     module, entry, params, values = prepare_run(args)
     run = run_native(module, args.entry, entry.dims, params, values,
                      getattr(args, "realize", None), getattr(args, "grad", False),
-                     getattr(args, "remat", "store"))
+                     getattr(args, "remat", "store"),
+                     cotangent=getattr(args, "seed_value", None))
     print_run(args, entry.dims, f"native code under {run.call.pipeline.realization_name}",
               run.result)
     if getattr(args, "time", False):

@@ -12,12 +12,42 @@ from .common import UsageError, warn
 
 
 def prepare_run(args: argparse.Namespace):
-    """The Core module, the prepared entry, its parameters and inputs for `presk run`."""
+    """The Core module, the prepared entry, its parameters and inputs for `presk run`;
+    with --grad, the cotangent seed in `args.seed_value` (presk.analysis.entry.cotangent)."""
     module, _ = load_core(args.file, warn)
     entry, params, values = prepare_entry(module, args.entry, parse_dims(args.dim),
                                           args.seed, getattr(args, "weights", None),
                                           getattr(args, "inputs", None))
+    args.seed_value = cotangent_seed(entry, args) if getattr(args, "grad", False) else None
     return module, entry, params, values
+
+
+def cotangent_seed(entry, args: argparse.Namespace):
+    """What multiplies the result in `presk run --grad`: 1 for ℝ[], else --cotangent."""
+    from ..analysis import entry as E
+    from ..analysis.weights import WeightsError
+    try:
+        return E.cotangent(entry, getattr(args, "cotangent", None))
+    except WeightsError as exc:
+        raise UsageError(f"presk: {exc}") from None
+
+
+def differentiated(spec: str) -> str:
+    """What `presk run --grad --cotangent` differentiates, in one line."""
+    try:
+        float(spec)
+        given = f"{spec} in every element"
+    except ValueError:
+        given = f"`result` of {spec}"
+    return f"grad: the gradient of ⟨c, result⟩ = Σ c·result, the cotangent c {given}"
+
+
+def print_header(args: argparse.Namespace, dims: dict[str, int], where: str) -> None:
+    """`loss at B = 4 in <where>:`, and with --cotangent what the gradient is of."""
+    text = ", ".join(f"{k} = {v}" for k, v in dims.items())
+    print(f"{args.entry}{' at ' + text if text else ''} in {where}:")
+    if getattr(args, "grad", False) and getattr(args, "cotangent", None) is not None:
+        print(f"  {differentiated(args.cotangent)}")
 
 
 def save(tensors, path: str) -> None:
@@ -43,8 +73,7 @@ def show(value: Any) -> str:
 def print_run(args: argparse.Namespace, dims: dict[str, int], where: str,
               result: dict[str, Any]) -> None:
     """`loss at B = 4 in <where>:` and one line per output, as `presk run` prints; `--out`."""
-    text = ", ".join(f"{k} = {v}" for k, v in dims.items())
-    print(f"{args.entry}{' at ' + text if text else ''} in {where}:")
+    print_header(args, dims, where)
     for path, value in result.items():
         print(f"  {path} = {show(value)}")
     if getattr(args, "out", None):

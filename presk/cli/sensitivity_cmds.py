@@ -50,9 +50,8 @@ def _positive(text: str) -> int:
 @reported
 def dump_sensitivity(args: argparse.Namespace) -> int:
     from ..analysis import entry as E
-    from ..analysis.sensitivity import report, sensitivities
+    from ..analysis.sensitivity import SensitivityError, report, sensitivities
     from ..analysis.weights import WeightsError
-    from ..dialects import core as C
     from ..transforms.differentiate import DifferentiationError
     from ..pipeline import load_core, parse_dims
 
@@ -70,14 +69,11 @@ def dump_sensitivity(args: argparse.Namespace) -> int:
         values = E.inputs(entry, seed, getattr(args, "inputs", None))
     except WeightsError as exc:
         raise UsageError(f"presk: {exc}") from None
-    result_type = entry.func.result_type
-    if not (isinstance(result_type, C.TensorAttr) and not result_type.shape.prefix
-            and not result_type.shape.axes):
-        raise UsageError(f"presk: `{args.entry}` returns {result_type}: the sensitivities are "
-                         "those of an entry whose result is one real, ℝ[]")
     try:
         result = sensitivities(module, args.entry, dims, params, values, bits,
                                getattr(args, "remat", None) or "store")
+    except SensitivityError as exc:
+        raise UsageError(f"presk: {exc}") from None
     except DifferentiationError as exc:
         print(f"presk: error: {exc}", file=sys.stderr)
         raise ProgramError() from None

@@ -1,11 +1,13 @@
-"""`presk solve FILE --entry E --dim B=4 --precision envelope.json --budget 1e-3
+"""`presk solve FILE --precision envelope.json --budget 1e-3 [--entry E] [--dim B=4]
 [--sites N] [--seed S] [--weights W] [--inputs I] [--out realization.json]
 [--certify --range NAME=[lo, hi]… | --ranges FILE]`: the cheapest
 type for every stored value under the budget, measured against the exact reference
 (§6.3 of the reference). The solver is presk/analysis/solver.py.
 
 `add_solve(subparsers)` adds the subcommand; `cmd_solve(args)` runs it. A bad envelope or
-budget is one line and exit 2; a budget that all-f64 already misses is reported.
+budget is one line and exit 2; a budget that all-f64 already misses is reported. The
+entry, its dims, the seed and the weights and inputs files default to the envelope's (what
+`presk calibrate --out` ran), as `presk check --precision` does.
 """
 
 from __future__ import annotations
@@ -22,18 +24,21 @@ def add_solve(sub: Any) -> None:
     p = sub.add_parser("solve", help="choose a float type for every stored value under a "
                        "budget relative to the output, and measure it")
     p.add_argument("file", help="the program: a .psk file or a PSK-Core .mlir file")
-    p.add_argument("--entry", required=True, help="the function to solve for, e.g. loss")
+    p.add_argument("--entry", help="the function to solve for (default: the envelope's)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                   help="a dim's value, e.g. --dim B=4 (repeatable)")
+                   help="a dim's value, e.g. --dim B=4 (repeatable; default: the envelope's)")
     p.add_argument("--precision", required=True, metavar="ENVELOPE",
                    help="the envelope (presk calibrate --out): a path, @path or inline JSON")
     p.add_argument("--budget", required=True, type=_budget,
                    help="the error allowed, relative to the output's magnitude, e.g. 1e-3")
     p.add_argument("--sites", type=int, default=30, metavar="N",
                    help="rows of the decisions table (default 30)")
-    p.add_argument("--seed", type=int, default=0, help="seed of initial weights and inputs")
-    p.add_argument("--weights", help="parameters (safetensors, by path)")
-    p.add_argument("--inputs", help="inputs (safetensors, by argument path)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of initial weights and inputs (default: the envelope's)")
+    p.add_argument("--weights", help="parameters (safetensors, by path; default: the "
+                   "envelope's file, or the initializers)")
+    p.add_argument("--inputs", help="inputs (safetensors, by argument path; default: the "
+                   "envelope's file, or drawn from the seed)")
     p.add_argument("--bits", type=int, default=128, help="MPFR precision (default 128)")
     p.add_argument("--out", metavar="REALIZATION", type=output_file,
                    help="write the realization (JSON) here")
@@ -70,7 +75,12 @@ def cmd_solve(args: argparse.Namespace) -> int:
         envelope = load_envelope(args.precision)
     except EnvelopeError as exc:
         raise UsageError(f"presk: {exc}") from None
-    dims = parse_dims(args.dim)
+    args.entry = args.entry or envelope.entry
+    dims = parse_dims(args.dim) if args.dim else {k: int(v) for k, v in envelope.dims.items()}
+    if args.seed is None:
+        args.seed = envelope.seed() or 0
+    args.weights = args.weights or envelope.weights_file()
+    args.inputs = args.inputs or envelope.inputs_file()
     if envelope.entry != args.entry:
         raise UsageError(f"presk: the envelope was measured on `{envelope.entry}`, not "
                          f"`{args.entry}`")
@@ -82,10 +92,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     try:
         entry = E.prepare(module, args.entry, dims)
         params = E.weights(entry, args.seed, args.weights)
-        inputs = args.inputs
-        if args.certify and inputs is None and not envelope.inputs.startswith("seed "):
-            inputs = envelope.inputs  # calibrate --range's midpoint: the box's own sample
-        values = E.inputs(entry, args.seed, inputs)
+        values = E.inputs(entry, args.seed, args.inputs)  # the envelope's (calibrate
+        # --range's midpoint, the box's own sample, for --certify) unless given
         solution = solve(module, args.entry, dims, envelope, args.budget, params, values,
                          args.seed, args.bits)
     except (WeightsError, SolveError) as exc:

@@ -634,14 +634,10 @@ class _HostConversion:
                     self.lazy[op.result] = op
         # dot + the one add that reads it.
         for op in ops:
-            if isinstance(op, R.DotOp):
-                uses = list(op.result.uses)
-                if len(uses) == 1 and isinstance(uses[0].operation, R.AddOp):
-                    add = uses[0].operation
-                    if add.result.type.sizes == op.result.type.sizes and \
-                            add.operands[0] is not add.operands[1]:
-                        self.epilogues[add] = op
-                        self.skip.add(op)
+            add = R.epilogue_add(op)
+            if add is not None:
+                self.epilogues[add] = op
+                self.skip.add(op)
         # A stack's item that nothing else reads is written into its element directly.
         for op in ops:
             if isinstance(op, R.StackOp):

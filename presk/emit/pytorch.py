@@ -326,7 +326,8 @@ class _FileEmitter:
             return [_assign_member(name, value, "add_module")]
         assert isinstance(e, C.ParamDeclOp) and isinstance(t, C.TensorAttr)
         own = [_size_expr(a.size, env) for a in t.shape.axes]
-        shape = ", ".join(["*stack", *own])
+        # a ℝ[] parameter: `stack` itself, a tuple (torch.ones(*()) is a TypeError)
+        shape = ", ".join(["*stack", *own]) if own else "stack"
         init = e.init.data if e.init is not None else "zeros"
         try:
             pre, value = self._initializer(init, shape, own)

@@ -265,7 +265,11 @@ def format_groups(module: ModuleOp, core: ModuleOp | None = None,
             f"{_plural(total_groups, 'group')}, {total_fused} let"
             f"{'s' * (total_fused != 1)} fused away:")
     without, with_ = launches(module)
-    tail = f"Over one call, fusion takes {without} launches to {with_}."
+    products = R.epilogue_count(module)
+    tail = f"Over one call, fusion takes {without} launches to {with_ - products}" + (
+        f" ({_plural(products, 'product')} launched with the `add` that alone reads "
+        f"{'it' if products == 1 else 'them'} as {'its' if products == 1 else 'their'} "
+        "epilogue)." if products else ".")
     return "\n".join([head, "", *blocks, "", tail]) + "\n"
 
 

@@ -75,9 +75,9 @@ class EntryCall:
 
 def entry_call(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, fuse: bool = True,
-               grad: bool = False, remat: str = "store") -> EntryCall:
-    """Record `entry` (with `grad`: its value and gradient, the seed 1) down to PSK-Kernel
-    and prepare the entry host's inputs."""
+               grad: bool = False, remat: str = "store", cotangent=None) -> EntryCall:
+    """Record `entry` (with `grad`: its value and gradient, the seed `cotangent`, 1 when
+    None) down to PSK-Kernel and prepare the entry host's inputs."""
     from ..conversion.kernel_to_std import entry_signatures
     from ..dialects import realize as R
     pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat)
@@ -85,7 +85,7 @@ def entry_call(core_module, entry: str, dims: dict[str, int], params: dict[str, 
     for sig in entry_signatures(pipe.kernel):  # before a buffer is converted or allocated
         require_memory(sig.call_bytes, f"a call of `{sig.host}` (its buffers and arena)")
     if grad:
-        values = {**values, func.arg_name_list[-1]: 1.0}
+        values = {**values, func.arg_name_list[-1]: 1.0 if cotangent is None else cotangent}
     inputs = entry_inputs(pipe.realize, params, values)
     return EntryCall(pipe, func.func_name, inputs, output_names(pipe.realize))
 
@@ -102,13 +102,14 @@ class KernelRun:
 
 def run_kernel(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, fuse: bool = True,
-               trace=None, grad: bool = False, remat: str = "store") -> KernelRun:
+               trace=None, grad: bool = False, remat: str = "store",
+               cotangent=None) -> KernelRun:
     """Run `entry` through the kernel interpreter: the result by path, as float64. With
-    `grad`, its value and gradient (the seed 1): `result` and `grad.<path>`, as `presk run
-    --engine f64 --grad` names them."""
+    `grad`, its value and gradient (the seed `cotangent`, 1 when None): `result` and
+    `grad.<path>`, as `presk run --engine f64 --grad` names them."""
     from ..analysis.kernel_interpret import KernelInterpreter
     call = entry_call(core_module, entry, dims, params, values, realization, fuse, grad,
-                      remat)
+                      remat, cotangent)
     interp = KernelInterpreter(call.pipeline.kernel, trace=trace)
     outputs = interp.run(call.host, call.inputs)
     return KernelRun(call.flatten(outputs), outputs, interp.stats, call.pipeline)
@@ -148,10 +149,11 @@ def compile_call(call: EntryCall, cache: bool = True):
 
 def run_native(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, grad: bool = False,
-               remat: str = "store", cache: bool = True) -> NativeRun:
-    """Run `entry` (with `grad`: its value and gradient) as machine code."""
+               remat: str = "store", cache: bool = True, cotangent=None) -> NativeRun:
+    """Run `entry` (with `grad`: its value and gradient, the seed `cotangent`, 1 when
+    None) as machine code."""
     call = entry_call(core_module, entry, dims, params, values, realization, True, grad,
-                      remat)
+                      remat, cotangent)
     program, native = compile_call(call, cache)
     outputs = native(call.inputs)
     return NativeRun(call.flatten(outputs), outputs, call, program, native)

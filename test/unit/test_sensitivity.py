@@ -431,8 +431,29 @@ def test_dump_refuses_in_one_line(argv, message) -> None:
         dump_sensitivity(parser().parse_args(argv))
 
 
-def test_dump_refuses_an_entry_whose_result_is_not_one_real(tmp_path: Path) -> None:
+def test_a_tensor_result_has_per_element_sensitivities(tmp_path: Path, capsys) -> None:
+    """f(x) = tanh(x) · w over ℝ[3]: ∂f_j/∂(tanh x) = w_j e_j, so each element's
+    ‖∂f_j/∂v‖₁ is |w_j| and the site's figure max_j |w_j|; ∂f_j/∂w = tanh(x_j) e_j; a tuple
+    result is refused."""
     path = tmp_path / "vec.psk"
-    path.write_text("fn f(x : ℝ[3]) -> ℝ[3] = tanh(x)\n", encoding="utf-8")
-    with pytest.raises(UsageError, match=r"returns .*ℝ\[\]"):
-        dump_sensitivity(parser().parse_args([str(path), "--entry", "f"]))
+    path.write_text("module M { param w : ℝ[3] init = normal }\n"
+                    "fn f(θ : params M, x : ℝ[3]) -> ℝ[3] = tanh(x) * θ.w\n",
+                    encoding="utf-8")
+    from presk.pipeline import load_core
+    module, _ = load_core(str(path))
+    prepared = E.prepare(module, "f", {})
+    params, values = E.weights(prepared, 0, None), E.inputs(prepared, 0, None)
+    s = sensitivities(module, "f", {}, params, values)
+    w = np.abs(params["w"])
+    assert s.shape == (3,)
+    assert [float(c["f/%2"]) for c in s.components] == pytest.approx(list(w), rel=1e-12)
+    assert float(s.sites["f/%2"]) == pytest.approx(np.max(w), rel=1e-12)
+    assert float(s.sites["f/%4"]) == pytest.approx(1.0)  # ∂f_j/∂f = e_j
+    assert float(s.params["w"]) == pytest.approx(np.max(np.abs(np.tanh(values["x"]))),
+                                                 rel=1e-12)
+    dump_sensitivity(parser().parse_args([str(path), "--entry", "f"]))
+    assert "a result of shape [3]: max over its 3 elements" in capsys.readouterr().out
+    tup = tmp_path / "tup.psk"
+    tup.write_text("fn g(x : ℝ[3]) -> (ℝ[3], ℝ[3]) = (x, x)\n", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"returns .*tensor result only"):
+        dump_sensitivity(parser().parse_args([str(tup), "--entry", "g"]))

@@ -67,7 +67,7 @@ Python API (stable): RTensorType (.element, .axes, .sizes, .shape, .rank, .count
 .with_element, get, scalar), rtype_text, element_name, ELEMENT_TYPES, fits; op classes
 below (each constructor takes `site=` and optional `name=`), FuncOp.make, GroupOp.make;
 is_compute, is_elementwise, is_arithmetic, funcs, entry_func, instance_runs, launch_count,
-lookup_instance.
+epilogue_add, epilogue_count, lookup_instance.
 
 The package, like xDSL's `dialects/linalg/`: `types` (the tensor type and its names),
 `base` (the op bases and sites), `elementwise` (one class per element-wise function),
@@ -119,6 +119,8 @@ from .functions import (
     FuncOp,
     ReturnOp,
     entry_func,
+    epilogue_add,
+    epilogue_count,
     funcs,
     instance_runs,
     is_arithmetic,

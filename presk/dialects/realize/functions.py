@@ -341,6 +341,31 @@ def instance_runs(module: Operation) -> dict[str, int]:
     return runs
 
 
+def epilogue_add(op: Operation) -> Operation | None:
+    """The `add` a `dot` is launched with as its epilogue (one launch for both): the one op
+    that reads the dot, an add of its shape that does not read it twice; else None.
+    convert-psk-realize-to-kernel decides by it, the listings count by it."""
+    from .elementwise import AddOp
+    from .ops import DotOp
+    if not isinstance(op, DotOp):
+        return None
+    uses = list(op.result.uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, AddOp):
+        return None
+    add = uses[0].operation
+    if add.result.type.sizes != op.result.type.sizes or add.operands[0] is add.operands[1]:
+        return None
+    return add
+
+
+def epilogue_count(module: Operation) -> int:
+    """The dots one call of the entry launches together with their epilogue add."""
+    runs = instance_runs(module)
+    return sum(runs[f.func_name] * sum(1 for op in f.body.block.ops
+                                       if epilogue_add(op) is not None)
+               for f in funcs(module))
+
+
 def launch_count(module: Operation) -> int:
     """The compute ops (a group counts once) one call of the entry executes: each
     instance's top-level compute ops times the number of times it runs."""
