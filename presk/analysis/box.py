@@ -123,6 +123,9 @@ class State:
     site_hi: dict[str, Any] = field(default_factory=dict)
     site_type: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    input_of: dict[int, tuple[str, int]] = field(default_factory=dict)  # δ symbol → element
+    influence: dict[int, Any] = field(default_factory=dict)  # δ symbol → Σ |coefficients|
+    centered: bool = True  # keep the values' centered forms (a tensor's box)
 
     def symbol(self, site: str | None = None) -> int:
         self.sym_site.append(site if site is not None else self.site)
@@ -136,14 +139,15 @@ class Form:
     """One element: exact value in [lo, hi]; computed − exact = Σ d[k]·εₖ + ρ, |ρ| ≤ r;
     the computed value held in type `ty`."""
 
-    __slots__ = ("lo", "hi", "d", "r", "ty", "_e")
+    __slots__ = ("lo", "hi", "d", "r", "ty", "_e", "val")
 
-    def __init__(self, lo, hi, d: dict | None = None, r=ZERO, ty: str = "f64"):
+    def __init__(self, lo, hi, d: dict | None = None, r=ZERO, ty: str = "f64", val=None):
         self.lo, self.hi = lo, hi
         self.d = d if d is not None else {}
         self.r = r
         self.ty = ty
         self._e = None
+        self.val = val  # the centered form of the exact value (`Val`), or None
 
     @staticmethod
     def point(v: float, ty: str = "f64") -> "Form":
@@ -170,11 +174,13 @@ class Form:
         return DN.sub(self.lo, e), UP.add(self.hi, e)
 
     # -- the rounding of a result at the current type --
-    def _round(self, lo, hi, d: dict, r, lib: float = 0) -> "Form":
+    def _round(self, lo, hi, d: dict, r, lib: float = 0, val=None) -> "Form":
         t = S.t
+        if val is not None:
+            lo, hi = _tight(lo, hi, val)
         if lo > hi or gmpy2.is_nan(lo) or gmpy2.is_nan(hi):
             return _unbounded(t)
-        out = Form(lo, hi, d, r, t)
+        out = Form(lo, hi, d, r, t, val)
         if t == "exact":
             return _condense(out)
         u = U[t]
@@ -187,26 +193,27 @@ class Form:
         d[S.symbol()] = (DN.mul(u, lo), UP.mul(u, hi))
         eta = UP.mul(ETA[t], c)
         r = _up(r, UP.mul(u, pre), eta)
-        return _condense(Form(lo, hi, d, r, t))
+        return _condense(Form(lo, hi, d, r, t, val))
 
     def __add__(self, o):
         o = _form(o)
         a, b = _conv(self), _conv(o)
         return a._round(DN.add(a.lo, b.lo), UP.add(a.hi, b.hi), _dadd(a.d, b.d),
-                        UP.add(a.r, b.r))
+                        UP.add(a.r, b.r), val=_vadd(_val(a), _val(b)) if S.centered else None)
 
     __radd__ = __add__
 
     def __neg__(self):
         return Form(-self.hi, -self.lo, {k: (-h, -l) for k, (l, h) in self.d.items()},
-                    self.r, self.ty)
+                    self.r, self.ty, None if self.val is None else _vneg(self.val))
 
     def __sub__(self, o):
         o = _form(o)
         a, b = _conv(self), _conv(o)
         nb = -b
         return a._round(DN.sub(a.lo, b.hi), UP.sub(a.hi, b.lo), _dadd(a.d, nb.d),
-                        UP.add(a.r, b.r))
+                        UP.add(a.r, b.r),
+                        val=_vadd(_val(a), _vneg(_val(b))) if S.centered else None)
 
     def __rsub__(self, o):
         return _form(o) - self
@@ -222,7 +229,14 @@ class Form:
         d = _dscale(a.d, blo, bhi)
         d = _dadd(d, _dscale(b.d, a.lo, a.hi))
         r = _up(UP.mul(mag(blo, bhi), a.r), UP.mul(a.mag, b.r))
-        return a._round(lo, hi, d, r)
+        # x·y − x₀·y₀ = y·(x − x₀) + x₀·(y − y₀)
+        if not S.centered:
+            return a._round(lo, hi, d, r)
+        va, vb = _val(a), _val(b)
+        val = (*imul(va[0], va[1], vb[0], vb[1]),
+               _dadd(_dscale(va[2], b.lo, b.hi), _dscale(vb[2], va[0], va[1])),
+               _up(UP.mul(b.mag, va[3]), UP.mul(mag(va[0], va[1]), vb[3])))
+        return a._round(lo, hi, d, r, val=val)
 
     __rmul__ = __mul__
 
@@ -238,7 +252,15 @@ class Form:
         hi = UP.mul(a.mag, a.mag)
         # x̂² − x² = (x̂ + x)·dx, x̂ + x in 2·[lo, hi] widened by e
         wlo, whi = DN.sub(DN.mul(2, a.lo), a.e), UP.add(UP.mul(2, a.hi), a.e)
-        return a._round(lo, hi, _dscale(a.d, wlo, whi), UP.mul(mag(wlo, whi), a.r))
+        if not S.centered:
+            return a._round(lo, hi, _dscale(a.d, wlo, whi), UP.mul(mag(wlo, whi), a.r))
+        # x² − x₀² = (x + x₀)·(x − x₀)
+        v = _val(a)
+        slo, shi = DN.add(a.lo, v[0]), UP.add(a.hi, v[1])
+        c = imul(v[0], v[1], v[0], v[1])
+        c = (max(c[0], ZERO) if v[0] > 0 or v[1] < 0 else ZERO, c[1])
+        val = (*c, _dscale(v[2], slo, shi), UP.mul(mag(slo, shi), v[3]))
+        return a._round(lo, hi, _dscale(a.d, wlo, whi), UP.mul(mag(wlo, whi), a.r), val=val)
 
     def __truediv__(self, o):
         o = _form(o)
@@ -254,7 +276,16 @@ class Form:
         q = imul(lo, hi, *inv)
         d = _dadd(d, _dscale(b.d, -q[1], -q[0]))
         r = _up(UP.mul(mag(*inv), a.r), UP.mul(mag(*q), b.r))
-        return a._round(lo, hi, d, r)
+        # x/y − x₀/y₀ = (x − x₀)/y − (x₀/y₀)·(y − y₀)/y
+        va, vb = _val(a), _val(b)
+        val = None
+        if S.centered and not vb[0] <= 0 <= vb[1]:
+            yinv = idiv(mpfr(1), mpfr(1), b.lo, b.hi)
+            c = idiv(va[0], va[1], vb[0], vb[1])
+            k = imul(c[0], c[1], *yinv)
+            val = (*c, _dadd(_dscale(va[2], *yinv), _dscale(vb[2], -k[1], -k[0])),
+                   _up(UP.mul(mag(*yinv), va[3]), UP.mul(mag(*k), vb[3])))
+        return a._round(lo, hi, d, r, val=val)
 
     def __rtruediv__(self, o):
         return _form(o) / self
@@ -266,7 +297,11 @@ class Form:
             return -self
         # |x̂| − |x| = s·dx, s in [−1, 1]
         d = {k: (-mag(l, h), mag(l, h)) for k, (l, h) in self.d.items()}
-        return Form(ZERO, self.mag, d, self.r, self.ty)
+        v = _val(self)
+        val = (mig(v[0], v[1]), mag(v[0], v[1]),
+               {k: (-mag(l, h), mag(l, h)) for k, (l, h) in v[2].items()}, v[3]) \
+            if S.centered else None
+        return Form(ZERO, self.mag, d, self.r, self.ty, val)
 
     # comparisons the base Numbers' max/min use (numpy's object max): by enclosure
     def __gt__(self, o):
@@ -306,7 +341,7 @@ def _conv(a: Form) -> Form:
     c = UP.mul(u, a.mag)
     d = dict(a.d)
     d[S.symbol()] = (-c, c)
-    return Form(a.lo, a.hi, d, _up(a.r, UP.mul(u, a.e), ETA[t]), t)
+    return Form(a.lo, a.hi, d, _up(a.r, UP.mul(u, a.e), ETA[t]), t, a.val)
 
 
 def _exact_in(v, t: str) -> bool:
@@ -337,7 +372,51 @@ def _dscale(d: dict, lo, hi) -> dict:
     return {k: imul(l, h, lo, hi) for k, (l, h) in d.items()}
 
 
+# ---- the centered form of the exact value over the box ----
+# Val = (c0, c1, v, vr): x(p) = x₀ + Σ v[k]·δₖ(p) + ρ(p) for every point p of the box, with
+# x₀ ∈ [c0, c1] the value at the box's centre, |δₖ| ≤ 1 an input's deviation from its
+# centre, |ρ| ≤ vr. Intervals lose the correlation of a value with itself (x / √mean(x²)
+# as a row of x moves); the centered form keeps it to first order, and each value's
+# interval is intersected with it.
+
+def _val(f: Form):
+    if f.val is not None:
+        return f.val
+    w = UP.sub(f.hi, f.lo) if f.hi > f.lo else ZERO
+    return (f.lo, f.hi, {}, w)
+
+
+def _vadd(a, b):
+    return (DN.add(a[0], b[0]), UP.add(a[1], b[1]), _dadd(a[2], b[2]), UP.add(a[3], b[3]))
+
+
+def _vneg(a):
+    return (-a[1], -a[0], {k: (-h, -l) for k, (l, h) in a[2].items()}, a[3])
+
+
+def _vbound(val):
+    s = val[3]
+    for l, h in val[2].values():
+        s = UP.add(s, mag(l, h))
+    return s
+
+
+def _tight(lo, hi, val):
+    """[lo, hi] intersected with the centered form's enclosure."""
+    e = _vbound(val)
+    return max(lo, DN.sub(val[0], e)), min(hi, UP.add(val[1], e))
+
+
+def _vcondense(val):
+    if val is None or len(val[2]) <= CAP:
+        return val
+    keep = sorted(val[2], key=lambda k: -mag(*val[2][k]))[:CAP]
+    rest = _up(*(mag(*val[2][k]) for k in val[2] if k not in keep))
+    return (val[0], val[1], {k: val[2][k] for k in keep}, UP.add(val[3], rest))
+
+
 def _condense(f: Form) -> Form:
+    f.val = _vcondense(f.val)
     if len(f.d) <= CAP:
         return f
     merged: dict[str, Any] = {}
@@ -351,26 +430,42 @@ def _condense(f: Form) -> Form:
         keep = sorted(d, key=lambda k: -d[k][1])[:CAP]
         rest = _up(*(d[k][1] for k in d if k not in keep))
         d = {k: d[k] for k in keep}
-        return Form(f.lo, f.hi, d, UP.add(f.r, rest), f.ty)
-    return Form(f.lo, f.hi, d, f.r, f.ty)
+        return Form(f.lo, f.hi, d, UP.add(f.r, rest), f.ty, f.val)
+    return Form(f.lo, f.hi, d, f.r, f.ty, f.val)
 
 
 # ---- element-wise functions: enclosures of f and f' over an interval ----
 
-def _lib(name: str, x: Form, lo, hi, dlo, dhi) -> Form:
-    """f(x) with [lo, hi] ∋ f(x) and [dlo, dhi] ∋ f' over x's widened interval."""
+def _lib(name: str, x: Form, lo, hi, dlo, dhi, enc=None) -> Form:
+    """f(x) with [lo, hi] ∋ f(x) and [dlo, dhi] ∋ f' over x's widened interval; `enc`
+    encloses f over an interval (for the centered form's centre)."""
     x = _conv(x)
+    val = _vunary(x, dlo, dhi, enc)
     t = S.t
     d = _dscale(x.d, dlo, dhi)
     r = UP.mul(mag(dlo, dhi), x.r)
     from .. import ops
-    return x._round(lo, hi, d, r, lib=ops.row(name).bound_ulps if t != "exact" else 0)
+    return x._round(lo, hi, d, r, lib=ops.row(name).bound_ulps if t != "exact" else 0,
+                    val=val)
+
+
+def _vunary(x: Form, dlo, dhi, enc):
+    """f(x) − f(x₀) = f'(ξ)·(x − x₀), ξ between them: in x's widened interval, where
+    [dlo, dhi] holds f'."""
+    if enc is None or not S.centered:
+        return None
+    v = _val(x)
+    wlo, whi = x.widened()
+    if v[0] < wlo or v[1] > whi:
+        return None
+    return (*enc(v[0], v[1]), _dscale(v[2], dlo, dhi), UP.mul(mag(dlo, dhi), v[3]))
 
 
 def _exp(x: Form) -> Form:
     wlo, whi = x.widened()
     lo, hi = DN.exp(x.lo), UP.exp(x.hi)
-    return _lib("exp", x, lo, hi, DN.exp(wlo), UP.exp(whi))
+    return _lib("exp", x, lo, hi, DN.exp(wlo), UP.exp(whi),
+                lambda a, b: (DN.exp(a), UP.exp(b)))
 
 
 def _log(x: Form) -> Form:
@@ -378,7 +473,8 @@ def _log(x: Form) -> Form:
     if wlo <= 0:
         S.problems.append(f"{S.site}: log's argument can be ≤ 0 over the box")
         return _unbounded(S.t)
-    return _lib("log", x, DN.log(x.lo), UP.log(x.hi), DN.div(1, whi), UP.div(1, wlo))
+    return _lib("log", x, DN.log(x.lo), UP.log(x.hi), DN.div(1, whi), UP.div(1, wlo),
+                lambda a, b: (DN.log(a), UP.log(b)) if a > 0 else (-INF, UP.log(b)))
 
 
 def _sqrt(x: Form) -> Form:
@@ -390,7 +486,8 @@ def _sqrt(x: Form) -> Form:
         return _unbounded(S.t)
     if wlo > 0:
         dlo, dhi = DN.div(1, UP.mul(2, UP.sqrt(whi))), UP.div(1, DN.mul(2, DN.sqrt(wlo)))
-        return x._round(lo, hi, _dscale(x.d, dlo, dhi), UP.mul(dhi, x.r))
+        val = _vunary(x, dlo, dhi, lambda a, b: (DN.sqrt(max(a, ZERO)), UP.sqrt(max(b, ZERO))))
+        return x._round(lo, hi, _dscale(x.d, dlo, dhi), UP.mul(dhi, x.r), val=val)
     # near 0: |√x̂ − √x| ≤ √|x̂ − x|, all in the remainder
     return x._round(lo, hi, {}, UP.sqrt(x.e))
 
@@ -401,7 +498,8 @@ def _tanh(x: Form) -> Form:
     m, n = mag(wlo, whi), mig(wlo, whi)
     dlo = DN.sub(1, UP.square(UP.tanh(m)))
     dhi = UP.sub(1, DN.square(DN.tanh(n)))
-    return _lib("tanh", x, DN.tanh(x.lo), UP.tanh(x.hi), max(dlo, ZERO), dhi)
+    return _lib("tanh", x, DN.tanh(x.lo), UP.tanh(x.hi), max(dlo, ZERO), dhi,
+                lambda a, b: (DN.tanh(a), UP.tanh(b)))
 
 
 _TWO_OVER_SQRT_PI_UP = UP.div(2, DN.sqrt(DN.const_pi()))
@@ -412,7 +510,8 @@ def _erf(x: Form) -> Form:
     m, n = mag(wlo, whi), mig(wlo, whi)
     dlo = DN.mul(DN.div(2, UP.sqrt(UP.const_pi())), DN.exp(-UP.square(m)))
     dhi = UP.mul(_TWO_OVER_SQRT_PI_UP, UP.exp(-DN.square(n)))
-    return _lib("erf", x, DN.erf(x.lo), UP.erf(x.hi), dlo, dhi)
+    return _lib("erf", x, DN.erf(x.lo), UP.erf(x.hi), dlo, dhi,
+                lambda a, b: (DN.erf(a), UP.erf(b)))
 
 
 def _softplus_c(c, v):
@@ -428,7 +527,8 @@ def _sigmoid_c(c, v):
 def _softplus(x: Form) -> Form:
     wlo, whi = x.widened()
     return _lib("softplus", x, _softplus_c(DN, x.lo), _softplus_c(UP, x.hi),
-                _sigmoid_c(DN, wlo), _sigmoid_c(UP, whi))
+                _sigmoid_c(DN, wlo), _sigmoid_c(UP, whi),
+                lambda a, b: (_softplus_c(DN, a), _softplus_c(UP, b)))
 
 
 def _sincos(name: str):
@@ -440,7 +540,7 @@ def _sincos(name: str):
             return _unbounded(S.t)
         lo, hi = _trig_range(name, x.lo, x.hi)
         dlo, dhi = _trig_range("cos" if name == "sin" else "-sin", wlo, whi)
-        return _lib(name, x, lo, hi, dlo, dhi)
+        return _lib(name, x, lo, hi, dlo, dhi, lambda a, b: _trig_range(name, a, b))
     return f
 
 
@@ -500,7 +600,18 @@ def _binmax(a: Form, b: Form, pick=max) -> Form:
         l2, h2 = b.d.get(k, z)
         d[k] = (min(l1, l2), max(h1, h2))
     ty = a.ty if WIDTH[a.ty] >= WIDTH[b.ty] else b.ty
-    return _condense(Form(pick(a.lo, b.lo), pick(a.hi, b.hi), d, max(a.r, b.r), ty))
+    if not S.centered:
+        return _condense(Form(pick(a.lo, b.lo), pick(a.hi, b.hi), d, max(a.r, b.r), ty))
+    # the exact value: max(x, y) − max(x₀, y₀) lies between x − x₀ and y − y₀ likewise
+    va, vb = _val(a), _val(b)
+    v = {}
+    for k in set(va[2]) | set(vb[2]):
+        l1, h1 = va[2].get(k, z)
+        l2, h2 = vb[2].get(k, z)
+        v[k] = (min(l1, l2), max(h1, h2))
+    val = (pick(va[0], vb[0]), pick(va[1], vb[1]), v, max(va[3], vb[3]))
+    lo, hi = _tight(pick(a.lo, b.lo), pick(a.hi, b.hi), val)
+    return _condense(Form(lo, hi, d, max(a.r, b.r), ty, val))
 
 
 def _binmin(a, b):
@@ -671,6 +782,7 @@ def sequential_sum(terms: list[Form]) -> Form:
     if not terms:
         return Form.point(0.0)
     lo, hi = terms[0].lo, terms[0].hi
+    val = _val(terms[0]) if S.centered else None
     d = dict(terms[0].d)
     r = terms[0].r
     err = terms[0].e  # the running partial sum's error bound
@@ -679,6 +791,7 @@ def sequential_sum(terms: list[Form]) -> Form:
     u = U[t]
     for v in terms[1:]:
         lo, hi = DN.add(lo, v.lo), UP.add(hi, v.hi)
+        val = _vadd(val, _val(v)) if val is not None else None
         d = _dadd(d, v.d)
         r = UP.add(r, v.r)
         err = UP.add(err, v.e)
@@ -687,11 +800,13 @@ def sequential_sum(terms: list[Form]) -> Form:
         second = _up(second, UP.mul(u, err), ETA[t] if t != "exact" else ZERO)
         err = UP.add(err, _up(step, UP.mul(u, err)))
         if len(d) > 4 * CAP:
-            tmp = _condense(Form(lo, hi, d, r))
-            d, r = tmp.d, tmp.r
+            tmp = _condense(Form(lo, hi, d, r, "f64", val))
+            d, r, val = tmp.d, tmp.r, tmp.val
     if first > 0:
         d[S.symbol()] = (-first, first)
-    out = Form(lo, hi, d, UP.add(r, second), t if len(terms) > 1 else terms[0].ty)
+    if val is not None:
+        lo, hi = _tight(lo, hi, val)
+    out = Form(lo, hi, d, UP.add(r, second), t if len(terms) > 1 else terms[0].ty, val)
     return _condense(out)
 
 
@@ -742,23 +857,31 @@ def _check_ranges(prepared, ranges: Ranges, params: dict) -> None:
                            f"parameter {list(np.shape(params[path]))}")
 
 
-def _interval_array(lo: np.ndarray, hi: np.ndarray, ty: str = "f64") -> np.ndarray:
+def _interval_array(lo: np.ndarray, hi: np.ndarray, ty: str = "f64", path: str = "") -> np.ndarray:
     out = np.empty(np.shape(lo), dtype=object)
     flat = out.reshape(-1)
     for i, (a, b) in enumerate(zip(np.reshape(lo, -1), np.reshape(hi, -1))):
-        flat[i] = Form(mpfr(float(a)), mpfr(float(b)), {}, ZERO, ty)
+        lo_, hi_ = mpfr(float(a)), mpfr(float(b))
+        f = Form(lo_, hi_, {}, ZERO, ty)
+        if lo_ < hi_ and S.centered:  # x = m + h·δ, δ in [−1, 1]: its own input symbol
+            m = mpfr(float(a) + (float(b) - float(a)) / 2)
+            h = max(UP.sub(hi_, m), UP.sub(m, lo_))
+            k = S.symbol("<input>")
+            S.input_of[k] = (path, i)
+            f.val = (m, m, {k: (h, h)}, ZERO)
+        flat[i] = f
     return out
 
 
 def _run_once(core_module, entry: str, prepared, realization: Realization, types,
-              params: dict, values: dict, ranges: Ranges):
+              params: dict, values: dict, ranges: Ranges, centered: bool = True):
     """One pass over one box: the output's forms (flat) and the state."""
     from ..dialects import core as C
     from . import entry as E
     from .interpret import Interpreter, Tree
 
     global S
-    S = State()
+    S = State(centered=centered)
     numbers = _numbers()
 
     class Running(Interpreter):
@@ -801,7 +924,7 @@ def _run_once(core_module, entry: str, prepared, realization: Realization, types
             lo, hi = ranges.inputs[path]
         else:
             lo = hi = np.asarray(values[path], dtype=np.float64)
-        return _interval_array(lo, hi)
+        return _interval_array(lo, hi, path=path)
     args = [a if isinstance(a, Tree) else _inputs(prepared, name, t, given)
             for a, name, t in zip(args, prepared.func.arg_name_list,
                                   prepared.func.function_type.inputs.data)]
@@ -835,7 +958,7 @@ def _store(v: Form, t: str, name: str) -> Form:
         return v
     u = U[t]
     c = UP.mul(u, v.mag)
-    return Form(v.lo, v.hi, {S.symbol(name): (-c, c)}, ETA[t], t)
+    return Form(v.lo, v.hi, {S.symbol(name): (-c, c)}, ETA[t], t, v.val)
 
 
 def _flatten(v, out: list) -> None:
@@ -858,14 +981,23 @@ def _record(site: str, t: str, value) -> None:
     if not flat:
         return
     S.site_type[site] = t
-    m = max(UP.add(f.mag, f.e) for f in flat)
+    if len(S.input_of) > 8:  # a tensor's box: where to bisect it (`_influential`)
+        for f in flat:
+            if f.val is not None:
+                for k, (lo, hi) in f.val[2].items():
+                    if k in S.input_of:
+                        S.influence[k] = UP.add(S.influence.get(k, ZERO), mag(lo, hi))
+    # an infinite endpoint is the analysis giving up (a divisor reaching 0…), not a value:
+    # MPFR's exponent range holds any finite one, so only those count for the range
+    mags = [UP.add(f.mag, f.e) for f in flat]
+    m = max((x for x in mags if gmpy2.is_finite(x)), default=ZERO)
     S.site_max[site] = max(S.site_max.get(site, ZERO), m)
     lo = min(f.lo for f in flat)
     hi = max(f.hi for f in flat)
     S.site_lo[site] = min(S.site_lo.get(site, lo), lo)
     S.site_hi[site] = max(S.site_hi.get(site, hi), hi)
     nz = [f for f in flat if f.lo > 0 or f.hi < 0]
-    if len(nz) == len(flat):  # nonzero everywhere over the box: its smallest magnitude
+    if len(nz) == len(flat) and all(gmpy2.is_finite(x) for x in mags):  # nonzero everywhere over the box: its smallest magnitude
         n = min(DN.sub(mig(f.lo, f.hi), f.e) for f in flat)
         S.site_min[site] = min(S.site_min.get(site, n), n)
 
@@ -920,11 +1052,13 @@ def analyze(core_module, entry: str, dims: dict[str, int], realization: Realizat
     types = _types(core_module, entry, realization)
     scalars = [(p, i) for p, (lo, hi) in ranges.inputs.items()
                for i in range(np.size(lo)) if np.reshape(lo, -1)[i] != np.reshape(hi, -1)[i]]
-    refine = not ranges.params and 0 < len(scalars) <= 8
+    refine = not ranges.params and len(scalars) > 0
+    # a few scalars: bisection does what the centered forms would, cheaper
+    centered = len(scalars) > 8 or bool(ranges.params)
 
     def leaf(box: dict) -> _Leaf:
         flat, state = _run_once(core_module, entry, prepared, realization, types, params,
-                                values, Ranges(box, ranges.params))
+                                values, Ranges(box, ranges.params), centered)
         b = max((f.e for f in flat), default=ZERO)
         return _Leaf(b, box, flat, state)
 
@@ -932,7 +1066,7 @@ def analyze(core_module, entry: str, dims: dict[str, int], realization: Realizat
     # the budget in roundings analysed, not seconds: the same bound on any machine
     max_leaves = max(8, min(max_leaves, WORK // max(1, len(root.state.sym_site))))
     leaves = [root]
-    if refine and math.isfinite(root.bound):
+    if refine:
         full = {p: (np.asarray(lo, float), np.asarray(hi, float))
                 for p, (lo, hi) in ranges.inputs.items()}
         heap = [root]
@@ -941,7 +1075,8 @@ def analyze(core_module, entry: str, dims: dict[str, int], realization: Realizat
         while heap and count < max_leaves and (seconds is None or
                                                 time.perf_counter() - start < seconds):
             worst = heapq.heappop(heap)
-            split = _widest(worst.inputs, full)
+            split = _widest(worst.inputs, full) if len(scalars) <= 8 else \
+                _influential(worst)
             if split is None:
                 done.append(worst)
                 continue
@@ -950,6 +1085,18 @@ def analyze(core_module, entry: str, dims: dict[str, int], realization: Realizat
             count += 1
         leaves = done + heap
     return _result(entry, realization, leaves, time.perf_counter() - start)
+
+
+def _influential(leaf: _Leaf):
+    """The input element whose deviation moves the values most (the sum of its centered
+    forms' coefficients over every site): where a tensor program's box is bisected."""
+    weight = leaf.state.influence
+    for k in sorted(weight, key=lambda k: -weight[k]):
+        path, i = leaf.state.input_of[k]
+        lo, hi = leaf.inputs[path]
+        if np.reshape(hi, -1)[i] > np.reshape(lo, -1)[i]:
+            return path, i
+    return None
 
 
 def _widest(box: dict, full: dict):

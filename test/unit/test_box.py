@@ -203,3 +203,40 @@ def test_ranges_file_and_around(tmp_path):
     assert list(box.inputs["c"][1]) == [2.0, 3.0]
     with pytest.raises(RG.RangesError, match="neither an input nor a parameter"):
         RG.resolve(RG.RangeSpec(None, {"z": [0, 1]}), {"a": ()}, {}, {})
+
+
+@pytest.mark.slow
+def test_tutorial_box_bound_and_certify(tmp_path, capsys):
+    """The tutorial's loss at B = 4 over ±10 % around its inputs: a finite box bound
+    that the kernel interpreter never exceeds at fresh points of the box, and `solve
+    --certify` at 1e-3 writes a realization whose box bound is under the budget — and
+    whose error at fresh points is under it too."""
+    from presk.analysis import entry as E
+    from presk.analysis.realization import load_realization
+    from presk.analysis.sensitivity import sensitivities
+    from presk.analysis.solver import _magnitude
+    tut = "tutorial/07_train.psk"
+    module, _ = load_core(tut)
+    prepared = E.prepare(module, "loss", {"B": 4})
+    params, values = E.weights(prepared, 0, None), E.inputs(prepared, 0, None)
+    box = RG.resolve(RG.RangeSpec("loss", {"batch.0": {"around": 0.1},
+                                           "batch.1": {"around": 0.1}}),
+                     prepared.inputs, params, values)
+    res = B.analyze(module, "loss", {"B": 4}, Realization(), box, params, values)
+    assert np.isfinite(res.bound) and res.bound < 1e-9
+    rng = np.random.default_rng(11)
+    fresh = [(RG.sample(box, rng)[0], params) for _ in range(6)]
+    assert max(entry_errors(module, "loss", {"B": 4}, Realization(), fresh)) <= res.bound
+    env, out = str(tmp_path / "env.json"), str(tmp_path / "r.json")
+    flags = ["--range", "batch.0=±10%", "--range", "batch.1=±10%"]
+    assert main(["calibrate", "--precision", tut, "--entry", "loss", "--dim", "B=4", *flags,
+                 "--out", env]) == 0
+    assert main(["solve", tut, "--entry", "loss", "--dim", "B=4", "--precision", env,
+                 "--budget", "1e-3", "--certify", *flags, "--out", out]) == 0
+    assert "certified" in capsys.readouterr().out
+    real = load_realization(out)
+    certified = B.analyze(module, "loss", {"B": 4}, real, box, params, values)
+    magnitude = _magnitude(sensitivities(module, "loss", {"B": 4}, params, values, 128).value)
+    assert certified.bound <= 1e-3 * magnitude
+    errors = entry_errors(module, "loss", {"B": 4}, real, fresh)
+    assert max(errors) <= certified.bound
