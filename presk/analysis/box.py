@@ -649,13 +649,10 @@ def rule(name: str) -> Callable[..., Form]:
 
 
 def _powi(v: Form, n: int) -> Form:
-    """x·x·…·x, as the kernels multiply (the first product a square)."""
-    if n == 0:
-        return Form.point(1.0)
-    p = v
-    for i in range(n - 1):
-        p = p._square() if i == 0 else p * v
-    return p
+    """x^n in the multiplies every engine does (presk/powers.py); p·p is a square."""
+    from ..powers import power
+    return power(v, n, lambda a, b: a._square() if a is b else a * b,
+                 lambda: Form.point(1.0))
 
 
 def _heaviside(v: Form, at_zero: float) -> Form:

@@ -92,6 +92,7 @@ def _expr(depth: int):
         st.tuples(sub).map(lambda t: f"sqrt(2.0 + {t[0]} * {t[0]})"),
         st.tuples(sub).map(lambda t: f"exp(tanh({t[0]}))"),
         st.tuples(sub, sub).map(lambda t: f"max({t[0]}, {t[1]})"),
+        st.tuples(sub, st.sampled_from([2, 3, 4, 5])).map(lambda t: f"({t[0]} ^ {t[1]})"),
     )
 
 
