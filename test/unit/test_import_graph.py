@@ -19,11 +19,13 @@ from pathlib import Path
 PRESK = Path(__file__).resolve().parents[2] / "presk"
 
 LAYERS: list[tuple[str, ...]] = [
-    # Facts in pure Python (no xDSL, so that `presk check` stays light): the version, the
-    # algebra of named axes, the data-file format, the table of element-wise functions,
-    # and the math library's algorithms (numpy), which both interpreters and every
-    # emitter read.
-    ("presk", "presk.shapes", "presk.datafile", "presk.ops", "presk.emit.mathlib"),
+    # Facts in pure Python (no xDSL, so that `presk check` stays light): the version and
+    # the root's modules (limits, powers), the algebra of named axes, the data-file
+    # format, the table of element-wise functions, the math library's algorithms (numpy),
+    # which both interpreters and every emitter read, and the artifacts' reader and
+    # atomic writer (the standard library only), which every writer of a file uses.
+    ("presk", "presk.shapes", "presk.datafile", "presk.ops", "presk.emit.mathlib",
+     "presk.analysis.artifact"),
     # The three dialects (xDSL IRDL).
     ("presk.dialects",),
     # The frontend (source → elaborated program → PSK-Core), the passes inside one
