@@ -15,7 +15,9 @@ semantics per type.
 
 `KernelInterpreter(module).run(host, inputs)` returns the host's outputs; `trace` is
 called with (site, stored value as float64) after every launch and fill (a convert is
-not traced: its site is the site of the op that reads it).
+not traced: its site is the site of the op that reads it). `watch` (a `LiveWatch`) sees
+the arrays each op reads and writes as it runs and measures the peak of live bytes, the
+independent check of presk/analysis/memory.py's count.
 """
 
 from __future__ import annotations
@@ -142,11 +144,66 @@ class Stats:
     arena_peak: int = 0
 
 
+class LiveWatch:
+    """The live bytes of a run, measured from the arrays it touches: the outputs and every
+    allocated array (the inputs are the caller's) hold a value from a write of the whole
+    array to its last read before the next such write; a write into a view (`at`) starts
+    a value of its root if none is open. `peak` is the most bytes so held at one op."""
+
+    def __init__(self) -> None:
+        self.roots: dict[int, np.ndarray] = {}  # id → an output or an allocated array
+        self.steps = 0
+        self.values: list[tuple[int, int, int]] = []  # (bytes, first op, last op)
+        self._open: dict[int, int] = {}  # root id → index in values
+
+    def track(self, array: np.ndarray) -> None:
+        self.roots[id(array)] = array
+
+    def _root(self, array: np.ndarray) -> tuple[int | None, bool]:
+        a, whole = array, True
+        while id(a) not in self.roots and a.base is not None:
+            a, whole = a.base, False
+        return (id(a), whole) if id(a) in self.roots else (None, False)
+
+    def op(self, reads: Sequence[np.ndarray], writes: Sequence[np.ndarray]) -> None:
+        i = self.steps
+        self.steps += 1
+        for a in reads:
+            root, _ = self._root(a)
+            if root in self._open:
+                n, first, _ = self.values[self._open[root]]
+                self.values[self._open[root]] = (n, first, i)
+        for a in writes:
+            root, whole = self._root(a)
+            if root is None or (not whole and root in self._open):
+                if root is not None:
+                    n, first, _ = self.values[self._open[root]]
+                    self.values[self._open[root]] = (n, first, i)
+                continue
+            if root in self._open and self.values[self._open[root]][1] == i:
+                continue  # written twice by one op (an aliased launch)
+            self._open[root] = len(self.values)
+            self.values.append((self.roots[root].nbytes, i, i))
+
+    @property
+    def live(self) -> list[int]:
+        diff = [0] * (self.steps + 1)
+        for n, first, last in self.values:
+            diff[first] += n
+            diff[last + 1] -= n
+        return list(np.cumsum(diff[:-1])) if self.steps else []
+
+    @property
+    def peak(self) -> int:
+        return int(max(self.live, default=0))
+
+
 @dataclass
 class KernelInterpreter:
     module: ModuleOp
     trace: Callable[[str, np.ndarray], None] | None = None
     stats: Stats = field(default_factory=Stats)
+    watch: LiveWatch | None = None
 
     def __post_init__(self) -> None:
         self.kernels = K.kernels(self.module)
@@ -174,6 +231,9 @@ class KernelInterpreter:
                     f"{list(value.shape)}")
             buffers.append(value)
         outputs = [new_buffer(a.type) for a in h.output_args]  # type: ignore[arg-type]
+        if self.watch is not None:
+            for out in outputs:
+                self.watch.track(out)
         with np.errstate(all="ignore"):
             self.call_host(h, buffers + outputs)
         return outputs
@@ -195,16 +255,21 @@ class KernelInterpreter:
         elif isinstance(op, K.AllocOp):
             t = op.result.type
             env[op.result] = new_buffer(t)
+            if self.watch is not None:
+                self.watch.track(env[op.result])
             st.arena_bytes += t.bytes
             st.arena_peak = max(st.arena_peak, st.arena_bytes)
         elif isinstance(op, K.ConvertOp):
             dst = env[op.dest]
             dst[...] = to_storage(env[op.source], element_name(op.dest.type.element))
             st.converts += 1
+            self._watched([env[op.source]], [dst])
         elif isinstance(op, K.CopyOp):
             env[op.dest][...] = env[op.source]
+            self._watched([env[op.source]], [env[op.dest]])
         elif isinstance(op, K.FillOp):
             dst = env[op.dest]
+            self._watched([], [dst])
             dst[...] = to_storage(np.array(op.number), element_name(op.dest.type.element))
             self._traced(op, dst)
         elif isinstance(op, K.AtOp):
@@ -214,6 +279,8 @@ class KernelInterpreter:
             kernel = self.kernels[op.callee_name]
             args = [env[a] for a in op.arguments]
             self.launch(kernel, args)
+            n_in = len(kernel.input_args)
+            self._watched(args[:n_in], args[n_in:])
             st.launches += 1
             st.by_kernel[kernel.sym_name.data] = st.by_kernel.get(kernel.sym_name.data, 0) + 1
             site = op.site.data if op.site is not None else "?"
@@ -234,6 +301,10 @@ class KernelInterpreter:
             env[op.result] = acc
         else:
             raise KernelInterpretError(f"{op.name} is not a host op")
+
+    def _watched(self, reads: list[np.ndarray], writes: list[np.ndarray]) -> None:
+        if self.watch is not None:
+            self.watch.op(reads, writes)
 
     def _traced(self, op: Operation, buffer: np.ndarray) -> None:
         site = op.attributes.get("site")

@@ -100,6 +100,11 @@ def _add_dump(sub: Any) -> None:
     p.set_defaults(run=cmd_dump)
 
 
+def _add_memory(sub: Any) -> None:
+    from .memory_cmd import add_memory  # the command's module imports nothing heavy at top
+    add_memory(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="presk", description="The Presk compiler.")
     from .. import __version__
@@ -108,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for add in (_add_check, _add_dump, core_cmds.add_run, core_cmds.add_init,
                 precision_cmds.add_calibrate, solve_cmds.add_solve, export_cmds.add_export,
-                train_cmds.add_train, data_cmd.add_parser, fpcore_cmd.add_import_fpcore):
+                _add_memory, train_cmds.add_train, data_cmd.add_parser, fpcore_cmd.add_import_fpcore):
         add(sub)
     return parser
 

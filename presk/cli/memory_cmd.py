@@ -1,0 +1,186 @@
+"""`presk memory FILE --entry E --dim … [--realize R] [--grad] [--symbolic | --step]`.
+
+What one call of an entry needs in memory, counted from its recorded PSK-Kernel host
+(presk/analysis/memory.py), never a process's resident size; `--symbolic` the same as
+polynomials in the entry's dims (presk/analysis/memory_symbolic.py). Imported only when
+the command runs.
+
+Python API:
+  memory_report(core_module, entry, dims, realization=None, grad=False, remat="store")
+      -> MemoryReport           the count, the arenas the backends allocate, the placement
+  run(args) -> int
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+from .common import UsageError, add_recording_arguments, reported, warn
+
+
+@dataclass
+class MemoryReport:
+    count: Any  # presk.analysis.memory.Count
+    placed: int  # the placed arena (presk.analysis.placement), beside the inputs
+    rounded_peak: int  # the live peak with every arena buffer rounded to 64 bytes
+    native_arena: int  # what the native backend allocates
+    c_arena: int  # <FN>_ARENA_BYTES of `presk export --target c`
+    realization_name: str
+
+
+def _trace(core_module, entry: str, dims: dict[str, int], realization, grad: bool,
+           remat: str):
+    from ..analysis.memory import MemoryCountError, record_trace
+    from ..pipeline import kernel_pipeline
+    pipe = kernel_pipeline(core_module, entry, dims, realization, grad=grad, remat=remat)
+    try:
+        return record_trace(pipe.kernel), pipe
+    except MemoryCountError as exc:
+        raise UsageError(f"presk memory: {exc}") from None
+
+
+def memory_report(core_module, entry: str, dims: dict[str, int], realization=None,
+                  grad: bool = False, remat: str = "store") -> MemoryReport:
+    from ..analysis.memory import align, count, live_bytes
+    from ..analysis.placement import place
+    from ..conversion.kernel_to_std import entry_signatures
+    from ..emit.c_program import entry_c
+    trace, pipe = _trace(core_module, entry, dims, realization, grad, remat)
+    name = trace.entry.sym_name.data
+    native = {s.host: s.arena_bytes for s in entry_signatures(pipe.kernel)}[name]
+    rounded = live_bytes(trace, lambda b: b.kind == "made", size=lambda b: align(b.bytes))
+    return MemoryReport(count(trace), place(trace).need[name], max(rounded, default=0),
+                        native, entry_c(pipe.kernel).sig.arena_bytes,
+                        pipe.realization_name)
+
+
+# ---- printing ----
+
+def _dims_text(dims: dict[str, int]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in dims.items())
+
+
+def _times(n: int, d: int) -> str:
+    return f"{n / d:.2f} times" if d else "—"
+
+
+def format_count(entry: str, dims: dict[str, int], rep: MemoryReport) -> list[str]:
+    c = rep.count
+    trace = c.trace
+    at = f" at {_dims_text(dims)}" if dims else ""
+    lines = [f"presk memory: `{entry}`{at} in {rep.realization_name}: {len(trace.steps)} "
+             f"operations, {trace.launches} launches"]
+    elems = sum(c.parameter_elements.values())
+    per = ", ".join(f"{n} in {t}" for t, n in sorted(c.parameter_elements.items()))
+    lines.append(f"  parameters  {c.parameters} bytes: {elems} elements" +
+                 (f", {per}" if per else ""))
+    lines.append(f"  inputs      {c.inputs} bytes" +
+                 (", the parameters among them" if c.parameters else ""))
+    s = c.peak_where
+    where = f"`{s.site}` in {s.frame.label}"
+    if s.frame.parent is not None:
+        where += f" (`{s.frame.host.sym_name.data}`)"
+    if s.iteration is not None:
+        where += f", iteration {s.iteration}"
+    lines.append(f"  peak        {c.peak} bytes live, at operation {c.peak_step + 1} of "
+                 f"{len(trace.steps)}, {where}")
+    lines.append(f"  outputs     {c.outputs} bytes")
+    lines.append(f"  needs       {c.needs} bytes: the inputs and the peak")
+    base = c.arena_live
+    lines.append(f"  native      {rep.native_arena} bytes of arena beside the inputs, "
+                 f"{_times(rep.native_arena, base)} the arena's live peak ({base})")
+    lines.append(f"  C arena     {rep.c_arena} bytes (`presk export --target c`), "
+                 f"{_times(rep.c_arena, base)} it")
+    lines.append(f"  placed      {rep.placed} bytes beside the inputs: every buffer at an "
+                 f"offset by its life, rounded to 64 ({_times(rep.placed, base)} the live "
+                 f"peak; {rep.rounded_peak} with each buffer rounded to 64)")
+    lines += _format_boxes(entry, c)
+    return lines
+
+
+def _format_boxes(entry: str, c) -> list[str]:
+    rows: list[tuple[str, str, str]] = [(f"`{entry}` itself", str(c.itself), "")]
+
+    def add(boxes, depth: int) -> None:
+        for b in boxes:
+            label = b.label + (f" ×{b.calls}" if b.calls > 1 else "")
+            rows.append(("  " * depth + label, str(b.share), str(b.own_peak)))
+            add(b.inner, depth + 1)
+
+    add(c.boxes, 0)
+    calls = sum(_calls(b) for b in c.boxes)
+    width = max(len(r[0]) for r in rows) + 2
+    out = [f"presk memory: {calls} call{'s' * (calls != 1)}, their shares of the peak and "
+           "their own peaks",
+           f"  {'call'.ljust(width)}{'share':>8}{'own peak':>12}"]
+    for label, share, own in rows:
+        out.append(f"  {label.ljust(width)}{share:>8}{own:>12}".rstrip())
+    return out
+
+
+def _calls(box) -> int:
+    return box.calls + sum(_calls(b) for b in box.inner)
+
+
+def format_symbolic(entry: str, sym, rep_dims: dict[str, int], counted) -> list[str]:
+    names = ", ".join(sym.names)
+    grid = "; ".join(f"{n} ∈ {{{', '.join(map(str, g))}}}" for n, g in zip(sym.names, sym.grid))
+    lines = [f"presk memory --symbolic: `{entry}` in {counted.realization_name}, in "
+             f"{names or 'no dims'}: each buffer's bytes interpolated on {grid}, checked at "
+             f"{_dims_text(sym.check)}"]
+    lines.append(f"  inputs      {sym.inputs}")
+    lines.append(f"  outputs     {sym.outputs}")
+    steps = sym.trace.steps
+    if len(sym.peak) == 1:
+        p = sym.peak[0]
+        lines.append(f"  peak        {p.poly}, at operation {p.step + 1} "
+                     f"(`{steps[p.step].site}`)")
+    else:
+        lines.append("  peak        not one operation for every value of the dims: the "
+                     "largest of")
+        for p in sym.peak:
+            where = f" where {p.where}" if p.where else ""
+            lines.append(f"    {p.poly}, at operation {p.step + 1} (`{steps[p.step].site}`)"
+                         f"{where}")
+    peak = sym.peak_at(rep_dims)
+    inputs = sym.inputs(rep_dims)
+    same = peak == counted.count.peak and inputs == counted.count.inputs
+    lines.append(f"  at {_dims_text(rep_dims)}: the peak {peak}, the inputs {inputs}, "
+                 + ("as counted" if same else
+                    f"but counted {counted.count.peak} and {counted.count.inputs}"))
+    return lines
+
+
+# ---- the command ----
+
+@reported
+def run(args: argparse.Namespace) -> int:
+    from ..pipeline import load_core, parse_dims, prepare
+    if not args.entry:
+        raise UsageError("presk memory: --entry is needed, e.g. --entry loss")
+    module, _ = load_core(args.file, warn)
+    dims = prepare(module, args.entry, parse_dims(args.dim)).dims
+    rep = memory_report(module, args.entry, dims, args.realize, args.grad, args.remat)
+    if not args.symbolic:
+        print("\n".join(format_count(args.entry, dims, rep)))
+        return 0
+    from ..analysis.memory_symbolic import SymbolicError, symbolic
+    try:
+        sym = symbolic(dims, lambda d: _trace(module, args.entry, d, args.realize, args.grad,
+                                              args.remat)[0])
+    except SymbolicError as exc:
+        raise UsageError(f"presk memory --symbolic: {exc}") from None
+    print("\n".join(format_symbolic(args.entry, sym, dims, rep)))
+    return 0
+
+
+def add_memory(sub: Any) -> None:
+    p = sub.add_parser("memory", help="what one call of an entry needs "
+                       "in memory, counted from the recorded program")
+    p.add_argument("file", help="the program's main .psk file (or a PSK-Core .mlir file)")
+    add_recording_arguments(p, "count")
+    p.add_argument("--symbolic", action="store_true",
+                   help="the same as polynomials in the entry's dims")
+    p.set_defaults(run=run)
