@@ -86,13 +86,46 @@ def run_one(path: str, workdir: str, points: int, seed: int) -> dict:
             "measured": float(np.max(errors)), "points": int(errors.size)}
 
 
+def tutorial(points: int, seed: int) -> bool:
+    """The tutorial's loss (B = 4) over ±10 % around its seed-0 inputs: the all-f64 box
+    bound and the kernel interpreter's error at `points` fresh points of the box (each
+    point one run: the kernels' order and types, against MPFR 128)."""
+    from presk.analysis import box as B
+    from presk.analysis import entry as E
+    from presk.analysis import ranges as RG
+    from presk.analysis.boxcheck import entry_errors
+    from presk.analysis.realization import Realization
+    from presk.pipeline.load import load_core
+    module, _ = load_core(os.path.join(ROOT, "tutorial", "07_train.psk"))
+    dims = {"B": 4}
+    prepared = E.prepare(module, "loss", dims)
+    params, values = E.weights(prepared, 0, None), E.inputs(prepared, 0, None)
+    spec = RG.RangeSpec("loss", {"batch.0": {"around": 0.1}, "batch.1": {"around": 0.1}})
+    box = RG.resolve(spec, prepared.inputs, params, values)
+    start = time.perf_counter()
+    res = B.analyze(module, "loss", dims, Realization(), box, params, values)
+    seconds = time.perf_counter() - start
+    rng = np.random.default_rng(seed)
+    pts = [(RG.sample(box, rng)[0], params) for _ in range(points)]
+    start = time.perf_counter()
+    errors = entry_errors(module, "loss", dims, Realization(), pts)
+    print(f"tutorial loss B=4, ±10 % box: box bound {res.bound:.3e} ({res.leaves} sub-boxes, "
+          f"{seconds:.2f} s); kernel interpreter at {points} fresh points: max error "
+          f"{max(errors):.3e} ({time.perf_counter() - start:.0f} s)")
+    return max(errors) <= res.bound
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--points", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", help="comma-separated benchmark names")
     p.add_argument("--json", help="write the rows here")
+    p.add_argument("--tutorial", type=int, metavar="N",
+                   help="instead: the tutorial's loss over ±10 %% of its inputs, N points")
     args = p.parse_args()
+    if args.tutorial:
+        return 0 if tutorial(args.tutorial, args.seed) else 1
     files = sorted(glob.glob(os.path.join(ROOT, "test", "fpbench", "*.fpcore")))
     if args.only:
         keep = set(args.only.split(","))
