@@ -1,29 +1,97 @@
 """Reading a JSON artifact as every command takes one: `@path`, a path, or the JSON text;
 and writing any file a user owns atomically (`write_atomic`).
 
-Each kind (realization, envelope, …) parses and checks the data itself; what they share is
-where the text comes from and the one-line errors when it cannot be read.
+Each kind (realization, envelope, checkpoint, …) checks its fields itself (`expect` for
+one field's JSON type); what they share is where the text comes from and the one-line
+errors when it cannot be read: no such file, not JSON, nested deeper than MAX_DEPTH, a
+number beyond float64 or a non-finite one (JSON has none: NaN, Infinity are refused
+unless the kind writes them, as a checkpoint's loss).
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import stat
 import tempfile
+from typing import Any
+
+MAX_DEPTH = 64  # an artifact's JSON nests a few levels; deeper is not one of ours
 
 
-def read_json(spec: str, kind: str, error: type[Exception]) -> tuple[object, str]:
+def read_json(spec: str, kind: str, error: type[Exception],
+              nonfinite: bool = False) -> tuple[object, str]:
     """The parsed JSON of an artifact of `kind`, and how to name where it came from.
 
-    Raises `error` with one line: no such file, a directory, unreadable, not JSON."""
+    Raises `error` with one line: no such file, a directory, unreadable, not JSON, nested
+    too deeply, a number that is not a finite float64 (NaN and Infinity allowed only with
+    `nonfinite`)."""
     text, where = _text(spec, kind, error)
+    return parse_json(text, where, error, nonfinite), where
+
+
+def parse_json(text: str, where: str, error: type[Exception], nonfinite: bool = False):
+    """`text` as JSON, under the rules of `read_json`."""
+    def constant(name: str) -> float:
+        if not nonfinite:
+            raise error(f"{where}: holds {name}, which is not a JSON number")
+        return float(name.replace("Infinity", "inf"))
+
+    def number(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise error(f"{where}: the number {text[:24]} is beyond float64")
+        return value
     try:
-        return json.loads(text), where
+        data = json.loads(text, parse_constant=constant, parse_float=number)
     except json.JSONDecodeError as exc:
         raise error(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column "
                     f"{exc.colno})") from None
+    except RecursionError:
+        raise error(f"{where}: JSON nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise error(f"{where}: not JSON ({exc})") from None
+    if _depth(data) > MAX_DEPTH:
+        raise error(f"{where}: JSON nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+def _depth(data: object) -> int:
+    deepest, todo = 0, [(data, 1)]
+    while todo:
+        value, d = todo.pop()
+        deepest = max(deepest, d)
+        if d > MAX_DEPTH:
+            break
+        if isinstance(value, dict):
+            todo += [(v, d + 1) for v in value.values()]
+        elif isinstance(value, list):
+            todo += [(v, d + 1) for v in value]
+    return deepest
+
+
+KINDS: dict[str, tuple[type, ...] | str] = {
+    "natural": "natural", "string": (str,), "object": (dict,), "list": (list,),
+    "number": (int, float), "boolean": (bool,)}
+
+
+def expect(data: dict, name: str, kind: str, where: str, error: type[Exception]) -> Any:
+    """`data[name]` when it is a JSON value of `kind` (`natural`, `string`, `object`,
+    `list`, `number`, `boolean`); else `error`, one line naming the field and what it is."""
+    if name not in data:
+        raise error(f"{where}: no \"{name}\" field")
+    value = data[name]
+    want = KINDS[kind]
+    if want == "natural":
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    else:
+        ok = isinstance(value, want) and (kind == "boolean" or not isinstance(value, bool))
+    if not ok:
+        raise error(f"{where}: \"{name}\" is {json.dumps(value)[:40]}, not a "
+                    f"{'natural number' if kind == 'natural' else kind}")
+    return value
 
 
 def _text(spec: str, kind: str, error: type[Exception]) -> tuple[str, str]:

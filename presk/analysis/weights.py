@@ -142,6 +142,9 @@ def check_tensors(tensors: dict[str, np.ndarray], fields: list[Field], path: str
         if got != f.shape:
             raise WeightsError(f"{path}: tensor `{f.path}` has shape {list(got)}, expected "
                                f"{list(f.shape)}")
+        if not np.issubdtype(tensors[f.path].dtype, np.floating):
+            raise WeightsError(f"{path}: tensor `{f.path}` has dtype {tensors[f.path].dtype}, "
+                               "not a float (store F64, F32 or F16)")
 
 
 def save_tensors(tensors: dict[str, np.ndarray], path: str) -> None:

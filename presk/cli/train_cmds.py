@@ -62,12 +62,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     trainer = _trainer(args, core, training, directory)
     log_path = os.path.join(directory, LOG)
     if args.resume:
-        ck = trainer.resume(lambda m: print(f"presk train: {m}", file=sys.stderr))
-        if ck is None:
-            raise UsageError(f"presk train: {directory} holds no checkpoint to resume from")
-        _check_same_run(ck.meta, trainer.meta)
-        if os.path.exists(log_path):
-            trainer.history = read_log(log_path, upto=ck.step)
+        from ..train.checkpoint import CheckpointError
+        from ..train.data import DataError
+        from ..train.loop import LogError
+        try:
+            ck = trainer.resume(lambda m: print(f"presk train: {m}", file=sys.stderr))
+            if ck is None:
+                raise UsageError(f"presk train: {directory} holds no checkpoint to resume "
+                                 "from")
+            _check_same_run(ck.meta, trainer.meta)
+            if os.path.exists(log_path):
+                trainer.history = read_log(log_path, upto=ck.step)
+        except (CheckpointError, DataError, LogError) as exc:
+            raise UsageError(f"presk train: {exc}") from None
         print(f"presk train: resuming `{training.name}` at step {ck.step} of {trainer.total}")
     return _run(args, trainer, log_path)
 

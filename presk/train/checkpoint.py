@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.artifact import check_format, write_json
+from ..analysis.artifact import check_format, expect, read_json, write_json
 from ..analysis.weights import WeightsError, save_tensors
 
 FORMAT = "presk-checkpoint/1"
@@ -72,15 +72,18 @@ def save(directory: str, ck: Checkpoint, keep: int = 3) -> str:
 
 def load(path: str) -> Checkpoint:
     """The checkpoint of a JSON file; its tensor file must be the one it names, whole."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as exc:
-        raise CheckpointError(f"{path}: cannot read the checkpoint ({exc})") from None
+    data, _ = read_json(path, "checkpoint", CheckpointError, nonfinite=True)  # a NaN loss
     record = check_format(data, path, FORMAT, "checkpoint",
                           {"format", "step", "tensors", "sha256", "data", "meta"},
                           CheckpointError)
-    tensor_path = os.path.join(os.path.dirname(path), str(record.get("tensors")))
+    step = expect(record, "step", "natural", path, CheckpointError)
+    name = expect(record, "tensors", "string", path, CheckpointError)
+    expect(record, "sha256", "string", path, CheckpointError)
+    position = expect(record, "data", "object", path, CheckpointError)
+    meta = expect(record, "meta", "object", path, CheckpointError)
+    if os.path.basename(name) != name or name in ("", ".", ".."):
+        raise CheckpointError(f"{path}: \"tensors\" names {name!r}, not a file beside it")
+    tensor_path = os.path.join(os.path.dirname(path), name)
     if not os.path.isfile(tensor_path):
         raise CheckpointError(f"{path}: its tensors `{tensor_path}` are missing")
     if _sha256(tensor_path) != record.get("sha256"):
@@ -91,9 +94,34 @@ def load(path: str) -> Checkpoint:
         tensors = load_file(tensor_path)
     except Exception as exc:  # safetensors raises its own error types
         raise CheckpointError(f"{tensor_path}: cannot read ({exc})") from None
-    return Checkpoint(int(record["step"]), _prefixed(tensors, "param."),
-                      _prefixed(tensors, "optim."), dict(record.get("data", {})),
-                      dict(record.get("meta", {})), path)
+    return Checkpoint(step, _prefixed(tensors, "param."), _prefixed(tensors, "optim."),
+                      dict(position), dict(meta), path)
+
+
+def check_fits(ck: Checkpoint, params: dict[str, np.ndarray]) -> None:
+    """A checkpoint that reads whole but was made for another program is refused (one
+    line naming its tensor file): its parameters must be the run's, by path, shape and a
+    float dtype, and the optimizer's buffers of a parameter its shape."""
+    where = ck.path[: -len(".json")] + ".safetensors" if ck.path else "the checkpoint"
+    missing = sorted(set(params) - set(ck.params))
+    extra = sorted(set(ck.params) - set(params))
+    if missing or extra:
+        raise CheckpointError(f"{where}: " + (f"no parameter `param.{missing[0]}`"
+                                              if missing else "")
+                              + ("; " if missing and extra else "")
+                              + (f"`param.{extra[0]}` is no parameter of the run"
+                                 if extra else ""))
+    for key, value in [*(("param." + k, v) for k, v in ck.params.items()),
+                       *(("optim." + k, v) for k, v in ck.optimizer.items())]:
+        path = key.split(".", 2)[-1] if key.startswith("optim.") else key[len("param."):]
+        want = params.get(path)
+        if want is None:  # the optimizer's own state (its step): load_state checks it
+            continue
+        if not np.issubdtype(value.dtype, np.floating):
+            raise CheckpointError(f"{where}: `{key}` has dtype {value.dtype}, not a float")
+        if value.shape != want.shape:
+            raise CheckpointError(f"{where}: `{key}` has shape {list(value.shape)}, the "
+                                  f"run's `{path}` {list(want.shape)}")
 
 
 def checkpoints(directory: str) -> list[str]:

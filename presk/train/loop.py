@@ -25,7 +25,7 @@ import numpy as np
 from ..analysis import entry as E
 from ..analysis.artifact import write_atomic
 from ..frontend.program import TrainingInfo
-from .checkpoint import Checkpoint, latest, save
+from .checkpoint import Checkpoint, CheckpointError, check_fits, latest, save
 from .data import Stream
 from .objective import NativeObjective
 from .native_optim import native_from_info
@@ -102,9 +102,13 @@ class Trainer:
         ck = latest(self.checkpoint_dir, warn)
         if ck is None:
             return None
+        check_fits(ck, self.params)
         for path, value in ck.params.items():
             np.copyto(self.params[path], value)
-        self.optimizer.load_state(ck.optimizer)
+        try:
+            self.optimizer.load_state(ck.optimizer)
+        except ValueError as exc:
+            raise CheckpointError(f"{ck.path}: {exc}") from None
         self.lay_out()  # loading the state drops the optimizer's arrays
         self.stream.restore(ck.data)
         self.step = ck.step
@@ -151,13 +155,37 @@ def read_log(path: str, upto: int | None = None) -> list[StepRecord]:
     be cut short by a kill: a resumed run reads only the ones its checkpoint covers, which
     were whole before the checkpoint was written."""
     records: list[StepRecord] = []
-    with open(path, encoding="utf-8", newline="") as f:
-        for row in csv.DictReader(f):
-            if upto is not None and len(records) == upto:
-                break
-            records.append(StepRecord(int(row["step"]), int(row["epoch"]),
-                                      float(row["loss"]), float(row["lr"])))
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames is None or list(reader.fieldnames) != list(LOG_FIELDS):
+                raise LogError(f"{path}: its header is not {','.join(LOG_FIELDS)}")
+            for row in reader:
+                if upto is not None and len(records) == upto:
+                    break
+                records.append(_record(row, path, reader.line_num, len(records) + 1))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise LogError(f"{path}: cannot read ({exc})") from None
+    if upto is not None and len(records) < upto:
+        raise LogError(f"{path}: holds {len(records)} steps, the checkpoint is at step "
+                       f"{upto}")
     return records
+
+
+class LogError(Exception):
+    """A `log.csv` that does not read (one line naming the file and the row)."""
+
+
+def _record(row: dict, path: str, line: int, step: int) -> StepRecord:
+    try:
+        record = StepRecord(int(row["step"]), int(row["epoch"]), float(row["loss"]),
+                            float(row["lr"]))
+    except (KeyError, TypeError, ValueError):
+        raise LogError(f"{path}: line {line} is not a step's row "
+                       f"({','.join(LOG_FIELDS)})") from None
+    if record.step != step:
+        raise LogError(f"{path}: line {line} is step {record.step}, not {step}")
+    return record
 
 
 def write_log(path: str, records: list[StepRecord]) -> None:
