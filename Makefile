@@ -5,7 +5,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test test-fast unit lit setup golden golden-bits clean
+.PHONY: demo test test-fast fuzz unit lit setup golden golden-bits clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -26,8 +26,14 @@ demo: $(STAMP)
 	$(BIN)/presk train tutorial/07_train.psk --out runs/tutorial
 
 test: $(STAMP)
-	$(BIN)/pytest -q test/unit test/e2e
+	$(BIN)/pytest -q test/unit test/e2e test/fuzz
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test/filecheck
+
+# The fuzzer's long run (test/fuzz, over 10 000 cases, random seeds): the counts per input
+# kind and outcome are printed at the end and written to fuzz-report.json.
+fuzz: $(STAMP)
+	PRESK_FUZZ_SCALE=$${PRESK_FUZZ_SCALE:-40} PRESK_FUZZ_REPORT=fuzz-report.json \
+	  $(BIN)/pytest -q -s -p no:cacheprovider test/fuzz
 
 # Everything but the tests marked `slow` (pytest -m slow lists them), and the lit tests.
 test-fast: $(STAMP)

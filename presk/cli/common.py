@@ -75,3 +75,18 @@ def output_file(path: str) -> str:
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"{path}: {exc.strerror}") from None
     return path
+
+
+def printable_streams() -> None:
+    """Standard output and error that print whatever Presk writes: on a terminal that
+    cannot encode ℝ, θ or · (`PYTHONIOENCODING=ascii`, a C locale without UTF-8) the
+    characters it lacks are written as `\\u211d` escapes instead of ending the command
+    with a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        try:
+            "ℝθ·…→".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="backslashreplace")

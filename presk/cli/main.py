@@ -15,7 +15,9 @@ from . import (
     sensitivity_cmds, solve_cmds, train_cmds,
 )
 from ..limits import ResourceError
-from .common import ProgramError, UsageError, elaborate_or_report, reported
+from .common import (
+    ProgramError, UsageError, elaborate_or_report, printable_streams, reported,
+)
 from .print_pipeline import add_flag, print_pipeline
 
 
@@ -119,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    printable_streams()
     try:
         args = build_parser().parse_args(argv)
         run: Callable[[argparse.Namespace], int] = reported(args.run)

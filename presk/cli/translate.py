@@ -29,7 +29,9 @@ from typing import Callable, NoReturn
 
 from ..limits import ResourceError
 from ..pipeline import kernel_pipeline, load_core, output_names, parse_dims, parse_mlir
-from .common import ProgramError, UsageError, add_recording_arguments, reported, warn
+from .common import (
+    ProgramError, UsageError, add_recording_arguments, printable_streams, reported, warn,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -162,6 +164,7 @@ def _translate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    printable_streams()
     parser = _Parser(prog="presk-translate", description=__doc__.split("\n")[0])
     parser.add_argument("file", help="a .psk program or a PSK-Core .mlir file")
     parser.add_argument("--to", required=True, choices=sorted(TARGETS),

@@ -268,6 +268,9 @@ class Elaborator:
                 raise error("E0303", f"`{init.name}` takes no argument `{arg.name}`", arg.span,
                             f"it takes {allowed}")
             args[arg.name] = float(self.static_value(info, arg.value, {}))
+        reason = _init_domain(init.name, args)
+        if reason is not None:
+            raise error("E0303", f"`{init.name}` {reason}", init.span)
         return args
 
     def _check_use_cycles(self, m: ModuleInfo, path: list[ModuleInfo],
@@ -428,6 +431,21 @@ def _dim_symbols(types: list[Type | None]) -> set[str]:
         elif isinstance(t, ParamsT):
             out |= {d for d in (*t.dims, *t.stack) if isinstance(d, str)}
     return out
+
+
+def _init_domain(name: str, args: dict[str, float]) -> str | None:
+    """Why an initializer's arguments draw no distribution (numpy would raise), or None."""
+    if name == "uniform":
+        low, high = args.get("low", 0.0), args.get("high", 1.0)
+        if not low <= high:
+            return f"needs low ≤ high (low = {low:g}, high = {high:g})"
+        if not math.isfinite(high - low):
+            return f"has a range high − low beyond an f64 (low = {low:g}, high = {high:g})"
+    if name == "normal" and not args.get("std", 1.0) >= 0:
+        return f"needs std ≥ 0 (std = {args['std']:g})"
+    if name.startswith("xavier") and not args.get("gain", 1.0) >= 0:
+        return f"needs gain ≥ 0 (gain = {args['gain']:g})"
+    return None
 
 
 def _short(n: int) -> str:

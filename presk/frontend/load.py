@@ -63,6 +63,8 @@ def load_program(main_path: str, sources: dict[str, str]) -> list[A.SourceFile]:
 
     `sources` receives each file's text as it is read, so a diagnostic can quote it.
     """
+    if not main_path:
+        raise InputError("an empty file name")
     order: list[A.SourceFile] = []
     done: dict[str, A.SourceFile] = {}
 

@@ -7,6 +7,7 @@ without them.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -66,10 +67,7 @@ def parse_mlir(path: str, all_stages: bool = False):
     from xdsl.utils.exceptions import ParseError, VerifyException
 
     from ..dialects.core import Core
-    try:
-        text = open(path, encoding="utf-8").read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"presk: {path}: cannot read ({exc})") from None
+    text = read_mlir_text(path, "presk")
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Core)
@@ -80,15 +78,74 @@ def parse_mlir(path: str, all_stages: bool = False):
         ctx.load_dialect(Kernel)
     try:
         module = Parser(ctx, text, name=path).parse_module()
-        module.verify()
     except ParseError as exc:
-        raise InvalidProgram(_parse_error_text(exc)) from None
+        raise InvalidProgram(parse_error_text(exc)) from None
+    try:
+        module.verify()
     except VerifyException as exc:
-        raise InvalidProgram(f"{path}: error: {exc}") from None
+        raise InvalidProgram(verify_error_text(path, text, module, exc)) from None
     return module
 
 
-def _parse_error_text(exc) -> str:
+def read_mlir_text(path: str, prog: str) -> str:
+    """The text of an .mlir file; one line (InvalidInput) when it is missing, a directory,
+    unreadable, or not UTF-8 (with the line and column of the first bad byte)."""
+    if os.path.isdir(path):
+        raise InvalidInput(f"{prog}: {path}: is a directory, not an MLIR file")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise InvalidInput(f"{prog}: {path}: no such file") from None
+    except OSError as exc:
+        raise InvalidInput(f"{prog}: {path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InvalidInput(f"{prog}: {path}:{line}:{col}: not UTF-8 (byte "
+                           f"0x{data[exc.start]:02x})") from None
+
+
+def verify_error_text(path: str, text: str, module, exc) -> str:
+    """`file:line:col: error: message` at the op that fails to verify, the line and a
+    caret: the op is found by verifying each alone (in the order of the text), and its
+    place as the same-numbered occurrence of its name in the text (comments aside)."""
+    from xdsl.utils.exceptions import VerifyException
+    failing, seen = None, {}
+    for op in module.walk():
+        seen[op.name] = seen.get(op.name, 0) + 1
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as inner:
+            failing, exc = (op, seen[op.name]), inner
+            break
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    if failing is None:
+        return f"{path}: error: {message}"
+    op, nth = failing
+    starts = [m.start(1) for m in re.finditer(
+        rf'(?<![\w.$])"?({re.escape(op.name)})(?![\w.])', _without_comments(text))]
+    if len(starts) < nth:
+        return f"{path}: error: {op.name}: {message}"
+    at = starts[nth - 1]
+    line = text.count("\n", 0, at) + 1
+    begin = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    source = text[begin:end if end >= 0 else len(text)]
+    width = len(str(line))
+    return "\n".join([f"{path}:{line}:{at - begin + 1}: error: {op.name}: {message}",
+                      f"{line} | {source}",
+                      f"{' ' * width} | {' ' * (at - begin)}{'^' * len(op.name)}"])
+
+
+def _without_comments(text: str) -> str:
+    """The text with each `// …` comment blanked (same length: offsets stay)."""
+    return re.sub(r"//[^\n]*", lambda m: " " * len(m.group(0)), text)
+
+
+def parse_error_text(exc) -> str:
     """`file:line:col: error: message`, the line, carets under the span: the form of every
     diagnostic, where xDSL's own text names the file twice and puts the message last."""
     from xdsl.utils.exceptions import MultipleSpansParseError

@@ -96,6 +96,19 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 
 
+def pass_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions Presk's passes raise for an input they cannot take (each with a
+    one-line message): what a driver reports as the input's error, not as a crash."""
+    from ..analysis.realization import RealizationError
+    from ..conversion.core_to_realize import RecordError
+    from ..conversion.kernel_to_std import NativeLoweringError
+    from ..conversion.realize_to_kernel import KernelConversionError
+    from ..limits import ResourceError
+    from ..transforms.differentiate import DifferentiationError
+    return (RecordError, RealizationError, KernelConversionError, NativeLoweringError,
+            DifferentiationError, ResourceError)
+
+
 def make_pass(name: str, **options: object) -> ModulePass:
     """The registered pass `name` with these options (those a pipeline text gives it)."""
     return PRESK_PASSES[name]()(**options)

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -61,9 +63,17 @@ def cache_enabled(requested: bool = True) -> bool:
 
 def max_bytes() -> int:
     """The size bound of the cache directory, from `$PRESK_CACHE_MAX_MB`."""
+    text = os.environ.get("PRESK_CACHE_MAX_MB")
+    if text is None:
+        return int(DEFAULT_MAX_MB * 1024 * 1024)
     try:
-        mb = float(os.environ.get("PRESK_CACHE_MAX_MB", DEFAULT_MAX_MB))
+        mb = float(text)
     except ValueError:
+        mb = math.nan
+    if not (math.isfinite(mb) and 0 <= mb <= 2**40):
+        # One clear line, and the cache keeps working under its default bound.
+        print(f"presk: PRESK_CACHE_MAX_MB={text[:40]!r} is not a size in MB (a number from "
+              f"0 to 2^40); using {DEFAULT_MAX_MB}", file=sys.stderr)
         mb = DEFAULT_MAX_MB
     return int(mb * 1024 * 1024)
 

@@ -254,3 +254,125 @@ def test_outputs_every_writing_command_refuses_them(tmp_path: Path, kind: str,
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and KIND_TEXT[kind] in err, err
     assert stat.S_IFMT(os.stat(path).st_mode) == stat.S_IFMT(mode)
+
+
+# --------------------------------------------------------------------------------------
+# 5. presk-opt, presk-translate, initializers, file names, environments, terminals
+# --------------------------------------------------------------------------------------
+
+
+def _opt(argv: list[str], capsys) -> tuple[int, str]:
+    from presk.cli import opt
+    code = opt.main(argv)
+    return code, capsys.readouterr().err
+
+
+def test_commands_presk_opt_input_errors_are_one_line(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.mlir"
+    bad.write_bytes(b"builtin.module {\n  \xff\n}\n")
+    ok = tmp_path / "ok.mlir"
+    ok.write_text("builtin.module {}\n")
+    cases = [
+        ([str(tmp_path / "none.mlir")], f"presk-opt: {tmp_path / 'none.mlir'}: no such file"),
+        ([str(tmp_path)], f"presk-opt: {tmp_path}: is a directory, not an MLIR file"),
+        ([str(bad)], f"presk-opt: {bad}:2:3: not UTF-8 (byte 0xff)"),
+        ([str(ok), "-p", "no-such-pass"],
+         f"presk-opt: -p no-such-pass: Unrecognized passes: ['no-such-pass'] "
+         "(see `presk-opt --help`)"),
+        ([str(ok), "-p", "psk-fuse{"],
+         "presk-opt: -p psk-fuse{: Expected argument name here (at column 10 of the "
+         "pipeline) (see `presk-opt --help`)"),
+        ([str(ok), "--no-such-flag"],
+         "presk-opt: unrecognized arguments: --no-such-flag (see `presk-opt --help`)"),
+        ([str(ok), "-p", 'convert-psk-core-to-realize{dims="B=0"}'], None),
+    ]
+    for argv, line in cases:
+        code, err = _opt(argv, capsys)
+        assert err.count("\n") == 1, (argv, err)
+        if line is None:  # a pass that refuses its input: exit 1, one line
+            assert code == 1 and err.startswith("presk-opt: error: dims: `B=0`"), err
+        else:
+            assert code == 2 and err == line + "\n", (argv, err)
+
+
+def test_commands_presk_opt_parse_and_verify_errors_at_the_op(tmp_path: Path,
+                                                             capsys) -> None:
+    """A parse error and a verifier error name file:line:col, the line and a caret; the
+    verifier's at the op that fails (not the whole module printed)."""
+    p = tmp_path / "v.mlir"
+    p.write_text('// arith.addi in a comment is not the op\nbuiltin.module {\n'
+                 '  %0 = "test.op"() : () -> i32\n'
+                 '  %1 = "arith.addi"(%0, %0) : (i32, i32) -> i64\n}\n')
+    code, err = _opt([str(p), "--allow-unregistered-dialect"], capsys)
+    lines = err.splitlines()
+    assert code == 1 and lines[0].startswith(f"{p}:4:9: error: arith.addi: result")
+    assert lines[1] == '4 |   %1 = "arith.addi"(%0, %0) : (i32, i32) -> i64'
+    assert lines[2] == "  |         ^^^^^^^^^^"
+    q = tmp_path / "p.mlir"
+    q.write_text('builtin.module {\n  "psk_core.nope"() : () -> ()\n}\n')
+    code, err = _opt([str(q)], capsys)
+    assert code == 1 and err.splitlines()[0] == (f"{q}:2:4: error: Operation psk_core.nope "
+                                                 "is not registered")
+
+
+def test_commands_presk_translate_and_run_on_bad_mlir(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.mlir"
+    bad.write_bytes(b"\xc3(")
+    code = translate.main([str(bad), "--to", "listing"])
+    assert code == 2 and capsys.readouterr().err == (
+        f"presk: {bad}:1:1: not UTF-8 (byte 0xc3)\n")
+    code, err = _main(["run", str(tmp_path), "--entry", "f"], capsys)
+    assert code == 2 and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("init, message", [
+    ("uniform(low = 1, high = 0)", "`uniform` needs low ≤ high (low = 1, high = 0)"),
+    ("uniform(low = -1e308, high = 1e308)", "`uniform` has a range high − low beyond"),
+    ("normal(std = -1)", "`normal` needs std ≥ 0 (std = -1)"),
+    ("xavier_normal(gain = -2)", "`xavier_normal` needs gain ≥ 0 (gain = -2)"),
+])
+def test_commands_initializer_arguments_are_diagnostics(tmp_path: Path, init: str,
+                                                        message: str, capsys) -> None:
+    """They were numpy ValueError/OverflowError tracebacks when the weights were drawn."""
+    p = tmp_path / "i.psk"
+    p.write_text(f"module M {{\n  param w : ℝ[3] init = {init}\n}}\n"
+                 "fn f(θ : params M) -> ℝ[] = sum(θ.w)\n", encoding="utf-8")
+    code, err = _main(["check", str(p)], capsys)
+    assert code == 1 and f"{p}:2:25: error[E0303]: {message}" in err.splitlines()[0], err
+
+
+def test_commands_empty_file_names(capsys) -> None:
+    for argv in (["check", ""], ["run", "", "--entry", "f"], ["dump", "", "--stage", "elab"]):
+        code, err = _main(argv, capsys)
+        assert (code, err) == (2, "presk: an empty file name\n"), argv
+    assert translate.main(["", "--to", "mlir"]) == 2
+    assert capsys.readouterr().err == "presk: an empty file name\n"
+
+
+def test_commands_invalid_environment_is_one_line(monkeypatch, capsys) -> None:
+    from presk.runtime import cache
+    for bad in ("inf", "nan", "-1", "abc", "1e300"):
+        monkeypatch.setenv("PRESK_CACHE_MAX_MB", bad)
+        assert cache.max_bytes() == int(cache.DEFAULT_MAX_MB * 1024 * 1024)
+        err = capsys.readouterr().err
+        assert err == (f"presk: PRESK_CACHE_MAX_MB={bad!r} is not a size in MB (a number "
+                       f"from 0 to 2^40); using {cache.DEFAULT_MAX_MB}\n")
+    monkeypatch.setenv("PRESK_CACHE_MAX_MB", "64")
+    assert cache.max_bytes() == 64 * 1024 * 1024
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C"},
+                                 {"LC_ALL": "C", "PYTHONIOENCODING": "ascii:strict"}])
+def test_commands_terminal_without_unicode(env: dict[str, str]) -> None:
+    """ℝ on a terminal that cannot print it is an escape, not a UnicodeEncodeError."""
+    import os
+    import subprocess
+    import sys
+    presk = str(Path(sys.executable).parent / "presk")
+    done = subprocess.run([presk, "check", "--summary", TRAIN], capture_output=True,
+                          env={**os.environ, **env}, timeout=120)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    assert b"Diagnostics: none" in done.stdout
+    text = done.stdout.decode("ascii", "strict") if "ascii" in str(env) else None
+    if text is not None:
+        assert "\\u211d[" in text  # ℝ[ escaped

@@ -1,0 +1,401 @@
+"""The fuzzer (issue 14.9): mutated programs, MLIR, artifacts, data streams, flags and
+environments through the commands that read them; every outcome must be one the README
+promises (harness.py: ok, a diagnostic with exit 1, one line with exit 2) — no traceback,
+no signal, no hang past the limit, nothing but regular files replaced.
+
+`make test` runs a short pass (PRESK_FUZZ_SCALE=1, well under a minute); `make fuzz` a
+long one (PRESK_FUZZ_SCALE=40: over 10 000 cases) and prints the counts per input kind
+and outcome. Each test is one input kind; hypothesis draws the mutations.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness as H  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+TUTORIAL = ROOT / "tutorial"
+SCALE = float(os.environ.get("PRESK_FUZZ_SCALE", "1"))
+LIMIT = 60.0
+
+
+def examples(n: int) -> settings:
+    return settings(max_examples=max(1, int(n * SCALE)), deadline=None, database=None,
+                    suppress_health_check=list(HealthCheck), derandomize=SCALE <= 1)
+
+
+# ---- a scratch copy of the tutorial, the inputs every kind mutates ----
+
+WORK = Path(tempfile.mkdtemp(prefix="presk-fuzz-"))
+shutil.copytree(TUTORIAL, WORK / "tutorial")
+PROGRAMS = sorted((WORK / "tutorial").glob("*.psk"))
+ORIGINAL = {p: p.read_bytes() for p in PROGRAMS}
+TRAIN = WORK / "tutorial" / "07_train.psk"
+FIXTURE_REALIZATION = (ROOT / "test" / "fixtures" / "realization_mixed.json").read_text()
+SPECIAL = WORK / "special"
+SPECIAL.mkdir()
+os.mkfifo(SPECIAL / "fifo")
+(SPECIAL / "folder").mkdir()
+SPECIALS = [SPECIAL / "fifo", SPECIAL / "folder", Path("/dev/null")]
+
+
+def _presk(argv: list[str]) -> H.Outcome:
+    from presk.cli import main
+    return H.run_main(main.main, argv, LIMIT)
+
+
+def _opt(argv: list[str]) -> H.Outcome:
+    from presk.cli import opt
+    return H.run_main(opt.main, argv, LIMIT)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report():
+    yield
+    print("\npresk fuzz, outcomes per input kind:\n" + H.report())
+
+
+# ---- mutations of text ----
+
+VOCABULARY = ["fn", "let", "module", "param", "use", "stack", "import", "dim", "const",
+              "init", "axis", "grad", "params", "(", ")", "[", "]", "{", "}", ",", ":",
+              "=", "+", "-", "*", "/", "^", "·", "@", "->", "→", "...", "…", "ℝ", "R[",
+              "0", "1", "4", "1e308", "1e-400", "999999999999999999999", "2.5", "x", "θ",
+              "B", "D", "loss", "mean", "sum", "max", "softmax", "sqrt", "real(", "\"",
+              "--", "\n", "\t", "\u2028", "\x00", "\ufeff", "γ", "_", "training", "optimizer"]
+HOSTILE_NUMBERS = ["0", "1", "-1", "2147483648", "33554433", "4611686018427387905",
+                   "9" * 40, "9" * 500, "1e308", "1e309", "1e-400", "nan", "0.0", "1000000",
+                   "3.0e", "0x10", "1_000"]
+HOSTILE_NAMES = ["let", "fn", "module", "param", "init", "stack", "axis", "and", "R",
+                 "ℝ", "x" * 300, "θθ", "_", "a.b", "é", "\u0301a", "𝑥", "loss", "B"]
+
+
+@st.composite
+def mutated_text(draw, text: str) -> bytes:
+    """`text` under one to four mutations of a kind hypothesis chooses."""
+    import re
+    data = text
+    for _ in range(draw(st.integers(1, 4))):
+        how = draw(st.sampled_from(["tokens", "numbers", "names", "nesting", "bytes",
+                                    "encoding", "truncate"]))
+        tokens = re.findall(r"\w+|\s+|.", data)
+        if how == "tokens" and tokens:
+            i = draw(st.integers(0, len(tokens) - 1))
+            op = draw(st.sampled_from(["delete", "duplicate", "replace", "insert", "swap"]))
+            if op == "delete":
+                del tokens[i]
+            elif op == "duplicate":
+                tokens.insert(i, tokens[i])
+            elif op == "replace":
+                tokens[i] = draw(st.sampled_from(VOCABULARY))
+            elif op == "insert":
+                tokens.insert(i, " " + draw(st.sampled_from(VOCABULARY)) + " ")
+            else:
+                j = draw(st.integers(0, len(tokens) - 1))
+                tokens[i], tokens[j] = tokens[j], tokens[i]
+            data = "".join(tokens)
+        elif how == "numbers":
+            numbers = [k for k, t in enumerate(tokens) if t[:1].isdigit()]
+            if numbers:
+                tokens[draw(st.sampled_from(numbers))] = draw(st.sampled_from(HOSTILE_NUMBERS))
+                data = "".join(tokens)
+        elif how == "names":
+            names = [k for k, t in enumerate(tokens) if t[:1].isalpha()]
+            if names:
+                tokens[draw(st.sampled_from(names))] = draw(st.sampled_from(HOSTILE_NAMES))
+                data = "".join(tokens)
+        elif how == "nesting":
+            names = [k for k, t in enumerate(tokens) if t[:1].isalpha()]
+            if names:
+                k = draw(st.sampled_from(names))
+                depth = draw(st.sampled_from([1, 50, 149, 151, 400, 3000]))
+                tokens[k] = "(" * depth + tokens[k] + ")" * depth
+                data = "".join(tokens)
+        elif how == "truncate":
+            data = data[:draw(st.integers(0, len(data)))]
+    raw = data.encode("utf-8")
+    if draw(st.booleans()):
+        return raw
+    how = draw(st.sampled_from(["flip", "insert", "bom", "utf16", "latin1", "nul"]))
+    if how == "flip" and raw:
+        i = draw(st.integers(0, len(raw) - 1))
+        raw = raw[:i] + bytes([raw[i] ^ (1 << draw(st.integers(0, 7)))]) + raw[i + 1:]
+    elif how == "insert":
+        i = draw(st.integers(0, len(raw)))
+        raw = raw[:i] + draw(st.binary(min_size=1, max_size=8)) + raw[i:]
+    elif how == "bom":
+        raw = b"\xef\xbb\xbf" + raw
+    elif how == "utf16":
+        raw = data.encode("utf-16")
+    elif how == "latin1":
+        raw = data.encode("latin-1", errors="replace")
+    else:
+        raw = raw.replace(b" ", b"\x00", 1)
+    return raw
+
+
+# ---- 1. programs ----
+
+@examples(160)
+@given(st.data())
+def test_fuzz_programs(data) -> None:
+    """A tutorial file mutated, checked through 07_train.psk (which imports them all);
+    where it still checks, its loss run in f64 at a drawn B."""
+    target = data.draw(st.sampled_from(PROGRAMS))
+    raw = data.draw(mutated_text(ORIGINAL[target].decode("utf-8")))
+    target.write_bytes(raw)
+    try:
+        outcome = _presk(["check", str(TRAIN)])
+        H.record("program", outcome, raw.decode("utf-8", "replace"))
+        if outcome.kind == "ok" and data.draw(st.integers(0, 4)) == 0:
+            b = data.draw(st.sampled_from(["1", "2", "3"]))
+            run = _presk(["run", str(TRAIN), "--entry", "loss", "--dim", f"B={b}",
+                          "--engine", "f64"])
+            H.record("program-run", run, raw.decode("utf-8", "replace"))
+    finally:
+        target.write_bytes(ORIGINAL[target])
+
+
+# ---- 2. MLIR through presk-opt and presk run ----
+
+_CORE: list[str] = []
+
+
+def _core_text() -> str:
+    if not _CORE:
+        from presk.pipeline import load_core
+        module, _ = load_core(str(TRAIN))
+        _CORE.append(str(module) + "\n")
+    return _CORE[0]
+
+
+@examples(60)
+@given(st.data())
+def test_fuzz_mlir(data) -> None:
+    raw = data.draw(mutated_text(_core_text()))
+    path = WORK / "case.mlir"
+    path.write_bytes(raw)
+    H.record("mlir-opt", _opt([str(path)]), raw.decode("utf-8", "replace"))
+    if data.draw(st.integers(0, 3)) == 0:
+        H.record("mlir-run", _presk(["run", str(path), "--entry", "loss", "--dim", "B=2",
+                                     "--engine", "f64"]), raw.decode("utf-8", "replace"))
+
+
+# ---- 3. artifacts: the realization JSON, safetensors weights, data streams ----
+
+HOSTILE_JSON = st.recursive(
+    st.none() | st.booleans() | st.sampled_from([0, -1, 1.5, 1e308, 2**64, "f16", "bf16",
+                                                 "", "f32", "presk-realization/1"])
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(max_size=6), children, max_size=3), max_leaves=6)
+
+
+def _mutate_json(data, value):
+    """A JSON value with one part replaced by a hostile one (or nested 2 000 deep)."""
+    if isinstance(value, dict) and value and data.draw(st.integers(0, 2)):
+        key = data.draw(st.sampled_from(sorted(value)))
+        return {**value, key: _mutate_json(data, value[key])}
+    if isinstance(value, list) and value and data.draw(st.integers(0, 2)):
+        i = data.draw(st.integers(0, len(value) - 1))
+        return [*value[:i], _mutate_json(data, value[i]), *value[i + 1:]]
+    if data.draw(st.integers(0, 9)) == 0:
+        deep: object = 1
+        for _ in range(2000):
+            deep = [deep]
+        return deep
+    return data.draw(HOSTILE_JSON)
+
+
+@examples(12)
+@given(st.data())
+def test_fuzz_realization(data) -> None:
+    value = _mutate_json(data, json.loads(FIXTURE_REALIZATION))
+    try:
+        text = json.dumps(value, allow_nan=True)
+    except (ValueError, RecursionError):
+        return
+    if data.draw(st.booleans()):
+        text = text[:data.draw(st.integers(0, len(text)))]
+    path = WORK / "realization.json"
+    path.write_text(text)
+    H.record("realization", _presk(["dump", str(TRAIN), "--stage", "realize", "--entry",
+                                    "loss", "--dim", "B=2", "--realize", f"@{path}"]), text)
+
+
+_WEIGHTS: list[bytes] = []
+
+
+def _weights() -> bytes:
+    if not _WEIGHTS:
+        path = WORK / "w0.safetensors"
+        assert _presk(["init", str(TRAIN), "--entry", "loss", "--dim", "B=2", "-o",
+                       str(path)]).kind == "ok"
+        _WEIGHTS.append(path.read_bytes())
+    return _WEIGHTS[0]
+
+
+@examples(30)
+@given(st.data())
+def test_fuzz_weights(data) -> None:
+    raw = _weights()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header, body = json.loads(raw[8:8 + n]), raw[8 + n:]
+    how = data.draw(st.sampled_from(["header", "bytes", "truncate", "length"]))
+    if how == "header":
+        header = _mutate_json(data, header)
+        try:
+            text = json.dumps(header).encode()
+        except (ValueError, RecursionError):
+            return
+        raw = struct.pack("<Q", len(text)) + text + body
+    elif how == "bytes":
+        i = data.draw(st.integers(0, len(raw) - 1))
+        raw = raw[:i] + data.draw(st.binary(min_size=1, max_size=4)) + raw[i + 1:]
+    elif how == "truncate":
+        raw = raw[:data.draw(st.integers(0, len(raw) - 1))]
+    else:
+        raw = struct.pack("<Q", data.draw(st.sampled_from([0, 1, 2**63, 2**64 - 1, n + 1]))) \
+            + raw[8:]
+    path = WORK / "w.safetensors"
+    path.write_bytes(raw)
+    H.record("weights", _presk(["run", str(TRAIN), "--entry", "loss", "--dim", "B=2",
+                                "--engine", "f64", "--weights", str(path)]), how)
+
+
+PAIRS = (TUTORIAL / "data" / "pairs.psk.d").read_bytes()
+
+
+@examples(40)
+@given(st.data())
+def test_fuzz_data_streams(data) -> None:
+    raw = PAIRS
+    how = data.draw(st.sampled_from(["header", "bytes", "truncate"]))
+    if how == "header":
+        end = raw.find(b"\n", 0, 4096)
+        head = raw[:max(end, 0)].decode("utf-8", "replace")
+        raw = data.draw(mutated_text(head)) + raw[max(end, 0):]
+    elif how == "bytes":
+        i = data.draw(st.integers(0, min(len(raw), 4096) - 1))
+        raw = raw[:i] + data.draw(st.binary(min_size=1, max_size=8)) + raw[i + 1:]
+    else:
+        raw = raw[:data.draw(st.integers(0, len(raw)))]
+    path = WORK / "pairs.psk.d"
+    path.write_bytes(raw)
+    H.record("data", _presk(["data", "show", str(path), "--head", "2"]), how)
+
+
+# ---- 4. flags, with outputs pointed at nodes that are not regular files ----
+
+VALUES = ["", "0", "-1", "4", "B=0", "B=2", "B=" + "9" * 30, "B=٤", "nan", "inf", "1e-300",
+          "1e-3", "-1e-3", "2", "mpfr", "native", "kernel", "f64", "@/nonexistent",
+          "{}", "{\"format\": 1}", "/dev/null", str(SPECIAL / "fifo"), str(SPECIAL / "folder"),
+          "loss", "lose", "none", "x" * 200, "\udcff", "ℝ"]
+FLAGS = {
+    "check": ["--summary", "--precision", "--realize", "--model", "--sites", "--measure"],
+    "dump": ["--stage", "--entry", "--dim", "--format", "--realize", "--grad", "--remat",
+             "--bits", "--sites", "--no-fuse"],
+    "run": ["--entry", "--dim", "--engine", "--realize", "--bits", "--seed", "--weights",
+            "--inputs", "--out", "--grad", "--remat", "--time"],
+    "init": ["--entry", "--dim", "--seed", "-o"],
+    "solve": ["--entry", "--dim", "--precision", "--budget", "--out", "--sites"],
+    "calibrate": ["--precision", "--entry", "--dim", "--bits", "--samples", "--out"],
+    "export": ["--target", "--entry", "--dim", "-o"],
+    "data": ["show", "linear", "--head", "-o", "--width", "--count"],
+}
+STAGES = ["elab", "core", "vjp", "realize", "kernel", "sensitivity", "nope"]
+
+
+@examples(40)
+@given(st.data())
+def test_fuzz_flags(data) -> None:
+    command = data.draw(st.sampled_from(sorted(FLAGS)))
+    argv = [command]
+    if command == "data":
+        argv.append(data.draw(st.sampled_from(["show", "linear", "frob"])))
+    argv.append(data.draw(st.sampled_from([str(TRAIN), "", "/dev/null", str(SPECIAL),
+                                           str(WORK / "missing.psk")])))
+    for _ in range(data.draw(st.integers(0, 6))):
+        flag = data.draw(st.sampled_from(FLAGS[command]))
+        argv.append(flag)
+        if flag == "--stage":
+            argv.append(data.draw(st.sampled_from(STAGES)))
+        elif flag == "--count":
+            argv.append(data.draw(st.sampled_from(["0", "3", "-2", "x"])))
+        elif flag == "--samples":
+            argv.append(data.draw(st.sampled_from(["0", "1", "-1"])))
+        elif data.draw(st.integers(0, 4)):
+            argv.append(data.draw(st.sampled_from(VALUES)))
+    if command in ("solve", "calibrate", "run", "export") and "--dim" not in argv:
+        argv += ["--dim", "B=2"]
+    before = H.nodes(SPECIALS)
+    cwd = os.getcwd()
+    os.chdir(WORK)  # a relative output lands in the scratch folder
+    try:
+        outcome = _presk(argv)
+    finally:
+        os.chdir(cwd)
+    if H.nodes(SPECIALS) != before:
+        outcome = H.Outcome("touched", outcome.code, outcome.err)
+    H.record("flags", outcome, " ".join(argv))
+
+
+# ---- 5. environments and terminals, in a subprocess ----
+
+ENVIRONMENTS = {
+    "PRESK_CACHE": ["off", "on", "", "garbage", "\t0"],
+    "PRESK_CACHE_MAX_MB": ["inf", "nan", "-1", "1e30", "abc", "0", ""],
+    "PRESK_CACHE_DIR": ["/dev/null", "/nonexistent/x", str(TRAIN), "", str(SPECIAL / "fifo")],
+    "LC_ALL": ["C", "POSIX", "xx_YY.UTF-8"],
+    "PYTHONIOENCODING": ["ascii", "latin-1", "utf-8", "ascii:strict"],
+}
+
+
+@examples(4)
+@given(st.data())
+def test_fuzz_environments(data) -> None:
+    env = {k: data.draw(st.sampled_from(v)) for k, v in ENVIRONMENTS.items()
+           if data.draw(st.booleans())}
+    argv = data.draw(st.sampled_from([
+        ["presk", "check", "--summary", str(TRAIN)],
+        ["presk", "run", str(TRAIN), "--entry", "loss", "--dim", "B=2", "--grad"],
+        ["presk", "dump", str(TRAIN), "--stage", "core", "--entry", "loss"],
+        ["presk-translate", str(TRAIN), "--to", "listing"],
+    ]))
+    before = H.nodes(SPECIALS)
+    outcome = H.run_process(argv, LIMIT, env)
+    if H.nodes(SPECIALS) != before:
+        outcome = H.Outcome("touched", outcome.code, outcome.err)
+    H.record("environment", outcome, f"{env} {' '.join(argv)}")
+
+
+# ---- 6. native code of mutated programs, in a subprocess (signals) ----
+
+SMALL = """\
+const N : nat = 3
+fn f(x : ℝ[B, 4]) -> ℝ[] = mean(x ^ N + sqrt(x * x + 1.0))
+dim B
+"""
+
+
+@examples(3)
+@given(st.data())
+def test_fuzz_native(data) -> None:
+    raw = data.draw(mutated_text(SMALL))
+    path = WORK / "small.psk"
+    path.write_bytes(raw)
+    b = data.draw(st.sampled_from(["1", "4", "33", "100000"]))
+    H.record("native", H.run_process(["presk", "run", str(path), "--entry", "f", "--dim",
+                                      f"B={b}"], LIMIT), raw.decode("utf-8", "replace"))
