@@ -1,5 +1,5 @@
-"""One math library for every target: exp, log, log1p, tanh, erf, softplus, sin, cos and
-pow in f32 and f64 — the `Library` rows of the table of element-wise functions
+"""One math library for every target: exp, log, log1p, tanh, erf, softplus, sin, cos, sinh
+and pow in f32 and f64 — the `Library` rows of the table of element-wise functions
 (presk/ops) — each written ONCE as a straight-line program over a tiny expression form.
 
 The form (`Program`: a list of SSA `Instr`; the n-th `arg` is the n-th argument, pow has two)
@@ -36,6 +36,10 @@ Algorithms (docs/mathlib.md has the measured accuracy):
 - erf: |x| < 0.75: x + x·Q(x²); then piecewise erf(x) = 1 + R_i(|x| − c_i) on intervals
   up to 6 (f64) / 4 (f32), 1 beyond; all fits re-derived by mathlib_fit.py (not A&S).
 - softplus: max(x, 0) + log1p(exp(−|x|)).
+- sinh: |x| < 1: x + x·(x²·P(x²)), P a Chebyshev fit; then exp's reduction |x| = k·ln2 + r
+  and sinh = (2^(k−1) − 2^(−k−1)) + (2^(k−1)·(e^r − 1) − 2^(−k−1)·(e^−r − 1)), the
+  parts kept apart (no cancellation, one rounding of note); near overflow
+  2·exp(|x| − 2·ln2).
 - sin, cos: x = n·π/2 + y by fdlibm's three-step Cody–Waite reduction (π/2 in three
   short parts and a tail), fdlibm's kernel forms with fitted polynomials, quadrant n mod 4;
   only for |x| ≤ 2^20·π/2 (f64) / 2^12·π/2 (f32), NaN beyond (no Payne–Hanek yet).
@@ -252,6 +256,11 @@ FIT = {
             "0x1.664f487b7c37ep-6", "-0x1.ba1ba1ba03fdep-5", "0x1.111111111101fp-3",
             "-0x1.5555555555555p-2",
         ),
+        "sinh_small": (
+            "0x1.b41232cf9950fp-41", "0x1.611cb330c1fe8p-33", "0x1.ae6460fae3728p-26",
+            "0x1.71de3a4e14f40p-19", "0x1.a01a01a01ee70p-13", "0x1.11111111110fdp-7",
+            "0x1.5555555555555p-3",
+        ),
         "erf_small": (
             "-0x1.05364c48fa2d3p-30", "0x1.ef41d2b29a3a8p-27", "-0x1.5ec0e0bec99f7p-23",
             "0x1.b9dae461077e7p-20", "-0x1.f4d1d6286861cp-17", "0x1.f9a32306e0932p-14",
@@ -310,6 +319,10 @@ FIT = {
             "0x1.65c1e80000000p-6", "-0x1.ba15280000000p-5", "0x1.1111020000000p-3",
             "-0x1.5555560000000p-2",
         ),
+        "sinh_small": (
+            "0x1.78a70e0000000p-19", "0x1.a009000000000p-13", "0x1.11111e0000000p-7",
+            "0x1.5555560000000p-3",
+        ),
         "erf_small": (
             "-0x1.623bf00000000p-11", "0x1.4f3d080000000p-8", "-0x1.b7aaa00000000p-6",
             "0x1.ce2ae20000000p-4", "-0x1.81273a0000000p-2", "0x1.06eba80000000p-3",
@@ -338,6 +351,9 @@ FIT = {
 }
 
 TANH_SMALL = "0x1.8p-1"  # 0.75
+SINH = {  # above `huge`, sinh|x| = 2·exp(|x| − 2·ln2): |x| − 2·ln2hi is exact there
+    "f64": dict(huge="0x1p+9"), "f32": dict(huge="0x1p+6"),
+}
 ERF_PIECES = {  # (lo, hi) of |x|: erf = 1 + R(|x| − (lo+hi)/2)
     "f64": ((0.75, 1.5), (1.5, 2.25), (2.25, 3.0), (3.0, 4.0), (4.0, 6.0)),
     "f32": ((0.75, 1.5), (1.5, 2.25), (2.25, 3.0), (3.0, 4.0)),
@@ -361,10 +377,7 @@ def _exp_core(b: Builder, x: Val, xlo: Val | None) -> Val:
     lo = k * b.c(K["ln2lo"])
     if xlo is not None:
         lo = lo - xlo
-    r = hi - lo
-    z = r * r
-    c = r - z * b.horner(z, K["P"])  # P1 + z·(P2 + …)
-    y = 1 + ((r * c / (2 - c) - lo) + hi)
+    y = 1 + _expm1_reduced(b, hi, lo)
     # y·2^k with one rounding: k in [emin, emax] directly; above, (y·2^(k−1))·2;
     # below, (y·2^(k+shift))·2^−shift (the first product exact and normal)
     emax, emin = b.ti.emax, b.ti.emin
@@ -374,6 +387,40 @@ def _exp_core(b: Builder, x: Val, xlo: Val | None) -> Val:
     m = b.select(high, 2, b.select(low, b.c(K["low_scale"]), 1))
     res = (y * b.pow2(t)) * m
     return b.select(x > ovf, "inf", b.select(x < unf, 0, res))
+
+
+def _expm1_reduced(b: Builder, hi: Val, lo: Val) -> Val:
+    """exp(r) − 1 for the reduced argument r = hi − lo (|r| ≤ ln2/2), fdlibm's rational
+    form before its final `1 +`: exp keeps the sum, sinh the parts."""
+    r = hi - lo
+    z = r * r
+    c = r - z * b.horner(z, EXP[b.ti.name]["P"])  # P1 + z·(P2 + …)
+    return (r * c / (2 - c) - lo) + hi
+
+
+def _sinh(b: Builder, x: Val) -> Val:
+    """|x| < 1: x + x·(x²·P(x²)). Up to HUGE: with |x| = k·ln2 + r, exp(±r) = 1 + p±
+    and sinh|x| = (2^(k−1) − 2^(−k−1)) + (2^(k−1)·p₊ − 2^(−k−1)·p₋), the first sum exact
+    (or its rounding below half an ulp of the result), so one rounding of note. Above
+    (exp(|x|) near overflow): 2·exp(|x| − 2·ln2), 2·ln2's low part folded into the
+    reduction and |x| − 2·ln2hi exact there (so exp stays below its own overflow where
+    sinh is finite)."""
+    K, S = EXP[b.ti.name], SINH[b.ti.name]
+    a = b.abs(x)
+    z = x * x
+    small = x + x * (z * b.horner(z, FIT[b.ti.name]["sinh_small"]))
+    huge = b.c(S["huge"])
+    ac = b.select(a > huge, huge, a)  # NaN stays NaN
+    k = b.rint(ac * b.c(K["invln2"]))
+    hi = ac - k * b.c(K["ln2hi"])
+    lo = k * b.c(K["ln2lo"])
+    up, down = b.pow2(k - 1), b.pow2(-k - 1)
+    mid = (up - down) + (up * _expm1_reduced(b, hi, lo) - down * _expm1_reduced(b, -hi, -lo))
+    ln2hi2, ln2lo2 = (b.lift(2 * float.fromhex(K[n])) for n in ("ln2hi", "ln2lo"))
+    top = _exp_core(b, a - ln2hi2, -ln2lo2) * 2
+    r = b.select(a > huge, top, mid)
+    r = b.select(x < 0, -r, r)
+    return b.select(a < 1, small, r)
 
 
 def _log_core(b: Builder, x: Val, c: Val | None) -> Val:
@@ -651,7 +698,7 @@ def _pow(b: Builder, x: Val, y: Val) -> Val:
 
 DEFS: dict[str, Callable[..., Val]] = {
     "exp": _exp, "log": _log, "log1p": _log1p, "tanh": _tanh, "erf": _erf,
-    "softplus": _softplus, "sin": _sin, "cos": _cos, "pow": _pow,
+    "softplus": _softplus, "sin": _sin, "cos": _cos, "pow": _pow, "sinh": _sinh,
 }
 """The algorithm of each `Library` row of the table (presk/ops), by the row's name."""
 FUNCTIONS = tuple(ops.library())

@@ -1,5 +1,5 @@
-"""Re-derive the fitted coefficients of presk/emit/mathlib.py (tanh near 0, erf, the
-sin/cos kernels) and the split of π/2 used by sin/cos.
+"""Re-derive the fitted coefficients of presk/emit/mathlib.py (tanh and sinh near 0,
+erf, the sin/cos kernels) and the split of π/2 used by sin/cos.
 
 Run `python -m presk.emit.mathlib_fit`: near-minimax (Chebyshev, mpmath.chebyfit at 50
 digits) polynomials, each coefficient rounded to the target type and printed as an exact
@@ -30,7 +30,14 @@ def _specs(ty: str):
         s = mp.sqrt(z)
         return mp.erf(s) / s - 1
 
+    def sinh_tail(z):  # sinh(x) = x + x^3 * P(x^2) on |x| < 1
+        if z == 0:
+            return mp.mpf(1) / 6
+        s = mp.sqrt(z)
+        return (mp.sinh(s) - s) / (s * z)
+
     out = [("tanh_small", tanh_tail, (0, 0.5625), 13 if f64 else 7),
+           ("sinh_small", sinh_tail, (0, 1), 7 if f64 else 4),
            ("erf_small", erf_small, (0, 0.5625), 12 if f64 else 6)]
     pieces = ERF_PIECES[ty]
     for lo, hi, n in pieces:

@@ -115,6 +115,19 @@ def _softplus64(v: float) -> float:
     return v + math.log1p(math.exp(-v)) if v > 0 else math.log1p(math.exp(v))
 
 
+def _overflowing(f: Callable[[float], float]) -> Callable[[float], float]:
+    """`f` with an overflow as ±inf (Python's math raises OverflowError)."""
+    def g(v: float) -> float:
+        try:
+            return f(v)
+        except OverflowError:
+            return math.copysign(math.inf, f(math.copysign(1.0, v)))
+    return g
+
+
+_sinh64, _cosh64 = _overflowing(math.sinh), _overflowing(math.cosh)
+
+
 SQRT2 = math.sqrt(2.0)  # √2 in f64
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)  # 2/√π in f64
 SQRT_2PI = math.sqrt(2.0 * math.pi)  # √(2π) in f64
@@ -137,11 +150,13 @@ ROWS: tuple[Function, ...] = (
     Function("minimum", 2, C0, Exact("minimum", kernel="min"),
              lambda g, a, b: a if g.is_nan(a) else b if g.is_nan(b) or b < a else a,
              "torch.minimum({a}, {b})", builtin="min",
-             doc="the smaller operand, NaN when either is (`min(a, b)`)"),
+             doc="the smaller operand, NaN when either is (`min(a, b)`; psk_core.min is the "
+             "reduction)"),
     Function("maximum", 2, C0, Exact("maximum", kernel="max"),
              lambda g, a, b: a if g.is_nan(a) else b if g.is_nan(b) or b > a else a,
              "torch.maximum({a}, {b})", builtin="max",
-             doc="the larger operand, NaN when either is (`max(a, b)`)"),
+             doc="the larger operand, NaN when either is (`max(a, b)`; psk_core.max is the "
+             "reduction)"),
     Function("sqrt", 1, C_INF, Exact("sqrt", math_op="SqrtOp", llvm="llvm.sqrt",
                                      c=("sqrt", "sqrtf")),
              lambda g, v: g.sqrt(v), "torch.sqrt({x})",
@@ -180,6 +195,10 @@ ROWS: tuple[Function, ...] = (
              "torch.logaddexp({x}, torch.zeros_like({x}))",
              Derivative(DR * call("sigmoid", X)), LIBRARY_ULPS, Monotone(_softplus64, 1.0),
              builtin="softplus", doc="log(1 + eˣ)"),
+    Function("sinh", 1, C_INF, Library("SinhOp"), lambda g, v: g.sinh(v), "torch.sinh({x})",
+             Derivative(DR * (call("abs", Y) + call("exp", -call("abs", X)))), LIBRARY_ULPS,
+             Monotone(_sinh64, lambda lo, hi, e: _cosh64(max(abs(lo), abs(hi)) + e)),
+             builtin="sinh", doc="the hyperbolic sine (cosh x = |sinh x| + e^−|x|, its slope)"),
     Function("pow", 2, C_INF, Library("PowFOp"), lambda g, a, b: a ** b, "{a} ** {b}",
              doc="aᵇ for a real b (`a ^ b`; a natural b is psk_core.powi)"),
     # ---- composites: one definition, the order of operations every engine follows ----

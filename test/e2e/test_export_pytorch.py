@@ -154,6 +154,14 @@ def test_more_ops_match_the_f64_interpreter(tmp_path: Path) -> None:
     compare_entry(source, "misc", "_misc", "M", [4], "random", tmp_path)
 
 
+def test_sinh_matches_the_f64_interpreter(tmp_path: Path) -> None:
+    """sinh, one row of presk/ops: torch.sinh in the export, value and gradient."""
+    from test_sinh import SOURCE
+    source = tmp_path / "hyp.psk"
+    source.write_text(SOURCE)
+    compare_entry(source, "hyp", "_hyp", "Hyp", [], "random", tmp_path)
+
+
 def compare_entry(source: Path, name: str, mod: str, cls: str, dims: list[int], kind: str,
                   tmp_path: Path) -> None:
     """Export `source`, run its `loss` isolated at B = 4 and 7, compare with value_vjp."""

@@ -28,6 +28,7 @@ MAX_ULPS = {
     ("softplus", "f32"): 1, ("softplus", "f64"): 2,  # 2: seen on a denser grid
     ("sin", "f32"): 1, ("sin", "f64"): 1,
     ("cos", "f32"): 1, ("cos", "f64"): 1,
+    ("sinh", "f32"): 1, ("sinh", "f64"): 1,
     ("pow", "f32"): 1, ("pow", "f64"): 1,
 }
 
@@ -87,6 +88,7 @@ DOMAIN = {  # (lo, hi) of the dense grid, per type
     "softplus": {"f64": (-750.0, 750.0), "f32": (-110.0, 110.0)},
     "sin": {"f64": (-1.7e6, 1.7e6), "f32": (-7000.0, 7000.0)},
     "cos": {"f64": (-1.7e6, 1.7e6), "f32": (-7000.0, 7000.0)},
+    "sinh": {"f64": (-711.0, 711.0), "f32": (-90.0, 90.0)},
 }
 
 
@@ -118,6 +120,16 @@ def points(fn: str, ty: str, n: int = 12000) -> np.ndarray:
             for _ in range(20):
                 special += [e]
                 e = np.nextafter(e, dt(np.inf) if edge > 0 else dt(-np.inf))
+    if fn == "sinh":  # the ends of its three ranges, and where it overflows
+        top = float(np.arcsinh(np.float64(fi.max)))
+        for edge in (1.0, float.fromhex(mathlib.SINH[ty]["huge"]), top):
+            for sign in (1, -1):
+                e = dt(sign * edge)
+                for step in (dt(0), dt(sign * np.inf)):
+                    v = e
+                    for _ in range(20):
+                        special += [v]
+                        v = np.nextafter(v, step)
     if fn in ("sin", "cos"):
         # the floats nearest to multiples of π/2 (the largest cancellation) and the limit
         lim = float.fromhex(mathlib.TRIG[ty]["limit"])

@@ -190,6 +190,7 @@ UNARY = [
     _unary("abs", "abs(x)"),
     _unary("sin", "sin(x)"),
     _unary("cos", "cos(x)"),
+    _unary("sinh", "sinh(x)"),
     _unary("erf", "tanh(x)", surgery=tanh_to_erf),
     _unary("powi0", "x ^ 0"),
     _unary("powi1", "x ^ 1"),
