@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .memory import Trace
+from ..kernel_abi.lives import Trace
 
 Monomial = tuple[int, ...]
 

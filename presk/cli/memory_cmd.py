@@ -23,7 +23,7 @@ from .common import UsageError, add_recording_arguments, reported, warn
 @dataclass
 class MemoryReport:
     count: Any  # presk.analysis.memory.Count
-    placed: int  # the placed arena (presk.analysis.placement), beside the inputs
+    placed: int  # the placed arena (presk.kernel_abi.placement), beside the inputs
     rounded_peak: int  # the live peak with every arena buffer rounded to 64 bytes
     native_arena: int  # what the native backend allocates
     c_arena: int  # <FN>_ARENA_BYTES of `presk export --target c`
@@ -32,7 +32,7 @@ class MemoryReport:
 
 def _trace(core_module, entry: str, dims: dict[str, int], realization, grad: bool,
            remat: str):
-    from ..analysis.memory import MemoryCountError, record_trace
+    from ..kernel_abi.lives import MemoryCountError, record_trace
     from ..pipeline import kernel_pipeline
     pipe = kernel_pipeline(core_module, entry, dims, realization, grad=grad, remat=remat)
     try:
@@ -43,8 +43,9 @@ def _trace(core_module, entry: str, dims: dict[str, int], realization, grad: boo
 
 def memory_report(core_module, entry: str, dims: dict[str, int], realization=None,
                   grad: bool = False, remat: str = "store") -> MemoryReport:
-    from ..analysis.memory import align, count, live_bytes
-    from ..analysis.placement import place
+    from ..analysis.memory import count
+    from ..kernel_abi.lives import align, live_bytes
+    from ..kernel_abi.placement import place
     from ..conversion.kernel_to_std import entry_signatures
     from ..emit.c_program import entry_c
     trace, pipe = _trace(core_module, entry, dims, realization, grad, remat)

@@ -22,8 +22,9 @@ it implements is presk/conversion/native_abi.py.
   A bf16 load widens the bits (`zext`, `shl 16`, `bitcast`); a bf16 store rounds to
   nearest even by bits, as `bf16_round` of presk/analysis/kernel_interpret.py does.
 * `host @H` → `func.func @presk_host_H(ptr…, arena: ptr)`. The arena is static: `mark`
-  and `release` vanish, each `alloc` is the arena pointer at an offset fixed here (64-byte
-  aligned), a `call` passes the callee the arena past the caller's live buffers.
+  and `release` vanish, each `alloc` is the arena pointer at an offset `ArenaPlan` fixes
+  (64-byte aligned), a `call` passes the callee the arena at its base: the buffers placed
+  by their lives (presk/kernel_abi/placement.py), not a stack of frames.
   `convert`, `copy` and `fill` are loops over the flat elements (f64 → bf16 rounds to odd
   in f32 first, so that the bf16 rounding is a single correct one); `at` is a GEP;
   `launch`/`call` are `func.call`s; `fold` is an `scf.for` carrying the accumulator's
@@ -562,42 +563,28 @@ class FoldToScf(RewritePattern):
 
 class ArenaPlan:
     """Where each `alloc` lives in its host's arena and where each `call`'s callee
-    starts; `peak[host]` the bytes a host needs, its callees' included."""
+    starts; `peak[host]` the bytes a host needs, its callees' included: the buffers placed
+    by their lives (presk/kernel_abi/placement.py), not a stack of frames. A host the
+    entry does not reach is placed from a run of its own."""
 
     def __init__(self, module: ModuleOp):
+        from presk.kernel_abi.lives import record_host
+        from presk.kernel_abi.placement import place
         self.hosts = K.hosts(module)
         self.offsets: dict[Operation, int] = {}
         self.peak: dict[str, int] = {}
-        for name in self.hosts:
-            self.need(name)
-
-    def need(self, name: str) -> int:
-        if name not in self.peak:
-            self.peak[name] = 0  # a recursive call would be refused by the recorder
-            top, peak = self._block(self.hosts[name].body.block, 0, {})
-            self.peak[name] = max(top, peak)
-        return self.peak[name]
-
-    def _block(self, block: Block, top: int, marks: dict[SSAValue, int]) -> tuple[int, int]:
-        peak = top
-        for op in block.ops:
-            if isinstance(op, K.MarkOp):
-                marks[op.result] = top
-            elif isinstance(op, K.ReleaseOp):
-                top = marks[op.mark]
-            elif isinstance(op, K.AllocOp):
-                self.offsets[op] = _align(top)
-                top = self.offsets[op] + op.result.type.bytes  # type: ignore[attr-defined]
-            elif isinstance(op, K.CallOp):
-                self.offsets[op] = _align(top)
-                peak = max(peak, self.offsets[op] + self.need(op.callee_name))
-            elif isinstance(op, K.FoldOp):
-                # The body's allocations are the same every iteration.
-                inner_top, inner_peak = self._block(op.body.block, top, marks)
-                peak = max(peak, inner_peak)
-                top = inner_top
-            peak = max(peak, top)
-        return top, peak
+        order = sorted(self.hosts.values(), key=lambda h: h.entry is None)
+        for host in order:
+            if host.sym_name.data not in self.peak:
+                plan = place(record_host(module, host))
+                for name, need in plan.need.items():
+                    self.peak.setdefault(name, need)
+                for op, offset in plan.offsets.items():
+                    self.offsets.setdefault(op, offset)
+        for host in self.hosts.values():  # an alloc or call no run reaches (a fold of none)
+            for op in K.host_ops(host):
+                if isinstance(op, (K.AllocOp, K.CallOp)):
+                    self.offsets.setdefault(op, 0)
 
 
 def aliased_kernels(module: ModuleOp) -> frozenset[str]:

@@ -19,7 +19,7 @@ that `cc -O2 -ffp-contract=off -fno-fast-math` gives the bits the JIT gives:
   (presk/emit/mathlib.py `to_c`), `sqrt` and `abs` the exact C99 functions;
 * a host is a static function over buffer pointers and the arena; every `alloc` is the
   arena at the offset `ArenaPlan` fixes for native code, a `call` hands its callee the
-  arena past the caller's live buffers, a `fold` is a loop whose destination alternates
+  arena at the base the plan fixes (buffers placed by their lives), a `fold` is a loop whose destination alternates
   between the two scratch buffers.
 
 `c_sources(module)` returns the program's files (name → text) without recorded data;

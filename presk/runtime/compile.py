@@ -30,7 +30,7 @@ _PRESK = Path(__file__).resolve().parent.parent
 _LOWERING_SOURCES = (
     "conversion/kernel_to_std.py", "conversion/tile_contraction.py",
     "conversion/split_kernel.py", "conversion/native_abi.py", "conversion/std_to_llvm",
-    "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py", "ops",
+    "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py", "ops", "kernel_abi",
 )
 
 

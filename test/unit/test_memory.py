@@ -27,9 +27,10 @@ import pytest
 
 from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter, LiveWatch
-from presk.analysis.memory import align, count, record_trace
+from presk.analysis.memory import count
 from presk.analysis.memory_symbolic import Poly, interpolate, peak_pieces, symbolic
-from presk.analysis.placement import place
+from presk.kernel_abi.lives import align, record_trace
+from presk.kernel_abi.placement import place
 from presk.pipeline import entry_call, kernel_pipeline
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program

@@ -12,7 +12,9 @@ so take the place of the callee's buffers dead by then: no stack of frames.
 
 `place(trace)` returns the `Placement`: `offsets` by op (an `alloc`'s place in its host's
 frame, a `call`'s base for its callee) and `need` by host (its frame's bytes, its callees'
-included). The lives come from presk/analysis/memory.py's trace of the entry.
+included). The lives come from presk/kernel_abi/lives.py's trace of the entry; `ArenaPlan`
+(presk/conversion/kernel_to_std.py), which native code and the C program read, is this
+placement.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation
 
-from .memory import Frame, Trace, align
+from .lives import Frame, Trace, align
 
 Intervals = tuple[tuple[int, int], ...]
 
