@@ -17,7 +17,7 @@ from presk.analysis import envelope as EV
 from presk.analysis.bounds import U, bounds, gamma
 from presk.analysis.realization import Realization
 from presk.analysis.sensitivity import sensitivities
-from presk.cli.core_cmds import load_core
+from presk.pipeline import load_core
 
 u = U["f32"]
 
@@ -118,7 +118,7 @@ def test_solver_estimate_charges_a_value_carried_and_read_narrower():
     from presk.analysis.bounds import measure
     from presk.analysis.conversions import input_sites
     from presk.analysis.solver import read_types
-    from presk.cli.kernel_cmds import kernel_pipeline
+    from presk.pipeline import kernel_pipeline
     path, dims = "test/precision_programs/carried_shift.psk", {"B": 2}
     module, name, values, env, s = _setup(path, dims)
     real = Realization(entry=name, sites={"loss/%4": "f32"})
