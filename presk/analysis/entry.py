@@ -117,6 +117,9 @@ def inputs(entry: Entry, seed: int, path: str | None) -> dict[str, np.ndarray]:
             if tuple(given[name].shape) != shape:
                 raise WeightsError(f"{path}: input `{name}` has shape {list(given[name].shape)}, "
                                    f"expected {list(shape)}")
+            if not np.issubdtype(given[name].dtype, np.floating):
+                raise WeightsError(f"{path}: input `{name}` has dtype {given[name].dtype}, "
+                                   "not a float (store F64, F32 or F16)")
             out[name] = np.asarray(given[name], dtype=np.float64)
         else:
             out[name] = key_rng("input", seed, name).standard_normal(shape)
@@ -173,8 +176,9 @@ def result_shape(entry: Entry) -> tuple[int, ...]:
     (its cotangent and its sensitivities are not defined here)."""
     t = entry.func.result_type
     if not isinstance(t, C.TensorAttr):
-        raise WeightsError(f"`{entry.func.sym_name.data}` returns {t}: a cotangent is given "
-                           "for a tensor result only")
+        raise WeightsError(f"`{entry.func.sym_name.data}` returns {t}: a cotangent, the "
+                           "sensitivities and the bounds are defined for one tensor result "
+                           "(a tuple is not one yet)")
     return _concrete_shape("result", t.shape, entry.dims)
 
 

@@ -68,6 +68,7 @@ def _bits(text: str) -> int:
 @reported
 def check_precision(args: argparse.Namespace) -> int:
     from ..analysis.bounds import BoundsError, bounds
+    from ..analysis.sensitivity import SensitivityError
     from ..analysis.envelope import EnvelopeError, load_envelope
     from ..analysis.realization import RealizationError, load_realization
     from ..analysis.weights import WeightsError
@@ -91,7 +92,8 @@ def check_precision(args: argparse.Namespace) -> int:
     try:
         result = bounds(module, entry, dims, envelope, realization, seed=seed,
                         bits=args.bits, rules=rules, do_measure=args.measure)
-    except (BoundsError, EnvelopeError, RealizationError, WeightsError) as exc:
+    except (BoundsError, EnvelopeError, RealizationError, WeightsError,
+            SensitivityError) as exc:
         raise UsageError(f"presk: {exc}") from None
     print(report(result, args.precision, args.sites))
     return 0

@@ -67,6 +67,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from ..analysis import entry as E
     from ..analysis.envelope import EnvelopeError, load_envelope
     from ..analysis.realization import RealizationError
+    from ..analysis.sensitivity import SensitivityError
     from ..analysis.solver import SolveError, solve, write_realization
     from ..analysis.weights import WeightsError
     from ..pipeline import load_core, parse_dims
@@ -96,7 +97,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         # --range's midpoint, the box's own sample, for --certify) unless given
         solution = solve(module, args.entry, dims, envelope, args.budget, params, values,
                          args.seed, args.bits)
-    except (WeightsError, SolveError) as exc:
+    except (WeightsError, SolveError, SensitivityError) as exc:
         raise UsageError(f"presk: {exc}") from None
     print(report(solution, args.sites))
     if args.certify:

@@ -155,3 +155,15 @@ def test_weights_with_a_renamed_key_a_wrong_shape_or_dtype(tmp_path: Path):
         save_file(tensors, str(path))
         with pytest.raises(WeightsError, match=re.escape(message)):
             E.weights(entry, 0, str(path))
+
+
+def test_inputs_of_a_non_float_dtype(tmp_path: Path):
+    from presk.analysis import entry as E
+    from presk.analysis.weights import WeightsError
+    from presk.pipeline import load_core
+    module, _ = load_core(TRAIN)
+    entry = E.prepare(module, "loss", {"B": 4})
+    path = tmp_path / "x.safetensors"
+    save_file({"batch.0": np.zeros((4, 4), dtype=np.int32)}, str(path))
+    with pytest.raises(WeightsError, match="input `batch.0` has dtype int32, not a float"):
+        E.inputs(entry, 0, str(path))

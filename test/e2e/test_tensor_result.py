@@ -210,3 +210,15 @@ def test_export_pytorch_constructs_a_scalar_parameter(tmp_path):
     head.load_state_dict({k: torch.tensor(v) for k, v in params.items()})
     got = mod.probs(head, torch.tensor(values["x"])).detach().numpy()
     np.testing.assert_allclose(got, probs(params["w"], params["t"], values["x"]), rtol=1e-14)
+
+
+def test_a_tuple_result_is_one_line_in_check_and_solve(tmp_path):
+    prog = tmp_path / "tup.psk"
+    prog.write_text("fn g(x : ℝ[3]) -> (ℝ[3], ℝ[3]) = (x, tanh(x))\n", encoding="utf-8")
+    env = tmp_path / "env.json"
+    presk("calibrate", "--precision", str(prog), "--entry", "g", "--out", str(env))
+    for argv in (["check", "--precision", str(env), str(prog)],
+                 ["solve", str(prog), "--precision", str(env), "--budget", "1e-3"]):
+        done = presk(*argv, ok=False)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "one tensor result" in done.stderr

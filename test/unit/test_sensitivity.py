@@ -455,5 +455,5 @@ def test_a_tensor_result_has_per_element_sensitivities(tmp_path: Path, capsys) -
     assert "a result of shape [3]: max over its 3 elements" in capsys.readouterr().out
     tup = tmp_path / "tup.psk"
     tup.write_text("fn g(x : ℝ[3]) -> (ℝ[3], ℝ[3]) = (x, x)\n", encoding="utf-8")
-    with pytest.raises(UsageError, match=r"returns .*tensor result only"):
+    with pytest.raises(UsageError, match=r"returns .*one tensor result"):
         dump_sensitivity(parser().parse_args([str(tup), "--entry", "g"]))
