@@ -6,7 +6,8 @@ a budget relative to its output, checked against the exact reference.
   each filled constant. A fused group's members other than its root are *followers*: they
   are rounded where the root computes (`site_types` of convert-psk-core-to-realize decides
   their type) and have no decision of their own. A call's or fold's result, a tuple's item
-  or a parameter tree are *carried*: another site's value, no term, no cost. Every
+  or a parameter tree are *carried*: another site's value, no cost, and no term unless a
+  reader converts it into a narrower type (below). Every
   parameter path is a decision too.
 - **Rules.** A value of one element is not offered (rule 1); a value whose first
   narrowing (f64 → f32) saves less than θ = 1e-3 of the entry's all-f64 cost is not offered
@@ -16,9 +17,14 @@ a budget relative to its output, checked against the exact reference.
   runs of its host, counted on the kernel module the pipeline builds under the realization (the host's conversions are not
   launches and are not counted: a narrowed value read by a wider kernel is charged at the
   kernel's type). A roofline model can replace it.
-- **Estimate.** Σ s · r(type) over the decisions and the followers, s = ‖∂L/∂v‖₁ (one MPFR
-  reverse sweep) and r the envelope's largest rounding error of the site's values in the
-  type (0 for f64; u(type) · max|v| when the envelope has no rounding for it).
+- **Estimate.** Σ s · r(type) over the decisions and the followers, s = ‖∂L/∂v‖₁ (MPFR
+  reverse sweeps; for a tensor result the largest over its elements) and r the envelope's
+  largest rounding error of the site's values in the type (0 for f64; u(type) · max|v|
+  when the envelope has no rounding for it). A value the recording reads through a
+  narrowing convert (presk/analysis/conversions.py: an f64 call result read by an f32
+  op, an input read in f32) is charged at the narrowest type it is read in — a decision
+  or a carried value alike ("carried, read in f32 by <reader>"), and that term counts in
+  its reader's share when the measurement makes the solver widen.
 - **Greedy.** Moves f64 → f32 and f32 → bf16 (bf16 is stored, computed in f32), the best
   saving per unit of estimate added first (a move adding nothing first of all), taken while
   the estimate stays under the absolute budget (budget · |L|, L measured in MPFR) and the

@@ -294,7 +294,8 @@ def test_group_summary_and_table(core):
                "fn loss — 6 lets, 1 group, 1 launch saved\n" \
                "  %6 = sub(i0,i1);pow 2(s0) [2 inputs, 2 steps]" in text
         assert "In the functions loss reaches, 3 groups, 3 lets fused away:" in text
-        assert "Over one call, fusion takes 39 launches to 27 (3 products launched with the `add` that alone reads them as their epilogue)." in text
+        assert "Over one call, fusion takes 39 launches to 27 (3 products launched with " \
+            "the `add` that alone reads them as their epilogue)." in text
         rows = memory_rows(module, core, order)
         assert [(site, status) for site, _, status, _ in rows] == [
             ("Linear.apply/%5", "alone"), ("RMSNorm.apply/%3", "alone"),
@@ -339,7 +340,8 @@ def test_dump_realize_cli(core, capsys):
            "    %7 : f32[batch: 4] = sqrt %6\n  }\n" in out
     assert "fold 1..2 Block.apply(stacked θ.blocks.norm.γ, θ.blocks.proj.w, θ.blocks.proj.b; " \
            "acc %3)" in out
-    assert "Over one call, fusion takes 39 launches to 27 (3 products launched with the `add` that alone reads them as their epilogue)." in out
+    assert "Over one call, fusion takes 39 launches to 27 (3 products launched with the " \
+        "`add` that alone reads them as their epilogue)." in out
 
 
 # ---- the recorded program computes what Core computes ----
