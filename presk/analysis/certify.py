@@ -6,9 +6,11 @@ decision whose value leaves a type's range somewhere in the box (overflow, or a 
 nonzero everywhere reaching below the type's smallest normal) is widened out of that type;
 then, while the box bound exceeds the absolute budget, the decision whose roundings carry
 the largest share of the bound (a follower's share counts for its leader) is widened by
-one type. The result is certified: its box bound, a sound bound for every input of the
-box, is under the budget. It is the cheapest this widening finds from the sampled
-proposal, not a proven optimum.
+one type. Last, each widening is tried undone, the latest first (a decision widened while
+the bound was ∞ may not be needed once others are): it is kept undone when the bound
+stays under the budget and no value leaves the type's range. The result is certified: its
+box bound, a sound bound for every input of the box, is under the budget. It is the
+cheapest this search finds from the sampled proposal, not a proven optimum.
 """
 
 from __future__ import annotations
@@ -66,8 +68,11 @@ def certify(core_module, entry: str, dims: dict[str, int], solution, box_ranges,
         widened.append((key, t, WIDER[t], why))
         return True
 
+    def analyze():
+        return B.analyze(core_module, entry, dims, realization(), box_ranges, params, values)
+
     while True:
-        result = B.analyze(core_module, entry, dims, realization(), box_ranges, params, values)
+        result = analyze()
         analyses += 1
         # the ranges first: no decision keeps a type its values leave over the box
         moved = False
@@ -79,7 +84,8 @@ def certify(core_module, entry: str, dims: dict[str, int], solution, box_ranges,
         if moved:
             continue
         if result.bound <= absolute:
-            return Certified(realization(), result.bound, absolute, result, widened, analyses)
+            return _narrow_back(Certified(realization(), result.bound, absolute, result,
+                                          widened, analyses), types, realization, analyze)
         shares: dict[str, float] = {}
         for k, v in result.contributions.items():
             key = k if k in decisions else leaders.get(k)
@@ -92,3 +98,28 @@ def certify(core_module, entry: str, dims: dict[str, int], solution, box_ranges,
                 f"(the budget allows {absolute:.3e})" + (f": {why}" if why else ""))
         key = max(shares, key=lambda k: (shares[k], k))
         widen(key, f"the largest share of the box bound ({shares[key]:.3e})")
+
+
+def _narrow_back(c: Certified, types: dict, realization, analyze) -> Certified:
+    """Undo the widenings one at a time, the latest first, where the box still certifies."""
+    kept = []
+    for key, frm, to, why in reversed(c.widened):
+        if "range" in why or types.get(key) != to:
+            kept.append((key, frm, to, why))
+            continue
+        types[key] = frm
+        result = analyze()
+        c.analyses += 1
+        if result.bound <= c.absolute and not any(
+                types.get(s) in bad for s, bad in result.excluded.items()):
+            c.bound, c.result = result.bound, result
+            continue
+        types[key] = to
+        kept.append((key, frm, to, why))
+    c.widened = list(reversed(kept))
+    c.realization = realization()
+    if c.result is not None and c.realization.summary() != c.result.name:
+        c.result = analyze()  # the realization kept: its own bound
+        c.bound = c.result.bound
+        c.analyses += 1
+    return c
