@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_bench_train_quick_tutorial() -> None:
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "train.py"), "--quick",
                              "--case", "tutorial"], capture_output=True, text=True,

@@ -114,6 +114,7 @@ def _note(key: str, diffs: dict[str, float]) -> None:
     FIGURES[key] = max(FIGURES.get(key, 0.0), max(diffs.values()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["init", "random"])
 @pytest.mark.parametrize("name", list(ENTRIES))
 def test_entry_matches_the_f64_interpreter(name: str, kind: str, tmp_path: Path) -> None:

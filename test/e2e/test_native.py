@@ -94,7 +94,8 @@ def _cases_07():
             for mode in MODES:
                 if realization == "f32" and mode[0] == "grad-recompute" and b != 4:
                     continue
-                yield pytest.param(b, realization, mode, id=f"B{b}-{realization}-{mode[0]}")
+                yield pytest.param(b, realization, mode, id=f"B{b}-{realization}-{mode[0]}",
+                                   marks=[pytest.mark.slow] if b != 4 else [])
 
 
 @pytest.mark.parametrize("b, realization, mode", list(_cases_07()))

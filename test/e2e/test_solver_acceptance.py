@@ -78,6 +78,7 @@ def all_f32(path: str) -> Realization:
                        params={f.path: "f32" for f in prepared.fields})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: f"{b:.0e}")
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: Path(p).stem)
 def test_measured_error_inside_the_budget(path, budget):
@@ -95,6 +96,7 @@ def test_measured_error_inside_the_budget(path, budget):
     assert sol.floor <= sol.cost
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: Path(p).stem)
 def test_loose_budget_narrows_something(path):
     """Under 1e-2 every program is realized cheaper than all-f64: the solver does narrow."""

@@ -58,6 +58,7 @@ def test_the_tutorial_learns(uninterrupted: Path) -> None:
         "step-00006300.json", "step-00006350.json", "step-00006400.json"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_a_stopped_run_resumes_to_the_same_bits(uninterrupted: Path, tmp_path: Path,
                                                 sig: signal.Signals) -> None:

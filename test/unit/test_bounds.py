@@ -60,6 +60,7 @@ def test_all_f32_fixture_covers_every_site(module, scaled):
     assert set(real.sites.values()) == set(real.params.values()) == {"f32"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [MIXED, ALL_F32])
 def test_sound_rules_never_below_the_measured_error(module, scaled, spec):
     dims, params, inputs, envelope = scaled

@@ -1020,6 +1020,7 @@ def _fuzz_expr(r, depth: int) -> str:
     return f"({a} · w)"
 
 
+@pytest.mark.slow
 def test_random_programs_lower_verify_and_agree_in_f64_and_mpfr(tmp_path: Path) -> None:
     """A fixed corpus of random function bodies (seeded, so it does not move): each one
     the frontend accepts lowers to Core that verifies and prints back the same, and f64

@@ -279,6 +279,7 @@ def _hex(a: np.ndarray) -> str:
     return "[" + ", ".join(hex(int(v)) for v in _bits(a).reshape(-1)) + f"] {a.dtype}"
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large, HealthCheck.filter_too_much])
@@ -309,6 +310,7 @@ GRID = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-310, -1e-45, 1e-30, 3.
                  -1e300, 100.0, -100.0, np.inf, -np.inf, np.nan, -np.nan])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("element", ["f64", "f32", "bf16"])
 def test_every_operation_on_special_values(tmp_path: Path, element: str) -> None:
     """One entry returns every operation of x and y over all pairs of GRID's values

@@ -83,6 +83,7 @@ def test_written_realization_runs_within_budget(module, solution, tmp_path):
     assert measure_error(run.result, exact) <= solution.absolute
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8])
 def test_every_budget_holds(module, envelope, budget):
     sol = solve(module, "loss", DIMS, envelope, budget)
@@ -90,6 +91,7 @@ def test_every_budget_holds(module, envelope, budget):
     assert sol.estimate <= sol.absolute or sol.widenings
 
 
+@pytest.mark.slow
 def test_cli_solve(tmp_path, capsys, envelope):
     from presk.cli import solve_cmds
     import argparse

@@ -50,6 +50,7 @@ def _realization(kind: str) -> Realization | None:
     return Realization(None, sites, {"w": "f32" if kind == "f32" else "bf16"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("i, k, j", SIZES)
 @pytest.mark.parametrize("kind", ["f64", "f32", "bf16"])
 @pytest.mark.parametrize("entry, grad", [("out", False), ("loss", True)])
@@ -81,6 +82,7 @@ def test_wide_contractions_take_two_vectors_of_columns(tmp_path: Path) -> None:
     assert kernel.layout.text() == "tiled, tile [4, 32], lanes 16, order IJ"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [2, 3])
 @pytest.mark.parametrize("entry, grad", [("out", False), ("loss", True)])
 def test_split_rows_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, workers: int,
