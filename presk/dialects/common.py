@@ -199,6 +199,17 @@ def print_op_attrs(
 
 
 
+
+def site_attrs(site: str | None, name: str | None = None,
+               **more: Attribute | None) -> dict[str, Attribute]:
+    """The attributes of an op being built: its `site` and source `name` when given, and
+    the others that are not None."""
+    attrs: dict[str, Attribute] = {} if site is None else {"site": StringAttr(site)}
+    if name is not None:
+        attrs["name"] = StringAttr(name)
+    attrs.update({k: v for k, v in more.items() if v is not None})
+    return attrs
+
 # --------------------------------------------------------------------------------------
 # Sites in verifier errors
 # --------------------------------------------------------------------------------------

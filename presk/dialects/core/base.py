@@ -15,14 +15,6 @@ from presk.dialects.common import SiteOp, op_definition, site_of as common_site_
 from presk.shapes import ShapeError, Size
 
 
-def _site_attrs(site: str, name: str | None, **more: Attribute | None) -> dict[str, Attribute]:
-    attrs: dict[str, Attribute] = {"site": StringAttr(site)}
-    if name is not None:
-        attrs["name"] = StringAttr(name)
-    attrs.update({k: v for k, v in more.items() if v is not None})
-    return attrs
-
-
 def _dims_attr(dims: Mapping[str, Size]) -> DictionaryAttr | None:
     if not dims:
         return None

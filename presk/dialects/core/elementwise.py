@@ -15,9 +15,9 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from presk import shapes
-from presk.dialects.common import function_ops
+from presk.dialects.common import function_ops, site_attrs
 
-from .base import CoreOp, _infer, _site_attrs, _value_type, core_op
+from .base import CoreOp, _infer, _value_type, core_op
 from .types import TensorAttr, type_conforms, type_text
 
 
@@ -34,7 +34,7 @@ class UnaryOp(CoreOp, ABC):
     traits = traits_def(Pure())
 
     def __init__(self, operand: SSAValue | Operation, *, site: str, name: str | None = None):
-        self._init_unary(operand, _site_attrs(site, name))
+        self._init_unary(operand, site_attrs(site, name))
 
     def _init_unary(self, operand: SSAValue | Operation, attrs: dict[str, Attribute]) -> None:
         IRDLOperation.__init__(
@@ -66,7 +66,7 @@ class BinaryOp(CoreOp, ABC):
         if result_type is None:
             result_type = _infer(site, lambda: self.infer(_value_type(lhs), _value_type(rhs)))
         super().__init__(
-            operands=[lhs, rhs], result_types=[result_type], attributes=_site_attrs(site, name)
+            operands=[lhs, rhs], result_types=[result_type], attributes=site_attrs(site, name)
         )
 
     @classmethod
@@ -95,7 +95,7 @@ class PowIOp(UnaryOp):
     def __init__(
         self, operand: SSAValue | Operation, n: int, *, site: str, name: str | None = None
     ):
-        self._init_unary(operand, _site_attrs(site, name, n=IntegerAttr(n, i64)))
+        self._init_unary(operand, site_attrs(site, name, n=IntegerAttr(n, i64)))
 
     def verify_(self) -> None:
         super().verify_()
@@ -116,7 +116,7 @@ class HeavisideOp(UnaryOp):
         self, operand: SSAValue | Operation, at_zero: float, *, site: str,
         name: str | None = None,
     ):
-        self._init_unary(operand, _site_attrs(site, name, at_zero=FloatAttr(at_zero, f64)))
+        self._init_unary(operand, site_attrs(site, name, at_zero=FloatAttr(at_zero, f64)))
 
     @property
     def at_zero_value(self) -> float:

@@ -43,10 +43,10 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import print_op_attrs, size_value
+from presk.dialects.common import print_op_attrs, site_attrs, size_value
 from presk.shapes import ShapeError, Size
 
-from .base import CoreOp, _dims_attr, _infer, _names_attr, _site_attrs, _value_type, core_op
+from .base import CoreOp, _dims_attr, _infer, _names_attr, _value_type, core_op
 from .modules import _lookup
 from .types import Binder, ParamsAttr, TensorAttr, type_conforms, type_symbols, type_text
 
@@ -299,7 +299,7 @@ class CallOp(_CallLike):
             result_type = _infer(site, lambda: call_result_type(callee, types, dims))
         super().__init__(
             operands=[list(args)], result_types=[result_type],
-            attributes=_site_attrs(
+            attributes=site_attrs(
                 site, name, callee=SymbolRefAttr(_callee_name(callee)), dims=_dims_attr(dims)
             ),
         )
@@ -339,7 +339,7 @@ class FoldOp(_CallLike):
             _infer(site, lambda: fold_result_type(callee, params, _value_type(acc), dims))
         super().__init__(
             operands=[stacked, acc], result_types=[_value_type(acc)],
-            attributes=_site_attrs(
+            attributes=site_attrs(
                 site, name, callee=SymbolRefAttr(_callee_name(callee)), dims=_dims_attr(dims),
                 count=IntegerAttr(count, i64) if isinstance(count, int) else StringAttr(count),
             ),
@@ -396,7 +396,7 @@ class FoldScanOp(_CallLike):
         count = _count_of(_value_type(stacked))
         super().__init__(
             operands=[stacked, acc], result_types=[TupleType([_value_type(acc)] * (count + 1))],
-            attributes=_site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
+            attributes=site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
                                    dims=_dims_attr(_ordered_dims(callee, dims or {}))),
         )
 
@@ -431,7 +431,7 @@ class FoldVjpOp(_CallLike):
         super().__init__(
             operands=[stacked, carries, cotangent],
             result_types=[TupleType([_value_type(stacked), acc])],
-            attributes=_site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
+            attributes=site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
                                    dims=_dims_attr(_ordered_dims(callee, dims or {}))),
         )
 
@@ -463,7 +463,7 @@ class FoldFwdOp(_CallLike):
         step = callee.function_type.outputs.data[0]
         super().__init__(
             operands=[stacked, acc], result_types=[TupleType([step] * count)],
-            attributes=_site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
+            attributes=site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
                                    dims=_dims_attr(_ordered_dims(callee, dims or {}))),
         )
 
@@ -496,7 +496,7 @@ class FoldBwdOp(_CallLike):
         super().__init__(
             operands=[stacked, steps, cotangent],
             result_types=[TupleType([_value_type(stacked), _value_type(cotangent)])],
-            attributes=_site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
+            attributes=site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
                                    dims=_dims_attr(_ordered_dims(callee, dims or {}))),
         )
 
@@ -526,7 +526,7 @@ class GradOp(_CallLike):
     ):
         super().__init__(
             operands=[list(args)], result_types=[result_type],
-            attributes=_site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
+            attributes=site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
                                    dims=_dims_attr(_ordered_dims(callee, dims or {})),
                                    value=UnitAttr() if value else None),
         )

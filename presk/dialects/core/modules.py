@@ -31,10 +31,10 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import print_op_attrs, print_string
+from presk.dialects.common import print_op_attrs, print_string, site_attrs
 from presk.shapes import Axis, TensorType
 
-from .base import CoreOp, _infer, _names_attr, _site_attrs, _value_type, core_op
+from .base import CoreOp, _infer, _names_attr, _value_type, core_op
 from .types import (
     ParamsAttr,
     TensorAttr,
@@ -237,7 +237,7 @@ class FieldOp(CoreOp):
             result_type = _infer(site, lambda: field_type(params, field, decl))
         super().__init__(
             operands=[operand], result_types=[result_type],
-            attributes=_site_attrs(site, name, field=StringAttr(field)),
+            attributes=site_attrs(site, name, field=StringAttr(field)),
         )
 
     def verify_(self) -> None:

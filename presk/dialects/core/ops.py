@@ -31,9 +31,10 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from presk.dialects.common import site_attrs
 from presk import shapes
 
-from .base import CoreOp, _infer, _int_list, _ints, _site_attrs, _value_type, core_op
+from .base import CoreOp, _infer, _int_list, _ints, _value_type, core_op
 from .elementwise import BinaryOp, UnaryOp
 from .modules import field_type, lookup_module
 from .types import ParamsAttr, TensorAttr, type_conforms, type_text
@@ -61,7 +62,7 @@ class ReduceOp(CoreOp, ABC):
         axis_attr = StringAttr(axis) if axis is not None else None
         super().__init__(
             operands=[operand], result_types=[result],
-            attributes=_site_attrs(site, name, axis=axis_attr),
+            attributes=site_attrs(site, name, axis=axis_attr),
         )
 
     @property
@@ -120,7 +121,7 @@ class SoftmaxOp(UnaryOp):
     def __init__(
         self, operand: SSAValue | Operation, axis: str, *, site: str, name: str | None = None
     ):
-        self._init_unary(operand, _site_attrs(site, name, axis=StringAttr(axis)))
+        self._init_unary(operand, site_attrs(site, name, axis=StringAttr(axis)))
 
     def verify_(self) -> None:
         super().verify_()
@@ -155,7 +156,7 @@ class BroadcastOp(CoreOp):
         name: str | None = None,
     ):
         super().__init__(
-            operands=[operand], result_types=[result_type], attributes=_site_attrs(site, name)
+            operands=[operand], result_types=[result_type], attributes=site_attrs(site, name)
         )
 
     def verify_(self) -> None:
@@ -184,7 +185,7 @@ class RealOp(CoreOp):
     def __init__(self, operand: SSAValue | Operation, *, site: str, name: str | None = None):
         super().__init__(
             operands=[operand], result_types=[TensorAttr.scalar()],
-            attributes=_site_attrs(site, name),
+            attributes=site_attrs(site, name),
         )
 
     def verify_(self) -> None:
@@ -211,7 +212,7 @@ class ConstantOp(CoreOp):
     ):
         super().__init__(
             result_types=[result_type],
-            attributes=_site_attrs(site, name, value=FloatAttr(value, f64)),
+            attributes=site_attrs(site, name, value=FloatAttr(value, f64)),
         )
 
     @property
@@ -247,7 +248,7 @@ class TupleOp(CoreOp):
         super().__init__(
             operands=[list(elements)],
             result_types=[TupleType([_value_type(e) for e in elements])],
-            attributes=_site_attrs(site, name),
+            attributes=site_attrs(site, name),
         )
 
     def verify_(self) -> None:
@@ -277,7 +278,7 @@ class GetOp(CoreOp):
         result = _infer(site, lambda: self.infer(_value_type(operand), index))
         super().__init__(
             operands=[operand], result_types=[result],
-            attributes=_site_attrs(site, name, index=IntegerAttr(index, i64)),
+            attributes=site_attrs(site, name, index=IntegerAttr(index, i64)),
         )
 
     @staticmethod
@@ -322,7 +323,7 @@ class SumToOp(CoreOp):
     ):
         super().__init__(
             operands=[operand], result_types=[result_type],
-            attributes=_site_attrs(site, name, keep=_ints(keep),
+            attributes=site_attrs(site, name, keep=_ints(keep),
                                    keep_prefix=UnitAttr() if keep_prefix else None),
         )
 
@@ -360,7 +361,7 @@ class SpreadOp(CoreOp):
     ):
         super().__init__(
             operands=[operand, like], result_types=[_value_type(like)],
-            attributes=_site_attrs(site, name, places=_ints(places),
+            attributes=site_attrs(site, name, places=_ints(places),
                                    mean=UnitAttr() if mean else None),
         )
 
@@ -402,7 +403,7 @@ class ContractOp(CoreOp):
                 list(rhs_axes), prefix)))
         super().__init__(
             operands=[lhs, rhs], result_types=[result_type],
-            attributes=_site_attrs(site, name, lhs_axes=_ints(lhs_axes), rhs_axes=_ints(rhs_axes),
+            attributes=site_attrs(site, name, lhs_axes=_ints(lhs_axes), rhs_axes=_ints(rhs_axes),
                                    prefix=UnitAttr() if prefix else None),
         )
 
@@ -433,7 +434,7 @@ class ZerosLikeOp(CoreOp):
 
     def __init__(self, operand: SSAValue | Operation, *, site: str, name: str | None = None):
         super().__init__(operands=[operand], result_types=[_value_type(operand)],
-                         attributes=_site_attrs(site, name))
+                         attributes=site_attrs(site, name))
 
     def verify_(self) -> None:
         super().verify_()
@@ -458,7 +459,7 @@ class TreeOp(CoreOp):
         name: str | None = None,
     ):
         super().__init__(operands=[list(fields)], result_types=[result_type],
-                         attributes=_site_attrs(site, name))
+                         attributes=site_attrs(site, name))
 
     def verify_(self) -> None:
         super().verify_()

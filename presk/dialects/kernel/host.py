@@ -37,7 +37,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import print_op_attrs
+from presk.dialects.common import print_op_attrs, site_attrs
 
 from .base import KernelBaseOp, _BufferFunction, _enclosing, kernel_op
 from .loops import KERNEL_BODY_OPS, KernelOp
@@ -102,12 +102,6 @@ class HostBodyOp(KernelBaseOp, ABC):
             raise VerifyException("a host op stands in a psk_kernel.host")
 
 
-def _site_attrs(site: str | None, **more: Attribute | None) -> dict[str, Attribute]:
-    attrs: dict[str, Attribute] = {} if site is None else {"site": StringAttr(site)}
-    attrs.update({k: v for k, v in more.items() if v is not None})
-    return attrs
-
-
 @kernel_op
 class MarkOp(HostBodyOp):
     """`%m = psk_kernel.mark`: the arena's top, to release back to."""
@@ -166,8 +160,7 @@ class AllocOp(HostBodyOp):
     source_name = opt_attr_def(StringAttr, attr_name="name")
 
     def __init__(self, t: BufferType, site: str | None = None, name: str | None = None):
-        super().__init__(result_types=[t], attributes=_site_attrs(
-            site, name=StringAttr(name) if name else None))
+        super().__init__(result_types=[t], attributes=site_attrs(site, name or None))
 
     def print(self, printer: Printer) -> None:
         print_op_attrs(printer, self.attributes)
@@ -189,7 +182,7 @@ class _SourceToDest(HostBodyOp, ABC):
 
     def __init__(self, source: SSAValue | Operation, dest: SSAValue | Operation,
                  site: str | None = None):
-        super().__init__(operands=[source, dest], attributes=_site_attrs(site))
+        super().__init__(operands=[source, dest], attributes=site_attrs(site))
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -261,7 +254,7 @@ class FillOp(HostBodyOp):
     value = attr_def(FloatAttr)
 
     def __init__(self, dest: SSAValue | Operation, value: float, site: str | None = None):
-        super().__init__(operands=[dest], attributes=_site_attrs(
+        super().__init__(operands=[dest], attributes=site_attrs(
             site, value=FloatAttr(float(value), f64)))
 
     @property
@@ -429,11 +422,10 @@ class LaunchOp(_CallLike):
                  sites: Sequence[str] = (), fused: bool = False, name: str | None = None):
         super().__init__(
             operands=[list(args)],
-            attributes=_site_attrs(
-                site, callee=SymbolRefAttr(kernel),
+            attributes=site_attrs(
+                site, name or None, callee=SymbolRefAttr(kernel),
                 sites=ArrayAttr(StringAttr(s) for s in sites) if sites else None,
-                fused=UnitAttr() if fused else None,
-                name=StringAttr(name) if name else None),
+                fused=UnitAttr() if fused else None),
         )
 
     @property
@@ -458,7 +450,7 @@ class CallOp(_CallLike):
 
     def __init__(self, host: str, args: Sequence[SSAValue | Operation], site: str | None):
         super().__init__(operands=[list(args)],
-                         attributes=_site_attrs(site, callee=SymbolRefAttr(host)))
+                         attributes=site_attrs(site, callee=SymbolRefAttr(host)))
 
 
 @kernel_op
@@ -491,7 +483,7 @@ class FoldOp(HostBodyOp):
         t = init.type
         super().__init__(
             operands=[init, scratch[0], scratch[1]], result_types=[t],
-            attributes=_site_attrs(site, lower=IntAttr(lower), upper=IntAttr(upper)),
+            attributes=site_attrs(site, lower=IntAttr(lower), upper=IntAttr(upper)),
             regions=[Region(Block(arg_types=[IndexType(), t, t]))],
         )
 

@@ -10,14 +10,19 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import BFloat16Type, FloatAttr, StringAttr, f64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import attr_def, operand_def, result_def, traits_def, var_operand_def
-from xdsl.parser import Parser
-from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.irdl import (
+    AnyAttr,
+    VarConstraint,
+    attr_def,
+    operand_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure, SameOperandsAndResultType
 from xdsl.utils.exceptions import VerifyException
 
 from presk import ops
-from presk.dialects.common import print_op_attrs
 
 from .base import KernelBaseOp, kernel_op
 from .types import _is_scalar_float, type_name
@@ -25,11 +30,13 @@ from .types import _is_scalar_float, type_name
 
 class _ScalarOp(KernelBaseOp, ABC):
     """Scalar arithmetic: `%r = psk_kernel.add %a, %b : f32`; every operand and the result
-    have the one type, f32 or f64 (bf16 has no arithmetic: it computes in f32)."""
+    have the one type `T` (IRDL checks it and the syntax infers the operands' types from
+    it), f32 or f64 (bf16 has no arithmetic: it computes in f32)."""
 
-    result = result_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    result = result_def(T)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), SameOperandsAndResultType())
 
     def verify_(self) -> None:
         t = self.result.type
@@ -37,34 +44,13 @@ class _ScalarOp(KernelBaseOp, ABC):
             raise VerifyException(f"arithmetic is in f32 or f64, not {type_name(t)}"
                                   + (" (bf16 computes in f32)" if isinstance(t, BFloat16Type)
                                      else ""))
-        for o in self.operands:
-            if o.type != t:
-                raise VerifyException(f"an operand is {type_name(o.type)}, the result "
-                                      f"{type_name(t)}")
-
-    def print(self, printer: Printer) -> None:
-        if self.operands:
-            printer.print_string(" ")
-            printer.print_list(self.operands, printer.print_operand)
-        print_op_attrs(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        operands = parser.parse_optional_undelimited_comma_separated_list(
-            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        t = parser.parse_type()
-        values = parser.resolve_operands(operands, [t] * len(operands), pos)
-        return cls.create(operands=values, result_types=[t], attributes=attrs)
 
 
 class BinaryOp(_ScalarOp, ABC):
-    lhs = operand_def()
-    rhs = operand_def()
+    lhs = operand_def(_ScalarOp.T)
+    rhs = operand_def(_ScalarOp.T)
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
 
     SYMBOL: ClassVar[str] = ""
 
@@ -114,7 +100,9 @@ class MaxOp(BinaryOp):
 class NegOp(_ScalarOp):
     name = "psk_kernel.neg"
 
-    operand = operand_def()
+    operand = operand_def(_ScalarOp.T)
+
+    assembly_format = "$operand attr-dict `:` type($result)"
 
     def __init__(self, operand: SSAValue | Operation):
         super().__init__(operands=[operand], result_types=[SSAValue.get(operand).type])
@@ -134,7 +122,9 @@ class MathOp(_ScalarOp):
     name = "psk_kernel.math"
 
     fn = attr_def(StringAttr)
-    args = var_operand_def()
+    args = var_operand_def(_ScalarOp.T)
+
+    assembly_format = "$fn $args attr-dict `:` type($result)"
 
     def __init__(self, fn: str, *args: SSAValue | Operation):
         super().__init__(operands=[list(args)], result_types=[SSAValue.get(args[0]).type],
@@ -150,20 +140,6 @@ class MathOp(_ScalarOp):
             raise VerifyException(f"`{fn}` takes {MATH_FUNCTIONS[fn]} operands, given "
                                   f"{len(self.args)}")
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f' "{self.fn.data}" ')
-        printer.print_list(self.args, printer.print_operand)
-        print_op_attrs(printer, self.attributes, reserved=("fn",))
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> MathOp:
-        fn = parser.parse_str_literal()
-        op = super().parse(parser)
-        op.attributes["fn"] = StringAttr(fn)
-        return op
-
 
 @kernel_op
 class CastOp(KernelBaseOp):
@@ -177,6 +153,8 @@ class CastOp(KernelBaseOp):
 
     traits = traits_def(Pure())
 
+    assembly_format = "$operand attr-dict `:` type($operand) `->` type($result)"
+
     def __init__(self, operand: SSAValue | Operation, to: Attribute):
         super().__init__(operands=[operand], result_types=[to])
 
@@ -185,26 +163,6 @@ class CastOp(KernelBaseOp):
         if not (_is_scalar_float(a) and _is_scalar_float(b)):
             raise VerifyException(f"a cast is between f32 and f64, not {type_name(a)} -> "
                                   f"{type_name(b)}")
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.operand)
-        print_op_attrs(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.operand.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CastOp:
-        operand = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        a = parser.parse_type()
-        parser.parse_punctuation("->")
-        b = parser.parse_type()
-        return cls.create(operands=[parser.resolve_operand(operand, a)], result_types=[b],
-                          attributes=attrs)
 
 
 @kernel_op
@@ -219,6 +177,8 @@ class ConstantOp(KernelBaseOp):
 
     traits = traits_def(Pure())
 
+    assembly_format = "attr-dict `:` type($result)"
+
     def __init__(self, value: float, t: Attribute):
         super().__init__(result_types=[t], attributes={"value": FloatAttr(float(value), f64)})
 
@@ -229,14 +189,3 @@ class ConstantOp(KernelBaseOp):
     def verify_(self) -> None:
         if not _is_scalar_float(self.result.type):
             raise VerifyException(f"a constant is f32 or f64, not {type_name(self.result.type)}")
-
-    def print(self, printer: Printer) -> None:
-        print_op_attrs(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ConstantOp:
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        return cls.create(result_types=[parser.parse_type()], attributes=attrs)

@@ -9,7 +9,7 @@ from abc import ABC
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, StringAttr, i64
+from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
@@ -33,14 +33,6 @@ def _ints(attr: Attribute | None) -> list[int]:
         return []
     assert isinstance(attr, DenseArrayBase)
     return [int(v) for v in attr.get_values()]
-
-
-def _attrs(site: str, name: str | None, **more: Attribute | None) -> dict[str, Attribute]:
-    attrs: dict[str, Attribute] = {"site": StringAttr(site)}
-    if name is not None:
-        attrs["name"] = StringAttr(name)
-    attrs.update({k: v for k, v in more.items() if v is not None})
-    return attrs
 
 
 # --------------------------------------------------------------------------------------

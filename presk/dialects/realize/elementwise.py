@@ -16,9 +16,9 @@ from xdsl.irdl import attr_def, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import function_ops
+from presk.dialects.common import function_ops, site_attrs
 
-from .base import ComputeOp, _attrs, _check_map, _i64s, _ints, realize_op
+from .base import ComputeOp, _check_map, _i64s, _ints, realize_op
 from .types import RTensorType, _ttype, rtype_text
 
 
@@ -38,7 +38,7 @@ class UnaryOp(ComputeOp, ABC):
                  result_type: RTensorType | None = None, **attrs: Attribute | None):
         super().__init__(operands=[operand],
                          result_types=[result_type or _ttype(operand)],
-                         attributes=_attrs(site, name, **attrs))
+                         attributes=site_attrs(site, name, **attrs))
 
     def verify_(self) -> None:
         super().verify_()
@@ -95,7 +95,7 @@ class BinaryOp(ComputeOp, ABC):
                  lhs_map: Sequence[int], rhs_map: Sequence[int], result_type: RTensorType,
                  *, site: str, name: str | None = None):
         super().__init__(operands=[lhs, rhs], result_types=[result_type],
-                         attributes=_attrs(site, name, lhs_map=_i64s(lhs_map),
+                         attributes=site_attrs(site, name, lhs_map=_i64s(lhs_map),
                                            rhs_map=_i64s(rhs_map)))
 
     @property

@@ -42,9 +42,9 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import print_op_attrs
+from presk.dialects.common import print_op_attrs, site_attrs
 
-from .base import ComputeOp, RealizeOp, _attrs, realize_op
+from .base import ComputeOp, RealizeOp, realize_op
 from .types import RTensorType, _ttype, fits, rtype_text
 
 
@@ -194,7 +194,7 @@ class CallOp(_CallLike):
                  result_types: Sequence[Attribute], *, site: str, name: str | None = None):
         cname = callee.func_name if isinstance(callee, FuncOp) else callee
         super().__init__(operands=[list(args)], result_types=[list(result_types)],
-                         attributes=_attrs(site, name, callee=SymbolRefAttr(cname)))
+                         attributes=site_attrs(site, name, callee=SymbolRefAttr(cname)))
 
     def verify_(self) -> None:
         super().verify_()
@@ -224,7 +224,7 @@ class FoldOp(_CallLike):
                  name: str | None = None):
         cname = callee.func_name if isinstance(callee, FuncOp) else callee
         super().__init__(operands=[[*stacked, acc]], result_types=[_ttype(acc)],
-                         attributes=_attrs(site, name, callee=SymbolRefAttr(cname),
+                         attributes=site_attrs(site, name, callee=SymbolRefAttr(cname),
                                            **{"from": IntegerAttr(start, i64),
                                               "to": IntegerAttr(stop, i64)}))
 

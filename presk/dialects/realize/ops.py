@@ -35,10 +35,10 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, IsolatedFromAbove, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import AxisAttr, print_op_attrs
+from presk.dialects.common import AxisAttr, print_op_attrs, site_attrs
 from presk.shapes import Axis
 
-from .base import ComputeOp, RealizeOp, _attrs, _check_map, _i64s, _ints, realize_op
+from .base import ComputeOp, RealizeOp, _check_map, _i64s, _ints, realize_op
 from .types import RTensorType, _ttype, element_name, fits, rtype_text
 
 
@@ -58,7 +58,7 @@ class ReduceOp(ComputeOp, ABC):
     def __init__(self, operand: SSAValue | Operation, axis: int | None, result_type: RTensorType,
                  *, axis_name: str | None = None, site: str, name: str | None = None):
         super().__init__(operands=[operand], result_types=[result_type],
-                         attributes=_attrs(
+                         attributes=site_attrs(
                              site, name,
                              axis=IntegerAttr(axis, i64) if axis is not None else None,
                              axis_name=StringAttr(axis_name) if axis_name else None))
@@ -124,7 +124,7 @@ class SoftmaxOp(ComputeOp):
     def __init__(self, operand: SSAValue | Operation, axis: int, *, axis_name: str | None = None,
                  site: str, name: str | None = None):
         super().__init__(operands=[operand], result_types=[_ttype(operand)],
-                         attributes=_attrs(site, name, axis=IntegerAttr(axis, i64),
+                         attributes=site_attrs(site, name, axis=IntegerAttr(axis, i64),
                                            axis_name=StringAttr(axis_name) if axis_name
                                            else None))
 
@@ -156,7 +156,7 @@ class DotOp(ComputeOp):
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation,
                  result_type: RTensorType, *, site: str, name: str | None = None):
         super().__init__(operands=[lhs, rhs], result_types=[result_type],
-                         attributes=_attrs(site, name))
+                         attributes=site_attrs(site, name))
 
     def verify_(self) -> None:
         super().verify_()
@@ -187,7 +187,7 @@ class ContractOp(ComputeOp):
                  lhs_axes: Sequence[int], rhs_axes: Sequence[int], result_type: RTensorType,
                  *, perm: Sequence[int] | None = None, site: str, name: str | None = None):
         super().__init__(operands=[lhs, rhs], result_types=[result_type],
-                         attributes=_attrs(site, name, lhs_axes=_i64s(lhs_axes),
+                         attributes=site_attrs(site, name, lhs_axes=_i64s(lhs_axes),
                                            rhs_axes=_i64s(rhs_axes),
                                            perm=_i64s(perm) if perm is not None else None))
 
@@ -231,7 +231,7 @@ class SumToOp(ComputeOp):
     def __init__(self, operand: SSAValue | Operation, keep: Sequence[int],
                  result_type: RTensorType, *, site: str, name: str | None = None):
         super().__init__(operands=[operand], result_types=[result_type],
-                         attributes=_attrs(site, name, keep=_i64s(keep)))
+                         attributes=site_attrs(site, name, keep=_i64s(keep)))
 
     @property
     def kept(self) -> list[int]:
@@ -266,7 +266,7 @@ class SpreadOp(ComputeOp):
                  places: Sequence[int], result_type: RTensorType, *, mean: bool = False,
                  site: str, name: str | None = None):
         super().__init__(operands=[operand, like], result_types=[result_type],
-                         attributes=_attrs(site, name, places=_i64s(places),
+                         attributes=site_attrs(site, name, places=_i64s(places),
                                            mean=UnitAttr() if mean else None))
 
     @property
@@ -298,7 +298,7 @@ class BroadcastOp(ComputeOp):
     def __init__(self, operand: SSAValue | Operation, places: Sequence[int],
                  result_type: RTensorType, *, site: str, name: str | None = None):
         super().__init__(operands=[operand], result_types=[result_type],
-                         attributes=_attrs(site, name, map=_i64s(places)))
+                         attributes=site_attrs(site, name, map=_i64s(places)))
 
     @property
     def place_list(self) -> list[int]:
@@ -329,7 +329,7 @@ class ConvertOp(RealizeOp):
                  name: str | None = None):
         super().__init__(operands=[operand],
                          result_types=[_ttype(operand).with_element(element)],
-                         attributes=_attrs(site, name))
+                         attributes=site_attrs(site, name))
 
     @property
     def widening(self) -> bool:
@@ -360,7 +360,7 @@ class ConstantOp(RealizeOp):
     def __init__(self, value: float, element: Attribute | str = "f64", *, site: str,
                  name: str | None = None):
         super().__init__(result_types=[RTensorType.scalar(element)],
-                         attributes=_attrs(site, name, value=FloatAttr(value, f64)))
+                         attributes=site_attrs(site, name, value=FloatAttr(value, f64)))
 
     @property
     def number(self) -> float:
@@ -389,7 +389,7 @@ class SliceOp(RealizeOp):
         t = _ttype(operand)
         super().__init__(operands=[operand],
                          result_types=[RTensorType(t.element, ArrayAttr(t.axes.data[1:]))],
-                         attributes=_attrs(site, name, index=IntegerAttr(index, i64)))
+                         attributes=site_attrs(site, name, index=IntegerAttr(index, i64)))
 
     @property
     def position(self) -> int:
@@ -423,7 +423,7 @@ class StackOp(RealizeOp):
         result = RTensorType(t.element, ArrayAttr([AxisAttr.from_axis(Axis(None, len(items))),
                                                    *t.axes.data]))
         super().__init__(operands=[list(items)], result_types=[result],
-                         attributes=_attrs(site, name))
+                         attributes=site_attrs(site, name))
 
     def verify_(self) -> None:
         super().verify_()
@@ -477,7 +477,7 @@ class GroupOp(RealizeOp):
         ending with a YieldOp."""
         block = Block(arg_types=[SSAValue.get(v).type for v in inputs])
         op = cls.create(operands=list(inputs), result_types=[result_type],
-                        attributes=_attrs(site, name), regions=[Region(block)])
+                        attributes=site_attrs(site, name), regions=[Region(block)])
         return op, block
 
     @property
