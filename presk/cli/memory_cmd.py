@@ -44,9 +44,9 @@ def _trace(core_module, entry: str, dims: dict[str, int], realization, grad: boo
 def memory_report(core_module, entry: str, dims: dict[str, int], realization=None,
                   grad: bool = False, remat: str = "store") -> MemoryReport:
     from ..analysis.memory import count
+    from ..kernel_abi.arena import entry_signatures
     from ..kernel_abi.lives import align, live_bytes
     from ..kernel_abi.placement import place
-    from ..conversion.kernel_to_std import entry_signatures
     from ..emit.c_program import entry_c
     trace, pipe = _trace(core_module, entry, dims, realization, grad, remat)
     name = trace.entry.sym_name.data

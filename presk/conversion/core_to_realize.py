@@ -49,6 +49,7 @@ from presk import ops, shapes
 from presk.analysis.realization import Realization, RealizationError, load_realization
 from presk.dialects import core as C
 from presk.dialects import realize as R
+from presk.dialects.common import replace_module_body
 from presk.shapes import Axis, TensorType
 from presk.limits import parse_size
 
@@ -825,9 +826,4 @@ class ConvertCoreToRealizePass(ModulePass):
         realization = load_realization(self.realize)
         how = record_value_and_gradient if self.grad else record
         new = how(op, self.entry, parse_dims_text(self.dims), realization)
-        for old in list(op.ops):
-            old.detach()
-            old.erase()
-        for inst in list(new.ops):
-            inst.detach()
-            op.body.block.add_op(inst)
+        replace_module_body(op, new)

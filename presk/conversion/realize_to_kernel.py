@@ -53,6 +53,7 @@ from presk import ops
 from presk.dialects import kernel as K
 from presk.dialects import realize as R
 from presk.powers import power
+from presk.dialects.common import replace_module_body
 
 
 class KernelConversionError(Exception):
@@ -935,9 +936,4 @@ class ConvertRealizeToKernelPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         new = realize_to_kernel(op)
-        for old in list(op.ops):
-            old.detach()
-            old.erase()
-        for item in list(new.ops):
-            item.detach()
-            op.body.block.add_op(item)
+        replace_module_body(op, new)

@@ -21,6 +21,7 @@ from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    ModuleOp,
     DictionaryAttr,
     IntAttr,
     IntegerAttr,
@@ -381,3 +382,20 @@ class SiteOp(SiteErrorsOp, ABC):
 
 
 # --------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------
+# Modules
+# --------------------------------------------------------------------------------------
+
+
+def replace_module_body(module: ModuleOp, new: ModuleOp) -> None:
+    """Give `module` the ops of `new` in place of its own: what a pass does that builds
+    its result as a fresh module (recording an entry, lowering it to kernels). `module`'s
+    own attributes stay."""
+    for old in list(module.ops):
+        old.detach()
+        old.erase()
+    for op in list(new.ops):
+        op.detach()
+        module.body.block.add_op(op)

@@ -1,7 +1,7 @@
 """The C export: a PSK-Kernel module as a C99 program that computes the native backend's
 bits (`presk export --target c`, docs/export.md).
 
-The C mirrors convert-psk-kernel-to-std (presk/conversion/kernel_to_std.py) op for op, so
+The C mirrors convert-psk-kernel-to-std (presk/conversion/kernel_to_std/) op for op, so
 that `cc -O2 -ffp-contract=off -fno-fast-math` gives the bits the JIT gives:
 
 * a kernel is `void presk_kernel_kN(const T *restrict in0, …, T *restrict out0, …)` (no
@@ -38,8 +38,8 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from presk import ops
-from presk.conversion.kernel_to_std import ArenaPlan, aliased_kernels, entry_signatures, strides
-from presk.conversion.native_abi import BufferSig, EntrySig
+from presk.kernel_abi.arena import ArenaPlan, aliased_kernels, entry_signatures
+from presk.kernel_abi.calling import BufferSig, EntrySig, strides
 from presk.dialects import kernel as K
 from presk.emit import mathlib
 from presk.emit.kernel_listing import count, entry_host, format_kernel, launch_label

@@ -13,7 +13,7 @@ so take the place of the callee's buffers dead by then: no stack of frames.
 `place(trace)` returns the `Placement`: `offsets` by op (an `alloc`'s place in its host's
 frame, a `call`'s base for its callee) and `need` by host (its frame's bytes, its callees'
 included). The lives come from presk/kernel_abi/lives.py's trace of the entry; `ArenaPlan`
-(presk/conversion/kernel_to_std.py), which native code and the C program read, is this
+(presk/kernel_abi/arena.py), which native code and the C program read, is this
 placement.
 """
 

@@ -78,7 +78,7 @@ def entry_call(core_module, entry: str, dims: dict[str, int], params: dict[str, 
                grad: bool = False, remat: str = "store", cotangent=None) -> EntryCall:
     """Record `entry` (with `grad`: its value and gradient, the seed `cotangent`, 1 when
     None) down to PSK-Kernel and prepare the entry host's inputs."""
-    from ..conversion.kernel_to_std import entry_signatures
+    from ..kernel_abi.arena import entry_signatures
     from ..dialects import realize as R
     pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat)
     func = R.entry_func(pipe.realize)

@@ -17,7 +17,7 @@ from typing import Callable, Iterator, Sequence
 
 from xdsl.dialects.builtin import ModuleOp
 
-from ..conversion.native_abi import EntrySig, entry_symbol
+from ..kernel_abi.calling import EntrySig, entry_symbol
 from ..emit.llvm import (JitModule, NativeCompileError, emit_object, llvm_ir, load_object,
                          optimize)
 from .cache import CacheKey, NativeCache, cache_enabled, cache_key

@@ -2,7 +2,7 @@
 type (f64 → float64, f32 → float32, bf16 → uint16 bits, as in the kernel interpreter) whose
 data starts on a 64-byte boundary.
 
-The calling convention (presk/conversion/native_abi.py) requires only the arena to be
+The calling convention (presk/kernel_abi/calling.py) requires only the arena to be
 aligned, but outputs and arenas allocated here are all aligned to `ARENA_ALIGN` so that
 aligned vector loads and stores never split a cache line. Conversions between values and
 storage are the interpreter's (`to_storage`, `to_f64`), re-exported here.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.kernel_interpret import STORAGE, to_f64, to_storage
-from ..conversion.native_abi import ARENA_ALIGN, BufferSig
+from ..kernel_abi.calling import ARENA_ALIGN, BufferSig
 
 __all__ = ["aligned_empty", "empty", "is_aligned", "storage_dtype", "to_f64",
            "to_storage"]

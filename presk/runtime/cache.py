@@ -6,7 +6,7 @@ two files in the cache directory, named by the key's sha256:
 
 * `<key>.o`    the host object code, exactly what MCJIT loads (presk/emit/llvm.py);
 * `<key>.json` the manifest (format `presk-native-cache/1`): the key's parts, the object's
-  size and sha256, and the entries' `EntrySig`s (presk/conversion/native_abi.py), so that
+  size and sha256, and the entries' `EntrySig`s (presk/kernel_abi/calling.py), so that
   a hit is callable without the IR — and without running xDSL at all.
 
 The key hashes the caller's text (the PSK-Kernel module), the caller's lowering version,
@@ -37,7 +37,7 @@ import llvmlite
 
 from .. import __version__ as presk_version
 from ..analysis.artifact import write_atomic
-from ..conversion.native_abi import EntrySig
+from ..kernel_abi.calling import EntrySig
 from ..emit.llvm import host_target
 
 FORMAT = "presk-native-cache/1"

@@ -1,6 +1,6 @@
 """PSK-Kernel → machine code in this process: the native backend's pipeline.
 
-    convert-psk-kernel-to-std            presk/conversion/kernel_to_std.py
+    convert-psk-kernel-to-std            presk/conversion/kernel_to_std/
     convert-scf-to-cf                    xDSL
     convert-index/arith/cf/func-to-llvm  presk/conversion/std_to_llvm
     reconcile-unrealized-casts           xDSL
@@ -22,15 +22,16 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from ..conversion.kernel_to_std import ConvertKernelToStdPass, entry_signatures
-from ..conversion.native_abi import EntrySig
+from ..conversion.kernel_to_std import ConvertKernelToStdPass
+from ..kernel_abi.arena import entry_signatures
+from ..kernel_abi.calling import EntrySig
 from . import NativeCache, NativeProgram, load_native
 
 _PRESK = Path(__file__).resolve().parent.parent
 _LOWERING_SOURCES = (
-    "conversion/kernel_to_std.py", "conversion/tile_contraction.py",
-    "conversion/split_kernel.py", "conversion/native_abi.py", "conversion/std_to_llvm",
-    "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py", "ops", "kernel_abi",
+    "conversion/kernel_to_std", "conversion/split_kernel.py", "conversion/std_to_llvm",
+    "kernel_abi", "dialects/kernel",
+    "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py", "ops",
 )
 
 

@@ -1,6 +1,6 @@
 """Calling one entry of a native module from Python.
 
-An entry is `void presk_entry_<host>(void **argv, void *arena)` (native_abi.py). Native
+An entry is `void presk_entry_<host>(void **argv, void *arena)` (presk/kernel_abi/calling.py). Native
 code trusts its pointers: a buffer of the wrong type, shape or layout would be read out
 of bounds or misread silently. `NativeEntry.__call__` therefore checks every input
 against the `EntrySig` and names the first that does not match; `bind` checks once and
@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..conversion.native_abi import BufferSig, EntrySig
+from ..kernel_abi.calling import BufferSig, EntrySig
 from ..emit.llvm import JitModule
 from ..limits import require_memory
 from .buffers import aligned_empty, empty, storage_dtype

@@ -29,13 +29,13 @@ from xdsl.dialects.builtin import ModuleOp, UnrealizedConversionCastOp
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from ..conversion.kernel_to_std import PTR, _Emit
-from ..conversion.native_abi import BufferSig, EntrySig, entry_symbol
+from ..conversion.kernel_to_std import PTR, Emitter
+from ..kernel_abi.calling import BufferSig, EntrySig, entry_symbol
 from ..dialects import kernel as K
 from .optim import SGD, AdamW, _Group
 
 _TYPES = {np.dtype(np.float64): "f64", np.dtype(np.float32): "f32"}
-Update = Callable[["_Emit", dict[str, SSAValue], dict[str, SSAValue]], dict[str, SSAValue]]
+Update = Callable[["Emitter", dict[str, SSAValue], dict[str, SSAValue]], dict[str, SSAValue]]
 
 
 def _element_type(name: str):
@@ -49,7 +49,7 @@ def build_update(name: str, ty: str, n: int, scalars: list[str], buffers: list[s
     `presk_entry_<name>(argv, arena)`, argv = (g, scalars, p, *buffers)."""
     from ..runtime.compile import llvm_module_from_std
     block = Block(arg_types=[PTR, PTR])
-    e = _Emit(Builder(InsertPoint.at_end(block)), InsertPoint.at_end(block))
+    e = Emitter(Builder(InsertPoint.at_end(block)), InsertPoint.at_end(block))
     t = _element_type(ty)
     names = ["g", "scalars", "p", *buffers]
     sizes = {"scalars": len(scalars)}
@@ -60,7 +60,7 @@ def build_update(name: str, ty: str, n: int, scalars: list[str], buffers: list[s
         views[arg] = e(UnrealizedConversionCastOp.get([ptr], [buffer_type]))
     s = {k: e.load(views["scalars"], e.index(j)) for j, k in enumerate(scalars)}
 
-    def element(b: _Emit, i: SSAValue) -> None:
+    def element(b: Emitter, i: SSAValue) -> None:
         x = {arg: b.load(views[arg], i) for arg in ("g", "p", *buffers)}
         for arg, value in body(b, x, s).items():
             b.store(value, views[arg], i)
@@ -77,7 +77,7 @@ def build_update(name: str, ty: str, n: int, scalars: list[str], buffers: list[s
 # ---- the element-wise steps, as the docstrings of optim.py order them ----
 
 def _adamw_body(decay: bool, small_w1: bool) -> Update:
-    def body(e: _Emit, x: dict[str, SSAValue], s: dict[str, SSAValue]) -> dict[str, SSAValue]:
+    def body(e: Emitter, x: dict[str, SSAValue], s: dict[str, SSAValue]) -> dict[str, SSAValue]:
         p, g, m, v = x["p"], x["g"], x["exp_avg"], x["exp_avg_sq"]
         if decay:
             p = e(arith.MulfOp(p, s["decay"]))
@@ -96,7 +96,7 @@ def _adamw_body(decay: bool, small_w1: bool) -> Update:
 
 
 def _sgd_body(decay: bool, momentum: bool) -> Update:
-    def body(e: _Emit, x: dict[str, SSAValue], s: dict[str, SSAValue]) -> dict[str, SSAValue]:
+    def body(e: Emitter, x: dict[str, SSAValue], s: dict[str, SSAValue]) -> dict[str, SSAValue]:
         p, d = x["p"], x["g"]
         out: dict[str, SSAValue] = {}
         if decay:

@@ -59,7 +59,7 @@ def test_sizes_native_call_checked_against_its_arena(monkeypatch, capsys) -> Non
     """The native and kernel engines check the whole call (buffers and arena, as the
     entry's signature states it) against the memory there is, before compiling."""
     import presk.limits as L
-    from presk.conversion.kernel_to_std import entry_signatures
+    from presk.kernel_abi.arena import entry_signatures
     from presk.pipeline import kernel_pipeline, load_core
     core, _ = load_core(TRAIN)
     sig = entry_signatures(kernel_pipeline(core, "loss", {"B": 1000}).kernel)[0]

@@ -131,9 +131,8 @@ def test_imports_go_downward() -> None:
     assert not upward, "imports that go upward:\n" + "\n".join(upward)
 
 
-# The one circle left, until kernel_to_std's shared emitter moves to its own module
-# (issue 13, part 3, under way): then this set is emptied.
-KNOWN_CYCLE = {"presk.conversion.kernel_to_std", "presk.conversion.tile_contraction"}
+# No circle is known: kernel_to_std's shared emitter has its own module (issue 13, part 3).
+KNOWN_CYCLE: set[str] = set()
 
 
 def test_no_cycles() -> None:

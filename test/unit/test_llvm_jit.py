@@ -1,5 +1,5 @@
 """presk/emit/llvm.py: an llvm-dialect module built here by hand, in the calling convention
-of presk/conversion/native_abi.py, translated, optimized at O2, compiled and called.
+of presk/kernel_abi/calling.py, translated, optimized at O2, compiled and called.
 
 The entries compute out[i] = a[i] * b[i] + c[i] in f32 over 1000 elements through an
 internal helper kernel with `noalias` buffers (the helper must be inlined and gone, the
@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import (DictionaryAttr, Float32Type, IntegerAttr, Mod
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from presk.analysis.kernel_interpret import bf16_round, bf16_to_f32
-from presk.conversion.native_abi import BufferSig, EntrySig, entry_symbol
+from presk.kernel_abi.calling import BufferSig, EntrySig, entry_symbol
 from presk.emit import llvm as native
 
 N = 1000

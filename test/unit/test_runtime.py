@@ -2,7 +2,7 @@
 errors of wrong inputs, alignment, timing.
 
 The modules are the hand-built llvm-dialect modules of test_llvm_jit.py (an f32
-multiply-add and a bf16 doubling, in the calling convention of native_abi.py). The cache
+multiply-add and a bf16 doubling, in the calling convention of presk/kernel_abi/calling.py). The cache
 tests run in a temporary PRESK_CACHE_DIR; no test asserts a time.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from presk.conversion.native_abi import ARENA_ALIGN, EntrySig
+from presk.kernel_abi.calling import ARENA_ALIGN, EntrySig
 from presk.runtime import (NativeCompileError, NativeProgram, RuntimeCallError, load_native,
                            time_call)
 from presk.runtime.buffers import aligned_empty, empty, is_aligned, storage_dtype

@@ -1,4 +1,4 @@
-"""The register tiles of the native backend (presk/conversion/tile_contraction.py) compute
+"""The register tiles of the native backend (presk/conversion/kernel_to_std/tile_contraction.py) compute
 the kernel interpreter's bits.
 
 A contraction `x · w` of x : ℝ[a: I, b: K] and w : ℝ[K, J] is a `tiled` kernel; its

@@ -1,5 +1,6 @@
 """The calling convention of a native PSK-Kernel module: what `convert-psk-kernel-to-std`
-produces and what the runtime (presk/runtime) calls.
+produces, what the C program (presk/emit/c_program.py) follows and what the runtime
+(presk/runtime) calls. Pure Python: the runtime reads it without loading xDSL.
 
 Every host marked `entry` gets an external function
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 ARENA_ALIGN = 64
@@ -33,6 +35,32 @@ def entry_symbol(host: str) -> str:
     digit or underscore replaced by `_` (`loss` → `presk_entry_loss`,
     `RMSNorm.apply_2` → `presk_entry_RMSNorm_apply_2`)."""
     return "presk_entry_" + re.sub(r"[^A-Za-z0-9_]", "_", host)
+
+
+def kernel_symbol(name: str) -> str:
+    return f"presk_kernel_{name}"
+
+
+def host_symbol(name: str) -> str:
+    return f"presk_host_{name}"
+
+
+def strides(shape: Sequence[int]) -> list[int]:
+    """Row-major strides in elements (the last axis contiguous)."""
+    out, n = [], 1
+    for s in reversed(shape):
+        out.append(n)
+        n *= s
+    return out[::-1]
+
+
+def _align(n: int) -> int:
+    return -(-n // ARENA_ALIGN) * ARENA_ALIGN
+
+
+def align(n: int) -> int:
+    """`n` bytes rounded up to a multiple of `ARENA_ALIGN`."""
+    return -(-n // ARENA_ALIGN) * ARENA_ALIGN
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
-from presk.conversion.kernel_to_std import _as_buffer, _Emit, lower_scalar_op
+from .emitter import Emitter, as_buffer, lower_scalar_op
 from presk.dialects import kernel as K
 
 PTR = llvm.LLVMPointerType()
@@ -165,7 +165,7 @@ class Value:
 class Tiler:
     nest: Nest
     deps: dict[SSAValue, frozenset[str]]
-    emit: object  # the scalar lowering's _Emit (loads, stores, offsets, bf16)
+    emit: object  # the scalar lowering's Emitter (loads, stores, offsets, bf16)
     packed: dict[SSAValue, tuple[SSAValue, list[int]]]  # buffer → (copy, axis order)
     env: dict[SSAValue, Value] = field(default_factory=dict)
 
@@ -383,7 +383,7 @@ def emit_pack(e, buf: SSAValue, order: list[int]) -> tuple[SSAValue, SSAValue]:
     assert isinstance(t, K.BufferType)
     size = e(arith.ConstantOp(IntegerAttr(max(t.bytes, 1), i64)))
     mem = e(llvm.CallOp("malloc", size, return_type=PTR))
-    copy = _as_buffer(e, mem, _permuted(t, order))
+    copy = as_buffer(e, mem, _permuted(t, order))
     shape = t.shape
 
     def nest_level(b, idx: list[SSAValue], level: int) -> None:
@@ -410,7 +410,7 @@ def _stored(t: K.BufferType) -> Attribute:
 def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter) -> bool:
     """Replace the nest in `block` (a kernel function's body, its buffers already views of
     pointers) by the tiled loops and the remainder nests."""
-    make_emit = lambda at: _Emit(rewriter, at)  # noqa: E731
+    make_emit = lambda at: Emitter(rewriter, at)  # noqa: E731
     nest = find_nest(block, layout)
     if nest is None:
         return False

@@ -1,0 +1,77 @@
+"""The arena of a PSK-Kernel module, planned statically, and what the lowered module
+exports: one plan that the native lowering (convert-psk-kernel-to-std), the C program
+(presk/emit/c_program.py) and the analyses (memory) all read, so that a buffer lies at the
+same offset in each.
+
+Here, above the dialects and below conversion, emit and analysis, rather than in
+`analysis/`: the plan is part of the calling convention (an entry's `arena_bytes`, where
+each `alloc` lives), and a conversion must not import an analysis.
+
+Every `alloc` lives at an offset 64-byte aligned (`calling.ARENA_ALIGN`) that the
+buffers' lives fix (lives.py, placement.py); a `call` hands its callee the arena at the
+base the plan fixes.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+
+from presk.dialects import kernel as K
+from presk.kernel_abi.calling import BufferSig, EntrySig, align, entry_symbol
+
+
+class ArenaPlan:
+    """Where each `alloc` lives in its host's arena and where each `call`'s callee
+    starts; `peak[host]` the bytes a host needs, its callees' included: the buffers placed
+    by their lives (presk/kernel_abi/placement.py), not a stack of frames. A host the
+    entry does not reach is placed from a run of its own."""
+
+    def __init__(self, module: ModuleOp):
+        from presk.kernel_abi.lives import record_host
+        from presk.kernel_abi.placement import place
+        self.hosts = K.hosts(module)
+        self.offsets: dict[Operation, int] = {}
+        self.peak: dict[str, int] = {}
+        order = sorted(self.hosts.values(), key=lambda h: h.entry is None)
+        for host in order:
+            if host.sym_name.data not in self.peak:
+                plan = place(record_host(module, host))
+                for name, need in plan.need.items():
+                    self.peak.setdefault(name, need)
+                for op, offset in plan.offsets.items():
+                    self.offsets.setdefault(op, offset)
+        for host in self.hosts.values():  # an alloc or call no run reaches (a fold of none)
+            for op in K.host_ops(host):
+                if isinstance(op, (K.AllocOp, K.CallOp)):
+                    self.offsets.setdefault(op, 0)
+
+
+def aliased_kernels(module: ModuleOp) -> frozenset[str]:
+    """Kernels some launch passes one buffer as an output and as another argument: their
+    pointers may not be `noalias`."""
+    out = set()
+    for op in module.walk():
+        if isinstance(op, K.LaunchOp):
+            kernel = op.target()
+            n_in = len(kernel.input_args)
+            args = list(op.arguments)
+            for j in range(n_in, len(args)):
+                if any(args[j] is a for i, a in enumerate(args) if i != j):
+                    out.add(op.callee_name)
+    return frozenset(out)
+
+
+def entry_signatures(module: ModuleOp) -> list[EntrySig]:
+    """The entries the lowered module exports, for the runtime."""
+    plan = ArenaPlan(module)
+    sigs = []
+    for name, host in plan.hosts.items():
+        if host.entry is None:
+            continue
+        bufs = [BufferSig(n, K.type_name(a.type.element), a.type.shape)  # type: ignore
+                for n, a in zip(host.arg_name_list, host.args)]
+        n_in = len(host.input_args)
+        sigs.append(EntrySig(name, entry_symbol(name), tuple(bufs[:n_in]), tuple(bufs[n_in:]),
+                             align(plan.peak[name])))
+    return sigs
