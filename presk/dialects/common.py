@@ -19,17 +19,8 @@ from abc import ABC
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import ClassVar, TypeVar
 
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    ModuleOp,
-    DictionaryAttr,
-    IntAttr,
-    IntegerAttr,
-    NoneAttr,
-    StringAttr,
-    SymbolRefAttr,
-    UnitAttr,
-)
+from xdsl.dialects.builtin import (ArrayAttr, ModuleOp, DictionaryAttr, IntAttr,
+    IntegerAttr, NoneAttr, StringAttr, SymbolRefAttr, UnitAttr)
 from xdsl.ir import Attribute, Operation, ParametrizedAttribute
 from xdsl.irdl import IRDLOperation, attr_def, irdl_attr_definition, irdl_op_definition, opt_attr_def
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand

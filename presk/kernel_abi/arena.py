@@ -48,8 +48,8 @@ class ArenaPlan:
 
 
 def aliased_kernels(module: ModuleOp) -> frozenset[str]:
-    """Kernels some launch passes one buffer as an output and as another argument: their
-    pointers may not be `noalias`."""
+    """Kernels some launch passes one buffer as an output and as another argument, and
+    the parts of such kernels (psk-kernel-split): their pointers may not be `noalias`."""
     out = set()
     for op in module.walk():
         if isinstance(op, K.LaunchOp):
@@ -59,6 +59,9 @@ def aliased_kernels(module: ModuleOp) -> frozenset[str]:
             for j in range(n_in, len(args)):
                 if any(args[j] is a for i, a in enumerate(args) if i != j):
                     out.add(op.callee_name)
+    for kernel in K.kernels(module).values():
+        if kernel.sym_name.data in out and kernel.parts is not None:
+            out.update(p.root_reference.data for p in kernel.parts)
     return frozenset(out)
 
 

@@ -66,6 +66,16 @@ def _realize_to_kernel() -> type[ModulePass]:
     return ConvertRealizeToKernelPass
 
 
+def _kernel_dedup() -> type[ModulePass]:
+    from ..transforms.kernel_dedup import KernelDedupPass
+    return KernelDedupPass
+
+
+def _kernel_split() -> type[ModulePass]:
+    from ..transforms.kernel_split import KernelSplitPass
+    return KernelSplitPass
+
+
 def _kernel_to_std() -> type[ModulePass]:
     from ..conversion.kernel_to_std import ConvertKernelToStdPass
 
@@ -87,6 +97,8 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-psk-core-to-realize": _core_to_realize,
     "psk-fuse": _fuse,
     "convert-psk-realize-to-kernel": _realize_to_kernel,
+    "psk-kernel-dedup": _kernel_dedup,
+    "psk-kernel-split": _kernel_split,
     "convert-psk-kernel-to-std": _kernel_to_std,
     "convert-arith-to-llvm": _std_to_llvm("ConvertArithToLLVMPass"),
     "convert-func-to-llvm": _std_to_llvm("ConvertFuncToLLVMPass"),

@@ -76,9 +76,9 @@ def recording_passes(entry: str, dims: dict[str, int], realization=None, fuse: b
 
 def kernel_passes(entry: str, dims: dict[str, int], realization=None, fuse: bool = True,
                   grad: bool = False, remat: str = "store") -> list[ModulePass]:
-    """The recording passes, then convert-psk-realize-to-kernel."""
+    """The recording passes, then convert-psk-realize-to-kernel and psk-kernel-dedup."""
     return [*recording_passes(entry, dims, realization, fuse, grad, remat),
-            make_pass("convert-psk-realize-to-kernel")]
+            make_pass("convert-psk-realize-to-kernel"), make_pass("psk-kernel-dedup")]
 
 
 def record_entry(core_module, entry: str, dims: dict[str, int], realization=None,
@@ -108,7 +108,7 @@ def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=N
     from ..conversion.realize_to_kernel import KernelConversionError, realize_to_kernel
     realize, real = record_entry(core_module, entry, dims, realization, fuse, grad, remat)
     try:
-        # What convert-psk-realize-to-kernel applies, into a new module: the Realize one
+        # What convert-psk-realize-to-kernel and psk-kernel-dedup apply, into a new module: the Realize one
         # is kept (the listing, the inputs' names read it), and cloning it is no option
         # (xDSL's clone of a Realize module fails on its ops today).
         kernel = realize_to_kernel(realize)

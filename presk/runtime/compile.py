@@ -1,5 +1,6 @@
 """PSK-Kernel → machine code in this process: the native backend's pipeline.
 
+    psk-kernel-split                     presk/transforms/kernel_split.py
     convert-psk-kernel-to-std            presk/conversion/kernel_to_std/
     convert-scf-to-cf                    xDSL
     convert-index/arith/cf/func-to-llvm  presk/conversion/std_to_llvm
@@ -29,7 +30,7 @@ from . import NativeCache, NativeProgram, load_native
 
 _PRESK = Path(__file__).resolve().parent.parent
 _LOWERING_SOURCES = (
-    "conversion/kernel_to_std", "conversion/split_kernel.py", "conversion/std_to_llvm",
+    "conversion/kernel_to_std", "transforms/kernel_split.py", "conversion/std_to_llvm",
     "kernel_abi", "dialects/kernel",
     "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py", "ops",
 )
@@ -74,7 +75,8 @@ def llvm_module_from_std(module: ModuleOp) -> ModuleOp:
 
 def lowering_passes() -> list[ModulePass]:
     """PSK-Kernel → the llvm dialect: the passes of the docstring, in order."""
-    return [ConvertKernelToStdPass(), *std_passes()]
+    from ..transforms.kernel_split import KernelSplitPass
+    return [KernelSplitPass(), ConvertKernelToStdPass(), *std_passes()]
 
 
 def llvm_dialect_module(kernel_module: ModuleOp) -> tuple[ModuleOp, list[EntrySig]]:

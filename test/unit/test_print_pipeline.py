@@ -45,7 +45,7 @@ def opt(capsys, core_file: str, pipeline: str) -> str:
 def test_dump_kernel_is_presk_opt_of_its_pipeline(capsys, core_file, flags) -> None:
     dump = ["dump", TUTORIAL, "--stage", "kernel", *RECORD, *flags]
     pipeline = out_of(capsys, presk, [*dump, "--print-pipeline"]).strip()
-    assert pipeline.split(",")[-1] == "convert-psk-realize-to-kernel"
+    assert pipeline.split(",")[-2:] == ["convert-psk-realize-to-kernel", "psk-kernel-dedup"]
     assert ("grad=true" in pipeline) == ("--grad" in flags)
     assert ("psk-fuse" in pipeline) == ("--no-fuse" not in flags)
     assert opt(capsys, core_file, pipeline).strip() == \

@@ -92,8 +92,8 @@ def test_split_rows_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, w
     contractions split too)."""
     from presk.conversion import realize_to_kernel
     monkeypatch.setenv("PRESK_CACHE", "off")
-    monkeypatch.setattr(realize_to_kernel, "workers", lambda: workers)
-    monkeypatch.setattr(realize_to_kernel, "SPLIT_WORK", 1)
+    monkeypatch.setattr(realize_to_kernel.nests, "workers", lambda: workers)
+    monkeypatch.setattr(realize_to_kernel.nests, "SPLIT_WORK", 1)
     core = lower_program(elaborate(str(_program(tmp_path, 21, 6, 40))))
     prepared = E.prepare(core, entry, {})
     rng = np.random.default_rng(7)
@@ -109,7 +109,7 @@ def test_split_rows_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, w
 
 
 def test_split_ranges_are_whole_tiles() -> None:
-    from presk.conversion.split_kernel import ranges
+    from presk.transforms.kernel_split import ranges
     from xdsl.context import Context
     from xdsl.dialects.builtin import Builtin
     from xdsl.parser import Parser

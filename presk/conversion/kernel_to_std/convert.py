@@ -30,8 +30,10 @@ it implements is presk/kernel_abi/calling.py.
   `launch`/`call` are `func.call`s; `fold` is an `scf.for` carrying the accumulator's
   pointer, its destination alternating between the two scratch buffers.
 * A kernel whose layout is `tiled` (a contraction) runs in register tiles:
-  presk/conversion/kernel_to_std/tile_contraction.py, called from the kernel's rewrite; one whose layout
-  has `split = [0, n]` runs on n threads: presk/conversion/split_kernel.py, first.
+  presk/conversion/kernel_to_std/tile_contraction.py, called from the kernel's rewrite. A
+  kernel psk-kernel-split gave `parts` (presk/transforms/kernel_split.py, which runs
+  first in the native pipeline) becomes a spawner running its parts on threads
+  (threads.py); without that pass a split layout runs on the caller's thread.
 * Each host marked `entry` gets `presk_entry_H(argv, arena)`, which loads the buffer
   pointers from `argv` and calls the host.
 * The functions the module calls and does not define are declared (the math library's,
@@ -49,27 +51,12 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func, llvm, scf
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DictionaryAttr,
-    Float32Type,
-    Float64Type,
-    IntegerType,
-    ModuleOp,
-    UnitAttr,
-    UnrealizedConversionCastOp,
-    i16,
-    i64,
-)
+from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, Float32Type, Float64Type,
+    IntegerType, ModuleOp, UnitAttr, UnrealizedConversionCastOp, i16, i64)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriteWalker,
-    PatternRewriter,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import (GreedyRewritePatternApplier, PatternRewriteWalker,
+    PatternRewriter, RewritePattern, op_type_rewrite_pattern)
 from xdsl.rewriter import InsertPoint
 
 from presk.conversion.std_to_llvm.callees import declare_external_callees
@@ -77,17 +64,9 @@ from presk.dialects import kernel as K
 from presk.kernel_abi.arena import ArenaPlan, aliased_kernels
 from presk.kernel_abi.calling import entry_symbol, host_symbol, kernel_symbol
 
-from .emitter import (
-    ARITH_OPS,
-    Emitter,
-    INDEX,
-    PTR,
-    as_buffer,
-    buffer_type_of,
-    emit_before,
-    lower_scalar_op,
-    storage_type,
-)
+from .threads import spawners
+from .emitter import (ARITH_OPS, Emitter, INDEX, PTR, as_buffer, buffer_type_of,
+    emit_before, lower_scalar_op, storage_type)
 
 
 # --------------------------------------------------------------------------------------
@@ -368,12 +347,11 @@ class ConvertKernelToStdPass(ModulePass):
     name = "convert-psk-kernel-to-std"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from presk.conversion.split_kernel import split_kernels
         plan = ArenaPlan(op)
-        aliased = set(aliased_kernels(op))
-        spawners = split_kernels(op, kernel_symbol, aliased)
-        _walk([KernelToFunc(frozenset(aliased)), HostToFunc()], op)
-        op.body.block.add_ops(spawners)
+        aliased = aliased_kernels(op)
+        threads = spawners(op, kernel_symbol)
+        _walk([KernelToFunc(aliased), HostToFunc()], op)
+        op.body.block.add_ops(threads)
         _walk([ForToScf(), YieldToScf(), LoadToLLVM(), StoreToLLVM(), ScalarToArith(),
                LaunchToCall(), ArenaToPointers(plan.offsets),
                ElementwiseHostOps(), AtToGEP(), FoldToScf()], op)

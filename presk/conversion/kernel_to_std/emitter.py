@@ -14,18 +14,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.dialects import arith, llvm, math, scf
-from xdsl.dialects.builtin import (
-    Float32Type,
-    Float64Type,
-    FloatAttr,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    UnrealizedConversionCastOp,
-    i16,
-    i32,
-    i64,
-)
+from xdsl.dialects.builtin import (Float32Type, Float64Type, FloatAttr, IndexType,
+    IntegerAttr, IntegerType, UnrealizedConversionCastOp, i16, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint

@@ -29,17 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, llvm, scf
-from xdsl.dialects.builtin import (
-    DenseArrayBase,
-    Float32Type,
-    Float64Type,
-    IndexType,
-    IntegerAttr,
-    VectorType,
-    i16,
-    i32,
-    i64,
-)
+from xdsl.dialects.builtin import (DenseArrayBase, Float32Type, Float64Type, IndexType,
+    IntegerAttr, VectorType, i16, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint

@@ -23,62 +23,18 @@ from xdsl.ir import Dialect
 
 from presk.dialects.common import AxisAttr, size_attr, size_value
 
-from .types import (
-    Binder,
-    ParamsAttr,
-    TensorAttr,
-    apply_prefix,
-    substitute_type,
-    type_conforms,
-    type_symbols,
-    type_text,
-)
+from .types import (Binder, ParamsAttr, TensorAttr, apply_prefix, substitute_type,
+    type_conforms, type_symbols, type_text)
 from .base import CoreOp, _dims_attr, core_op, site_message, site_of
 from .elementwise import FUNCTION_OPS, BinaryOp, HeavisideOp, PowIOp, UnaryOp
-from .ops import (
-    BroadcastOp,
-    ConstantOp,
-    ContractOp,
-    DotOp,
-    GetOp,
-    LogSumExpOp,
-    MaxOp,
-    MeanOp,
-    MinOp,
-    RealOp,
-    ReduceOp,
-    SoftmaxOp,
-    SpreadOp,
-    SumOp,
-    SumToOp,
-    TreeOp,
-    TupleOp,
-    ZerosLikeOp,
-)
-from .modules import (
-    FieldDeclOp,
-    FieldOp,
-    ModuleDeclOp,
-    ParamDeclOp,
-    UseDeclOp,
-    field_type,
-    lookup_module,
-)
+from .ops import (BroadcastOp, ConstantOp, ContractOp, DotOp, GetOp, LogSumExpOp, MaxOp,
+    MeanOp, MinOp, RealOp, ReduceOp, SoftmaxOp, SpreadOp, SumOp, SumToOp, TreeOp, TupleOp,
+    ZerosLikeOp)
+from .modules import (FieldDeclOp, FieldOp, ModuleDeclOp, ParamDeclOp, UseDeclOp,
+    field_type, lookup_module)
 globals().update({cls.__name__: cls for cls in FUNCTION_OPS.values()})  # AddOp, GeluOp, …
-from .functions import (
-    CallOp,
-    FoldBwdOp,
-    FoldFwdOp,
-    FoldOp,
-    FoldScanOp,
-    FoldVjpOp,
-    FuncOp,
-    GradOp,
-    ReturnOp,
-    call_result_type,
-    fold_result_type,
-    lookup_function,
-)
+from .functions import (CallOp, FoldBwdOp, FoldFwdOp, FoldOp, FoldScanOp, FoldVjpOp, FuncOp,
+    GradOp, ReturnOp, call_result_type, fold_result_type, lookup_function)
 
 
 Core = Dialect(

@@ -9,40 +9,20 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue, TypeAttribute
-from xdsl.irdl import (
-    IRDLOperation,
-    attr_def,
-    lazy_traits_def,
-    operand_def,
-    opt_attr_def,
-    region_def,
-    result_def,
-    traits_def,
-)
+from xdsl.irdl import (IRDLOperation, attr_def, lazy_traits_def, operand_def, opt_attr_def,
+    region_def, result_def, traits_def)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import (
-    HasParent,
-    IsolatedFromAbove,
-    NoTerminator,
-    Pure,
-    SymbolOpInterface,
-    SymbolTable,
-)
+from xdsl.traits import (HasParent, IsolatedFromAbove, NoTerminator, Pure,
+    SymbolOpInterface, SymbolTable)
 from xdsl.utils.exceptions import VerifyException
 
 from presk.dialects.common import print_op_attrs, print_string, site_attrs
 from presk.shapes import Axis, TensorType
 
 from .base import CoreOp, _infer, _names_attr, _value_type, core_op
-from .types import (
-    ParamsAttr,
-    TensorAttr,
-    substitute_type,
-    type_conforms,
-    type_symbols,
-    type_text,
-)
+from .types import (ParamsAttr, TensorAttr, substitute_type, type_conforms, type_symbols,
+    type_text)
 
 
 # --------------------------------------------------------------------------------------

@@ -7,27 +7,11 @@ from __future__ import annotations
 from abc import ABC
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    Float64Type,
-    FloatAttr,
-    IntegerAttr,
-    IntegerType,
-    StringAttr,
-    TupleType,
-    UnitAttr,
-    f64,
-    i64,
-)
+from xdsl.dialects.builtin import (ArrayAttr, Float64Type, FloatAttr, IntegerAttr,
+    IntegerType, StringAttr, TupleType, UnitAttr, f64, i64)
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import (
-    attr_def,
-    operand_def,
-    opt_attr_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-)
+from xdsl.irdl import (attr_def, operand_def, opt_attr_def, result_def, traits_def,
+    var_operand_def)
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 

@@ -14,16 +14,8 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from presk import shapes
-from presk.dialects.common import (
-    AxisAttr,
-    parse_axis,
-    parse_name,
-    parse_size,
-    print_name,
-    print_size,
-    size_attr,
-    size_value,
-)
+from presk.dialects.common import (AxisAttr, parse_axis, parse_name, parse_size, print_name,
+    print_size, size_attr, size_value)
 from presk.shapes import Axis, ShapeError, Size, TensorType
 
 

@@ -40,39 +40,12 @@ from xdsl.ir import Dialect
 
 from .types import BufferType, FLOAT_TYPES, LayoutAttr, compute_type, fits, type_name
 from .base import KernelBaseOp, kernel_op, site_of
-from .scalar import (
-    AddOp,
-    BinaryOp,
-    CastOp,
-    ConstantOp,
-    DivOp,
-    MATH_FUNCTIONS,
-    MathOp,
-    MaxOp,
-    MinOp,
-    MulOp,
-    NegOp,
-    SubOp,
-)
+from .scalar import (AddOp, BinaryOp, CastOp, ConstantOp, DivOp, MATH_FUNCTIONS, MathOp,
+    MaxOp, MinOp, MulOp, NegOp, SubOp)
 from .loops import ForOp, KERNEL_BODY_OPS, KernelOp, LoadOp, StoreOp, YieldOp
-from .host import (
-    AllocOp,
-    AtOp,
-    CallOp,
-    ConvertOp,
-    CopyOp,
-    FillOp,
-    FoldOp,
-    HOST_BODY_OPS,
-    HostBodyOp,
-    HostOp,
-    LaunchOp,
-    MarkOp,
-    ReleaseOp,
-    host_ops,
-    hosts,
-    kernels,
-)
+from .host import (AllocOp, AtOp, CallOp, ConvertOp, CopyOp, FillOp, FoldOp, HOST_BODY_OPS,
+    HostBodyOp, HostOp, LaunchOp, MarkOp, ReleaseOp, host_ops, hosts, kernels,
+    number_kernels)
 
 
 Kernel = Dialect(

@@ -9,29 +9,11 @@ from abc import ABC
 from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    FloatAttr,
-    FunctionType,
-    IndexType,
-    IntAttr,
-    IntegerAttr,
-    StringAttr,
-    SymbolRefAttr,
-    UnitAttr,
-    f64,
-    i64,
-)
+from xdsl.dialects.builtin import (ArrayAttr, FloatAttr, FunctionType, IndexType, IntAttr,
+    IntegerAttr, ModuleOp, StringAttr, SymbolRefAttr, UnitAttr, f64, i64)
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
-from xdsl.irdl import (
-    attr_def,
-    operand_def,
-    opt_attr_def,
-    region_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-)
+from xdsl.irdl import (attr_def, operand_def, opt_attr_def, region_def, result_def,
+    traits_def, var_operand_def)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface, SymbolTable
@@ -587,3 +569,51 @@ def host_ops(host: HostOp) -> Iterator[Operation]:
     for op in host.body.walk():
         if op is not host:
             yield op
+
+
+def _launch_order(module: Operation) -> list[str]:
+    """The kernels in the order of their first launch in one call of the entry (the host
+    marked `entry`, else the last), then in the hosts the entry does not reach."""
+    by_name = hosts(module)
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(host: HostOp) -> None:
+        for op in host_ops(host):
+            if isinstance(op, LaunchOp) and op.callee_name not in order:
+                order.append(op.callee_name)
+            elif isinstance(op, CallOp) and op.callee_name not in seen:
+                seen.add(op.callee_name)
+                visit(by_name[op.callee_name])
+
+    entries = [h for h in by_name.values() if h.entry is not None]
+    start = entries[0] if entries else (list(by_name.values())[-1] if by_name else None)
+    for host in ([start] if start is not None else []) + list(by_name.values()):
+        if host.sym_name.data not in seen:
+            seen.add(host.sym_name.data)
+            visit(host)
+    return order
+
+
+def number_kernels(module: ModuleOp) -> None:
+    """Name the kernels k0, k1, … in the order of their first launch (`_launch_order`;
+    a kernel nothing launches after, in module order), put them at the module's start in
+    that order, and make every launch and `parts` list follow."""
+    kernel_ops = [op for op in module.ops if isinstance(op, KernelOp)]
+    order = _launch_order(module)
+    rank = {name: i for i, name in enumerate(order)}
+    for k in kernel_ops:
+        rank.setdefault(k.sym_name.data, len(rank))
+    rename = {old: f"k{i}" for old, i in rank.items()}
+    for k in kernel_ops:
+        k.sym_name = StringAttr(rename[k.sym_name.data])
+        if k.parts is not None:
+            k.parts = ArrayAttr(SymbolRefAttr(rename[p.root_reference.data]) for p in k.parts)
+    for op in module.walk():
+        if isinstance(op, LaunchOp) and op.callee_name in rename:
+            op.callee = SymbolRefAttr(rename[op.callee_name])
+    rest = [op for op in module.ops if not isinstance(op, KernelOp)]
+    for op in list(module.ops):
+        op.detach()
+    module.body.block.add_ops(sorted(kernel_ops, key=lambda k: int(k.sym_name.data[1:])))
+    module.body.block.add_ops(rest)

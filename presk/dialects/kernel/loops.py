@@ -6,51 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import (
-    FunctionType,
-    IndexType,
-    IntAttr,
-    IntegerAttr,
-    StringAttr,
-    i64,
-)
+from xdsl.dialects.builtin import (ArrayAttr, FunctionType, IndexType, IntAttr, IntegerAttr,
+    StringAttr, SymbolRefAttr, i64)
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
-from xdsl.irdl import (
-    attr_def,
-    operand_def,
-    region_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-    var_result_def,
-)
+from xdsl.irdl import (attr_def, operand_def, opt_attr_def, region_def, result_def,
+    traits_def, var_operand_def, var_result_def)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import (
-    HasParent,
-    IsTerminator,
-    IsolatedFromAbove,
-    NoTerminator,
-    Pure,
-    SymbolOpInterface,
-)
+from xdsl.traits import (HasParent, IsTerminator, IsolatedFromAbove, NoTerminator, Pure,
+    SymbolOpInterface, SymbolTable)
 from xdsl.utils.exceptions import VerifyException
 
 from presk.dialects.common import print_op_attrs
 
 from .base import KernelBaseOp, _BufferFunction, kernel_op
-from .scalar import (
-    AddOp,
-    CastOp,
-    ConstantOp,
-    DivOp,
-    MathOp,
-    MaxOp,
-    MinOp,
-    MulOp,
-    NegOp,
-    SubOp,
-)
+from .scalar import (AddOp, CastOp, ConstantOp, DivOp, MathOp, MaxOp, MinOp, MulOp, NegOp,
+    SubOp)
 from .types import BufferType, LayoutAttr, _is_scalar_float, type_name
 
 
@@ -63,6 +34,9 @@ class KernelOp(_BufferFunction):
 
     layout = attr_def(LayoutAttr)
     title = attr_def(StringAttr)
+    parts = opt_attr_def(ArrayAttr[SymbolRefAttr])
+    """Set by psk-kernel-split: kernels over contiguous ranges of this one's outermost
+    loop, which together compute what it computes; native code runs them on threads."""
 
     traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), NoTerminator())
 
@@ -100,6 +74,10 @@ class KernelOp(_BufferFunction):
         if self.layout.kind.data == "tiled" and \
                 not self.title.data.startswith(("dot", "contract")):
             raise VerifyException("only a contraction is tiled")
+        for part in self.parts or ():
+            found = SymbolTable.lookup_symbol(self, part.root_reference.data)
+            if not isinstance(found, KernelOp) or found.arg_types != self.arg_types:
+                raise VerifyException(f"part {part} is not a kernel over this one's buffers")
 
 
 @kernel_op

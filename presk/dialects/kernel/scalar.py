@@ -10,15 +10,8 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import BFloat16Type, FloatAttr, StringAttr, f64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import (
-    AnyAttr,
-    VarConstraint,
-    attr_def,
-    operand_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-)
+from xdsl.irdl import (AnyAttr, VarConstraint, attr_def, operand_def, result_def,
+    traits_def, var_operand_def)
 from xdsl.traits import Pure, SameOperandsAndResultType
 from xdsl.utils.exceptions import VerifyException
 

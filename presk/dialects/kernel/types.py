@@ -7,15 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    BFloat16Type,
-    Float32Type,
-    Float64Type,
-    IndexType,
-    IntAttr,
-    StringAttr,
-)
+from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, Float32Type, Float64Type,
+    IndexType, IntAttr, StringAttr)
 from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser

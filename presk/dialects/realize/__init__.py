@@ -80,55 +80,18 @@ from __future__ import annotations
 
 from xdsl.ir import Dialect
 
-from .types import (
-    ELEMENT_TYPES,
-    ElementType,
-    RTensorType,
-    _ttype,
-    element_name,
-    fits,
-    rtype_text,
-)
+from .types import (ELEMENT_TYPES, ElementType, RTensorType, _ttype, element_name, fits,
+    rtype_text)
 from .base import ComputeOp, RealizeOp, _i64s, _ints, realize_op
 from .elementwise import FUNCTION_OPS, BinaryOp, HeavisideOp, PowIOp, UnaryOp
 
 globals().update({cls.__name__: cls for cls in FUNCTION_OPS.values()})  # AddOp, GeluOp, …
-from .ops import (
-    BroadcastOp,
-    ConstantOp,
-    ContractOp,
-    ConvertOp,
-    DotOp,
-    GroupOp,
-    LogSumExpOp,
-    MaxOp,
-    MeanOp,
-    MinOp,
-    ReduceOp,
-    SliceOp,
-    SoftmaxOp,
-    SpreadOp,
-    StackOp,
-    SumOp,
-    SumToOp,
-    YieldOp,
-)
-from .functions import (
-    CallOp,
-    FoldOp,
-    FuncOp,
-    ReturnOp,
-    entry_func,
-    epilogue_add,
-    epilogue_count,
-    funcs,
-    instance_runs,
-    is_arithmetic,
-    is_compute,
-    is_elementwise,
-    launch_count,
-    lookup_instance,
-)
+from .ops import (BroadcastOp, ConstantOp, ContractOp, ConvertOp, DotOp, GroupOp,
+    LogSumExpOp, MaxOp, MeanOp, MinOp, ReduceOp, SliceOp, SoftmaxOp, SpreadOp, StackOp,
+    SumOp, SumToOp, YieldOp)
+from .functions import (CallOp, FoldOp, FuncOp, ReturnOp, entry_func, epilogue_add,
+    epilogue_count, funcs, instance_runs, is_arithmetic, is_compute, is_elementwise,
+    launch_count, lookup_instance)
 
 
 Realize = Dialect(

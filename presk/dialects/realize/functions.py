@@ -8,38 +8,16 @@ from abc import ABC
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DictionaryAttr,
-    FunctionType,
-    IntegerAttr,
-    StringAttr,
-    SymbolRefAttr,
-    UnitAttr,
-    i64,
-)
+from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr,
+    StringAttr, SymbolRefAttr, UnitAttr, i64)
 from xdsl.dialects.utils import parse_func_op_like
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
-from xdsl.irdl import (
-    IRDLOperation,
-    attr_def,
-    opt_attr_def,
-    region_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-    var_result_def,
-)
+from xdsl.irdl import (IRDLOperation, attr_def, opt_attr_def, region_def, result_def,
+    traits_def, var_operand_def, var_result_def)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import (
-    HasParent,
-    IsTerminator,
-    IsolatedFromAbove,
-    ReturnLike,
-    SymbolOpInterface,
-    SymbolTable,
-)
+from xdsl.traits import (HasParent, IsTerminator, IsolatedFromAbove, ReturnLike,
+    SymbolOpInterface, SymbolTable)
 from xdsl.utils.exceptions import VerifyException
 
 from presk.dialects.common import print_op_attrs, site_attrs

@@ -8,28 +8,11 @@ from abc import ABC
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
-    StringAttr,
-    UnitAttr,
-    f64,
-    i64,
-)
+from xdsl.dialects.builtin import (ArrayAttr, DenseArrayBase, FloatAttr, IntegerAttr,
+    StringAttr, UnitAttr, f64, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.irdl import (
-    IRDLOperation,
-    attr_def,
-    lazy_traits_def,
-    operand_def,
-    opt_attr_def,
-    region_def,
-    result_def,
-    traits_def,
-    var_operand_def,
-)
+from xdsl.irdl import (IRDLOperation, attr_def, lazy_traits_def, operand_def, opt_attr_def,
+    region_def, result_def, traits_def, var_operand_def)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, IsolatedFromAbove, Pure

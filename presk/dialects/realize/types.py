@@ -6,16 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    BFloat16Type,
-    Float32Type,
-    Float64Type,
-    IntAttr,
-    bf16,
-    f32,
-    f64,
-)
+from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, Float32Type, Float64Type,
+    IntAttr, bf16, f32, f64)
 from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser

@@ -2,8 +2,8 @@
 // convert, a widening one (a bf16 parameter) is folded into the kernel's load; an
 // element-wise op with a broadcast map, a reduction over a named axis, and a dot whose
 // only reader is an add: one dot+add kernel with the add as its epilogue.
-// RUN: presk-opt %s -p convert-psk-realize-to-kernel | filecheck %s
-// RUN: presk-opt %s -p convert-psk-realize-to-kernel | presk-opt | filecheck %s
+// RUN: presk-opt %s -p convert-psk-realize-to-kernel,psk-kernel-dedup | filecheck %s
+// RUN: presk-opt %s -p convert-psk-realize-to-kernel,psk-kernel-dedup | presk-opt | filecheck %s
 
 builtin.module {
   psk_realize.func @f(%0: !psk_realize.tensor<bf16, 3>, %1: !psk_realize.tensor<f32, 3, 2>, %2: !psk_realize.tensor<f64, batch: 2, model: 3>) -> !psk_realize.tensor<f32, batch: 2, 2> attributes {arg_names = ["θ.g", "θ.w", "x"], entry, source = "f"} {

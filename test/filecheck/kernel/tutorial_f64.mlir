@@ -1,5 +1,5 @@
 // The tutorial's loss at B = 4, all f64, fused: 9 kernels (k0 pow 2 … k8 mean, k5 the dot+add with its register-tiled layout), one host per instance, the fold a loop over iterations 0..2.
-// RUN: presk dump %tutorial/07_train.psk --stage core --format mlir | presk-opt -p 'convert-psk-core-to-realize{entry=loss dims="B=4"},psk-fuse,convert-psk-realize-to-kernel' | filecheck %s
+// RUN: presk dump %tutorial/07_train.psk --stage core --format mlir | presk-opt -p 'convert-psk-core-to-realize{entry=loss dims="B=4"},psk-fuse,convert-psk-realize-to-kernel,psk-kernel-dedup' | filecheck %s
 
 // CHECK: builtin.module {
 // CHECK-NEXT: psk_kernel.kernel @k0(%0: !psk_kernel.buffer<f64, batch: 4, model: 4>, %1: !psk_kernel.buffer<f64, batch: 4, model: 4>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "pow 2"} {

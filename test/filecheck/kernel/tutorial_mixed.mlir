@@ -1,5 +1,5 @@
 // The tutorial's loss at B = 4 under the mixed realization (nine sites f32, blocks.proj.w f32, three bf16 parameters): the same 9 kernels in f32, bf16 parameters loaded by the kernels (k3, k5), f64 x converted on the host; RMSNorm.apply and Block.apply recorded twice, the fold's iteration 0 apart.
-// RUN: presk dump %tutorial/07_train.psk --stage core --format mlir | presk-opt -p 'convert-psk-core-to-realize{entry=loss dims="B=4" realize="%S/../../fixtures/realization_mixed.json"},psk-fuse,convert-psk-realize-to-kernel' | filecheck %s
+// RUN: presk dump %tutorial/07_train.psk --stage core --format mlir | presk-opt -p 'convert-psk-core-to-realize{entry=loss dims="B=4" realize="%S/../../fixtures/realization_mixed.json"},psk-fuse,convert-psk-realize-to-kernel,psk-kernel-dedup' | filecheck %s
 
 // CHECK: builtin.module {
 // CHECK-NEXT: psk_kernel.kernel @k0(%0: !psk_kernel.buffer<f32, batch: 4, model: 4>, %1: !psk_kernel.buffer<f32, batch: 4, model: 4>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "pow 2"} {

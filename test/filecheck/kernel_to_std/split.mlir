@@ -1,8 +1,8 @@
-// convert-psk-kernel-to-std on a kernel whose layout splits its outermost loop among two
+// psk-kernel-split then convert-psk-kernel-to-std on a kernel whose layout splits its outermost loop among two
 // workers: two part kernels over rows [0, 4) and [4, 9) (whole tiles of 4 rows), each
 // lowered like any tiled kernel; the kernel's function starts part 1 on a thread through a
 // trampoline that unpacks the buffer pointers, runs part 0, and joins.
-// RUN: presk-opt %s -p convert-psk-kernel-to-std | filecheck %s
+// RUN: presk-opt %s -p psk-kernel-split,convert-psk-kernel-to-std | filecheck %s
 
 builtin.module {
   psk_kernel.kernel @k0(%0: !psk_kernel.buffer<f32, 9, 5>, %1: !psk_kernel.buffer<f32, 5, 37>, %2: !psk_kernel.buffer<f32, 9, 37>) attributes {layout = #psk_kernel.layout<tiled, tile = [4, 32], lanes = 16, order = "IJ", split = [0, 2]>, outputs = 1 : i64, title = "dot"} {

@@ -1,0 +1,474 @@
+"""The loop nests of convert-psk-realize-to-kernel: `NestBuilder` (one kernel body: its
+arguments, loops, loads, scalar ops), the scalar form of an element-wise op (`scalar_op`,
+from the table of element-wise functions), the nest of each kind of compute op
+(`build_elementwise`, `build_reduce`, `build_softmax`, `build_contraction`,
+`build_sum_to`, `build_spread`), and a contraction's default layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import BFloat16Type, Float32Type, Float64Type, StringAttr
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+
+from presk import ops
+from presk.dialects import kernel as K, realize as R
+from presk.powers import power
+
+
+class KernelConversionError(Exception):
+    """A Realize op the kernel stage cannot lower (yet); the message names its site."""
+
+
+def _site(op: Operation) -> str:
+    site = op.attributes.get("site")
+    return site.data if isinstance(site, StringAttr) else "(no site)"
+
+
+def _name(op: Operation) -> str | None:
+    name = op.attributes.get("name")
+    return name.data if isinstance(name, StringAttr) else None
+
+
+def buffer_type(t: Attribute) -> K.BufferType:
+    """The buffer holding a Realize tensor: same element type, sizes and axis names."""
+    assert isinstance(t, R.RTensorType), t
+    return K.BufferType(t.element, t.axes)
+
+
+def _compute(element: Attribute) -> Attribute:
+    return Float32Type() if isinstance(element, BFloat16Type) else element
+
+
+# --------------------------------------------------------------------------------------
+# Building one kernel's nest
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Input:
+    """A kernel input: the host buffer it reads and the type its loads widen to."""
+
+    buffer: SSAValue
+    widen_to: Attribute | None = None  # f64 for a widening read of f32/bf16, else None
+
+
+class NestBuilder:
+    """Builds one kernel body: its arguments (inputs, then outputs), loops, loads (one
+    per buffer and index in a loop body), scalar ops."""
+
+    def __init__(self, title: str):
+        self.title = title
+        self.body = Block()
+        self.blocks: list[Block] = [self.body]
+        self.inputs: list[SSAValue] = []  # host buffers, in argument order
+        self.outputs: list[SSAValue] = []
+        self._arg_of: dict[SSAValue, BlockArgument] = {}
+        self._loads: dict[tuple, SSAValue] = {}
+
+    # ---- arguments ----
+    def input(self, host_buffer: SSAValue) -> BlockArgument:
+        if host_buffer not in self._arg_of:
+            assert not self.outputs, "inputs come before outputs"
+            arg = self.body.insert_arg(host_buffer.type, len(self.body.args))
+            self._arg_of[host_buffer] = arg
+            self.inputs.append(host_buffer)
+        return self._arg_of[host_buffer]
+
+    def output(self, host_buffer: SSAValue) -> BlockArgument:
+        arg = self.body.insert_arg(host_buffer.type, len(self.body.args))
+        self.outputs.append(host_buffer)
+        return arg
+
+    # ---- ops ----
+    @property
+    def block(self) -> Block:
+        return self.blocks[-1]
+
+    def add(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        return op
+
+    def value(self, op: Operation) -> SSAValue:
+        self.add(op)
+        return op.results[0]
+
+    def const(self, number: float, t: Attribute) -> SSAValue:
+        key = ("const", id(self.block), float(number), K.type_name(t))
+        if key not in self._loads:
+            self._loads[key] = self.value(K.ConstantOp(number, t))
+        return self._loads[key]
+
+    def load(self, source: _Input, indices: Sequence[SSAValue], to: Attribute) -> SSAValue:
+        """The element of `source` at `indices`, as a scalar of type `to` (widened by a
+        cast when the buffer's compute type is narrower)."""
+        arg = self.input(source.buffer)
+        key = ("load", id(self.block), arg, tuple(indices), K.type_name(to))
+        if key in self._loads:
+            return self._loads[key]
+        v = self.value(K.LoadOp(arg, list(indices)))
+        if v.type != to:
+            v = self.value(K.CastOp(v, to))
+        self._loads[key] = v
+        return v
+
+    def store(self, value: SSAValue, out: BlockArgument, indices: Sequence[SSAValue]) -> None:
+        t = out.type
+        assert isinstance(t, K.BufferType)
+        if value.type != t.compute:
+            value = self.value(K.CastOp(value, t.compute))
+        self.add(K.StoreOp(value, out, list(indices)))
+
+    # ---- loops ----
+    def open_loops(self, sizes: Sequence[int]) -> list[SSAValue]:
+        """Parallel loops over `sizes`, nested; the caller closes them (`close`)."""
+        indices = []
+        for n in sizes:
+            loop = K.ForOp(0, n)
+            self.add(loop)
+            self.blocks.append(loop.body.block)
+            indices.append(loop.induction)
+        return indices
+
+    def close(self, count: int) -> None:
+        for _ in range(count):
+            self.add(K.YieldOp())
+            self.blocks.pop()
+
+    def reduce(self, sizes: Sequence[int], inits: Sequence[SSAValue],
+               step: Callable[[list[SSAValue], list[SSAValue]], list[SSAValue]]
+               ) -> list[SSAValue]:
+        """Loops over `sizes` in order, carrying `inits`; `step(indices, carried)` gives
+        the next carried values from the innermost body. Returns the final values."""
+        if not sizes:
+            return step([], list(inits))
+        loops: list[K.ForOp] = []
+        carried = list(inits)
+        indices: list[SSAValue] = []
+        for n in sizes:
+            loop = K.ForOp(0, n, carried)
+            self.add(loop)
+            self.blocks.append(loop.body.block)
+            loops.append(loop)
+            indices.append(loop.induction)
+            carried = list(loop.carried)
+        values = step(indices, carried)
+        for loop in reversed(loops):
+            self.add(K.YieldOp(*values))
+            self.blocks.pop()
+            values = list(loop.res)
+        return values
+
+    def finish(self, layout: K.LayoutAttr | None = None) -> K.KernelOp:
+        types = [a.type for a in self.body.args]
+        return K.KernelOp("k", types, len(self.outputs), self.title, layout, body=self.body)
+
+
+# --------------------------------------------------------------------------------------
+# Element-wise arithmetic: one Realize op on scalars
+# --------------------------------------------------------------------------------------
+
+# the kernel's own scalar ops by name (`psk_kernel.add`), for the table's exact rows
+_SCALAR_OPS: dict[str, type[Operation]] = {op.name: op for op in K.Kernel.operations}
+
+
+def scalar_op(nb: NestBuilder, op: Operation, args: list[SSAValue], t: Attribute) -> SSAValue:
+    """The scalar form of an element-wise Realize op on operands `args` of type `t`: its
+    table row's (presk/ops), a composite in the row's order of operations — the order the
+    PSK-Core f64 interpreter follows, so that f64 kernels give its bits."""
+    x = args[0]
+    if isinstance(op, R.PowIOp):  # square and multiply: presk/powers.py
+        return power(x, op.exponent, lambda a, b: nb.value(K.MulOp(a, b)),
+                     lambda: nb.const(1.0, t))
+    if isinstance(op, R.HeavisideOp):
+        return nb.value(K.MathOp("heaviside", x, nb.const(op.at_zero_value, t)))
+    fn = getattr(op, "FUNCTION", None)
+    if fn is None:
+        raise KernelConversionError(f"{_site(op)}: {op.name} has no kernel form")
+    return scalar_function(nb, ops.row(fn), args, t)
+
+
+def scalar_function(nb: NestBuilder, f: ops.Function, args: list[SSAValue],
+                    t: Attribute) -> SSAValue:
+    """Table row `f` on scalars: its own kernel op, `psk_kernel.math`, or its composite's
+    ops (operands left to right, constants where first used)."""
+    c = f.compute
+    if isinstance(c, ops.Composite):
+        walker = ops.Walker[SSAValue](
+            const=lambda k: nb.const(k.value, t),
+            apply=lambda fn, a: scalar_function(nb, ops.row(fn), a, t))
+        return walker.walk(c.expr, {"x": args[0]})
+    if isinstance(c, ops.Exact) and c.kernel is not None:
+        return nb.value(_SCALAR_OPS[f"psk_kernel.{c.kernel}"](*args))
+    return nb.value(K.MathOp(f.name, *args))
+
+
+def _operand_maps(op: Operation, rank: int) -> list[list[int]]:
+    """Where each operand's axes land on the result's."""
+    if isinstance(op, R.BinaryOp):
+        lhs, rhs = op.maps
+        return [lhs, rhs]
+    return [list(range(rank))]
+
+
+# --------------------------------------------------------------------------------------
+# Kernel bodies for each kind of op
+# --------------------------------------------------------------------------------------
+
+
+def _title(op: Operation) -> str:
+    kind = op.name.split(".", 1)[1]
+    if isinstance(op, R.PowIOp):
+        return f"pow {op.exponent}"
+    if isinstance(op, (R.ReduceOp, R.SoftmaxOp)):
+        k = op.axis_index
+        if k is None:
+            return kind
+        name = op.axis_name.data if op.axis_name is not None else str(k)
+        return f"{kind} axis {name}"
+    return kind
+
+
+def build_elementwise(nb: NestBuilder, steps: list[Operation], yielded: SSAValue,
+                      inputs: dict[SSAValue, _Input], out: SSAValue, result: R.RTensorType,
+                      ) -> None:
+    """Element-wise ops `steps` (a group's, or one op) over `result`'s shape: loads of
+    `inputs` (by Realize value), scalars for the steps, one store of `yielded`."""
+    out_arg = nb.output(out)
+    indices = nb.open_loops(result.sizes)
+    scalars: dict[SSAValue, SSAValue] = {}
+    pending_bf16: set[SSAValue] = set()
+    for op in steps:
+        t = _compute(R._ttype(op.results[0]).element)
+        if isinstance(op, R.ConvertOp):
+            src = op.operand
+            if isinstance(op.result.type.element, BFloat16Type):
+                if op.result is not yielded:
+                    raise KernelConversionError(
+                        f"{_site(op)}: a bf16 value inside a group is read again; only the "
+                        "group's result may be bf16")
+                scalars[op.result] = _scalar(nb, src, indices, list(range(len(indices))),
+                                             scalars, inputs, Float32Type())
+                pending_bf16.add(op.result)
+                continue
+            x = _scalar(nb, src, indices, list(range(len(indices))), scalars, inputs, None)
+            scalars[op.result] = x if x.type == t else nb.value(K.CastOp(x, t))
+            continue
+        maps = _operand_maps(op, len(indices))
+        args = [_scalar(nb, o, indices, m, scalars, inputs, t)
+                for o, m in zip(_elementwise_operands(op), maps)]
+        scalars[op.results[0]] = scalar_op(nb, op, args, t)
+    nb.store(scalars[yielded], out_arg, indices)
+    nb.close(len(indices))
+
+
+def _elementwise_operands(op: Operation) -> list[SSAValue]:
+    if isinstance(op, R.SpreadOp):
+        return [op.operand]
+    return list(op.operands)
+
+
+def _scalar(nb: NestBuilder, value: SSAValue, indices: list[SSAValue], places: list[int],
+            scalars: dict[SSAValue, SSAValue], inputs: dict[SSAValue, _Input],
+            t: Attribute | None) -> SSAValue:
+    """A step's operand: an earlier step's scalar, or a load of an input at the indices
+    its map places it on (cast to `t` when given)."""
+    if value in scalars:
+        return scalars[value]
+    source = inputs[value]
+    to = t if t is not None else (
+        source.widen_to or _compute(value.type.element))  # type: ignore[attr-defined]
+    return nb.load(source, [indices[p] for p in places], to)
+
+
+def _row_loops(nb: NestBuilder, sizes: tuple[int, ...], kept: list[int]):
+    """Open the loops over the `kept` axes (in order); return their indices, the other
+    (reduced) axes, and a function placing the reduced axes' indices among them."""
+    reduced = [i for i in range(len(sizes)) if i not in kept]
+    kept_idx = nb.open_loops([sizes[i] for i in kept])
+
+    def at(red_idx: list[SSAValue]) -> list[SSAValue]:
+        where = dict(zip(kept, kept_idx)) | dict(zip(reduced, red_idx))
+        return [where[i] for i in range(len(sizes))]
+    return kept_idx, reduced, at
+
+
+def build_reduce(nb: NestBuilder, op: R.ReduceOp, source: _Input, out: SSAValue) -> None:
+    nb.input(source.buffer)
+    operand = op.operand.type
+    t = _compute(op.result.type.element)
+    out_arg = nb.output(out)
+    k = op.axis_index
+    sizes = operand.sizes
+    kept_idx, reduced, at = _row_loops(nb, sizes, [i for i in range(len(sizes))
+                                                   if k is not None and i != k])
+    count = 1
+    for i in reduced:
+        count *= sizes[i]
+    red_sizes = [sizes[i] for i in reduced]
+
+    def fold(kind: type, init: float) -> SSAValue:
+        return nb.reduce(red_sizes, [nb.const(init, t)],
+                         lambda idx, acc: [nb.value(kind(acc[0], nb.load(source, at(idx), t)))])[0]
+
+    if isinstance(op, (R.SumOp, R.MeanOp)):
+        total = fold(K.AddOp, 0.0)
+        result = nb.value(K.DivOp(total, nb.const(float(count), t))) \
+            if isinstance(op, R.MeanOp) else total
+    elif isinstance(op, R.MaxOp):
+        result = fold(K.MaxOp, float("-inf"))
+    elif isinstance(op, R.MinOp):
+        result = fold(K.MinOp, float("inf"))
+    elif isinstance(op, R.LogSumExpOp):
+        top = fold(K.MaxOp, float("-inf"))
+        def step(idx: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
+            shifted = nb.value(K.SubOp(nb.load(source, at(idx), t), top))
+            return [nb.value(K.AddOp(acc[0], nb.value(K.MathOp("exp", shifted))))]
+
+        total = nb.reduce(red_sizes, [nb.const(0.0, t)], step)[0]
+        result = nb.value(K.AddOp(top, nb.value(K.MathOp("log", total))))
+    else:
+        raise KernelConversionError(f"{_site(op)}: {op.name} has no kernel form")
+    nb.store(result, out_arg, kept_idx)
+    nb.close(len(kept_idx))
+
+
+def build_softmax(nb: NestBuilder, op: R.SoftmaxOp, source: _Input, out: SSAValue) -> None:
+    """Per row: its max, the sum of exp(x − max), then each exp(x − max) / sum."""
+    nb.input(source.buffer)
+    sizes = op.operand.type.sizes
+    t = _compute(op.result.type.element)
+    out_arg = nb.output(out)
+    k = op.axis_index
+    kept_idx, _, row_at = _row_loops(nb, sizes, [i for i in range(len(sizes)) if i != k])
+
+    def at(j: SSAValue) -> list[SSAValue]:
+        return row_at([j])
+
+    top = nb.reduce([sizes[k]], [nb.const(float("-inf"), t)], lambda idx, acc: [
+        nb.value(K.MaxOp(acc[0], nb.load(source, at(idx[0]), t)))])[0]
+
+    def shifted(j: SSAValue) -> SSAValue:
+        return nb.value(K.MathOp("exp", nb.value(K.SubOp(nb.load(source, at(j), t), top))))
+
+    total = nb.reduce([sizes[k]], [nb.const(0.0, t)], lambda idx, acc: [
+        nb.value(K.AddOp(acc[0], shifted(idx[0])))])[0]
+    (j,) = nb.open_loops([sizes[k]])
+    nb.store(nb.value(K.DivOp(shifted(j), total)), out_arg, at(j))
+    nb.close(1)
+    nb.close(len(kept_idx))
+
+
+def build_contraction(nb: NestBuilder, lhs: _Input, rhs: _Input, lhs_type: R.RTensorType,
+                      rhs_type: R.RTensorType, lhs_axes: list[int], rhs_axes: list[int],
+                      perm: list[int] | None, t: Attribute, out: SSAValue,
+                      epilogue: tuple[Operation, _Input, list[int], bool] | None = None
+                      ) -> None:
+    """Σ over the paired axes, in order, k ascending: acc = acc + a·b from 0. With an
+    epilogue (an add, its other operand, that operand's map, whether the sum is its lhs),
+    the add is applied to the sum before the store."""
+    nb.input(lhs.buffer)
+    nb.input(rhs.buffer)
+    if epilogue is not None:
+        nb.input(epilogue[1].buffer)
+    out_arg = nb.output(out)
+    a_rest = [i for i in range(lhs_type.rank) if i not in lhs_axes]
+    b_rest = [j for j in range(rhs_type.rank) if j not in rhs_axes]
+    natural = [("a", i) for i in a_rest] + [("b", j) for j in b_rest]
+    order = [natural[p] for p in perm] if perm is not None else natural
+    sizes = [lhs_type.sizes[i] if s == "a" else rhs_type.sizes[i] for s, i in order]
+    res_idx = nb.open_loops(sizes)
+    where = {key: idx for key, idx in zip(order, res_idx)}
+    red_sizes = [lhs_type.sizes[i] for i in lhs_axes]
+
+    def step(idx: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
+        a_at = {i: where[("a", i)] for i in a_rest} | dict(zip(lhs_axes, idx))
+        b_at = {j: where[("b", j)] for j in b_rest} | dict(zip(rhs_axes, idx))
+        a = nb.load(lhs, [a_at[i] for i in range(lhs_type.rank)], t)
+        b = nb.load(rhs, [b_at[j] for j in range(rhs_type.rank)], t)
+        return [nb.value(K.AddOp(acc[0], nb.value(K.MulOp(a, b))))]
+
+    total = nb.reduce(red_sizes, [nb.const(0.0, t)], step)[0]
+    if epilogue is not None:
+        add, other, places, sum_is_lhs = epilogue
+        y = nb.load(other, [res_idx[p] for p in places], t)
+        total = nb.value(K.AddOp(total, y) if sum_is_lhs else K.AddOp(y, total))
+    nb.store(total, out_arg, res_idx)
+    nb.close(len(res_idx))
+
+
+def build_sum_to(nb: NestBuilder, op: R.SumToOp, source: _Input, out: SSAValue) -> None:
+    nb.input(source.buffer)
+    sizes = op.operand.type.sizes
+    t = _compute(op.result.type.element)
+    out_arg = nb.output(out)
+    kept_idx, other, at = _row_loops(nb, sizes, op.kept)
+
+    def step(idx: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
+        return [nb.value(K.AddOp(acc[0], nb.load(source, at(idx), t)))]
+
+    total = nb.reduce([sizes[i] for i in other], [nb.const(0.0, t)], step)[0]
+    nb.store(total, out_arg, kept_idx)
+    nb.close(len(kept_idx))
+
+
+def build_spread(nb: NestBuilder, op: Operation, source: _Input, places: list[int],
+                 result: R.RTensorType, out: SSAValue, divide_by: int | None) -> None:
+    nb.input(source.buffer)
+    t = _compute(result.element)
+    out_arg = nb.output(out)
+    idx = nb.open_loops(result.sizes)
+    x = nb.load(source, [idx[p] for p in places], t)
+    if divide_by is not None:
+        x = nb.value(K.DivOp(x, nb.const(float(divide_by), t)))
+    nb.store(x, out_arg, idx)
+    nb.close(len(idx))
+
+
+VECTOR_BYTES = 64
+"""The vector register a contraction's tile is planned for (AVX-512; LLVM splits a wider
+vector into the machine's registers)."""
+
+SPLIT_WORK = 1 << 21
+"""Multiply-adds from which a contraction's rows are split among the machine's cores:
+starting and joining a thread costs some 20 µs, a fraction of such a kernel's time."""
+
+
+def workers() -> int:
+    """The threads a split kernel runs on: this machine's cores, at most 8."""
+    import os
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
+                   lhs_axes: list[int], rhs_axes: list[int]) -> K.LayoutAttr:
+    """A contraction's default layout: a register tile of up to 4 rows (I) × the J side in
+    vector lanes — two vectors of 64 bytes when J holds them (32 f32, 16 f64), else up to
+    4 — tiles visited I-major."""
+    i_size = 1
+    for a in range(lhs.rank):
+        if a not in lhs_axes:
+            i_size *= lhs.sizes[a]
+    j_size = 1
+    for b in range(rhs.rank):
+        if b not in rhs_axes:
+            j_size *= rhs.sizes[b]
+    element = op.results[0].type.element  # type: ignore[attr-defined]
+    lanes = VECTOR_BYTES // (8 if isinstance(element, Float64Type) else 4)
+    rows = min(4, max(i_size, 1))
+    if j_size >= 2 * lanes:
+        tile, lanes = [rows, 2 * lanes], lanes
+    elif j_size >= lanes:
+        tile = [rows, lanes]
+    else:
+        tile = [rows, min(4, max(j_size, 1))]
+        lanes = tile[1]
+    k_size = 1
+    for a in lhs_axes:
+        k_size *= lhs.sizes[a]
+    n = workers()
+    if n > 1 and i_size * j_size * k_size >= SPLIT_WORK and i_size >= 2 * rows:
+        return K.LayoutAttr.tiled(tile, lanes, "IJ", split=(0, n))
+    return K.LayoutAttr.tiled(tile, lanes, "IJ")
