@@ -15,7 +15,7 @@ base the plan fixes.
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation
 
 from presk.dialects import kernel as K
 from presk.kernel_abi.calling import BufferSig, EntrySig, align, entry_symbol
