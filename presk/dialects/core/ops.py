@@ -71,26 +71,36 @@ class ReduceOp(CoreOp, ABC):
 
 @core_op
 class SumOp(ReduceOp):
+    """`%r = psk_core.sum %x {axis = "model", site = "f/%2"} : (!psk_core.tensor<batch: B, model: D>) -> !psk_core.tensor<batch: B>`: Σ over the axis (every axis without one)."""
+
     name = "psk_core.sum"
 
 
 @core_op
 class MeanOp(ReduceOp):
+    """`%r = psk_core.mean %x {site = "loss/%7"} : (!psk_core.tensor<batch: B>) -> !psk_core.tensor<>`: the sum over the axis divided by its size."""
+
     name = "psk_core.mean"
 
 
 @core_op
 class MaxOp(ReduceOp):
+    """`%r = psk_core.max %x {axis = "batch", site = "f/%3"} : (!psk_core.tensor<batch: B, model: D>) -> !psk_core.tensor<model: D>`: the largest element (NaN propagating)."""
+
     name = "psk_core.max"
 
 
 @core_op
 class MinOp(ReduceOp):
+    """`%r = psk_core.min %x {site = "f/%4"} : (!psk_core.tensor<model: D>) -> !psk_core.tensor<>`: the smallest element (NaN propagating)."""
+
     name = "psk_core.min"
 
 
 @core_op
 class LogSumExpOp(ReduceOp):
+    """`%r = psk_core.logsumexp %x {axis = "model", site = "f/%2"} : (!psk_core.tensor<batch: B, model: D>) -> !psk_core.tensor<batch: B>`: log Σ exp, shifted by the max."""
+
     name = "psk_core.logsumexp"
 
 

@@ -53,44 +53,54 @@ class BinaryOp(_ScalarOp, ABC):
 
 @kernel_op
 class AddOp(BinaryOp):
+    """`%r = psk_kernel.add %a, %b : f32`: a + b, IEEE."""
+
     name = "psk_kernel.add"
     SYMBOL: ClassVar[str] = "+"
 
 
 @kernel_op
 class SubOp(BinaryOp):
+    """`%r = psk_kernel.sub %a, %b : f32`: a − b, IEEE."""
+
     name = "psk_kernel.sub"
     SYMBOL: ClassVar[str] = "-"
 
 
 @kernel_op
 class MulOp(BinaryOp):
+    """`%r = psk_kernel.mul %a, %b : f64`: a · b, IEEE (never fused into an FMA)."""
+
     name = "psk_kernel.mul"
     SYMBOL: ClassVar[str] = "*"
 
 
 @kernel_op
 class DivOp(BinaryOp):
+    """`%r = psk_kernel.div %a, %b : f64`: a / b, IEEE."""
+
     name = "psk_kernel.div"
     SYMBOL: ClassVar[str] = "/"
 
 
 @kernel_op
 class MinOp(BinaryOp):
-    """The smaller operand; NaN when either is NaN (numpy's minimum, LLVM's minimum)."""
+    """`%r = psk_kernel.min %a, %b : f32`: the smaller operand; NaN when either is NaN (numpy's minimum, LLVM's minimum)."""
 
     name = "psk_kernel.min"
 
 
 @kernel_op
 class MaxOp(BinaryOp):
-    """The larger operand; NaN when either is NaN (numpy's maximum, LLVM's maximum)."""
+    """`%r = psk_kernel.max %a, %b : f32`: the larger operand; NaN when either is NaN (numpy's maximum, LLVM's maximum)."""
 
     name = "psk_kernel.max"
 
 
 @kernel_op
 class NegOp(_ScalarOp):
+    """`%r = psk_kernel.neg %a : f32`: −a (the sign bit flipped)."""
+
     name = "psk_kernel.neg"
 
     operand = operand_def(_ScalarOp.T)

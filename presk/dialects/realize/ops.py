@@ -68,26 +68,36 @@ class ReduceOp(ComputeOp, ABC):
 
 @realize_op
 class SumOp(ReduceOp):
+    """`%r = psk_realize.sum %a {axis = 1 : i64, axis_name = "model", site = "f/%2"} : (!psk_realize.tensor<f32, batch: 4, model: 4>) -> !psk_realize.tensor<f32, batch: 4>`: Σ, k ascending."""
+
     name = "psk_realize.sum"
 
 
 @realize_op
 class MeanOp(ReduceOp):
+    """`%r = psk_realize.mean %a {site = "loss/%7"} : (!psk_realize.tensor<f64, batch: 4, model: 4>) -> !psk_realize.tensor<f64>`: the sum divided by the count."""
+
     name = "psk_realize.mean"
 
 
 @realize_op
 class MaxOp(ReduceOp):
+    """`%r = psk_realize.max %a {axis = 0 : i64, site = "f/%3"} : (!psk_realize.tensor<f32, 4, 3>) -> !psk_realize.tensor<f32, 3>`: the largest element (NaN propagating)."""
+
     name = "psk_realize.max"
 
 
 @realize_op
 class MinOp(ReduceOp):
+    """`%r = psk_realize.min %a {site = "f/%4"} : (!psk_realize.tensor<f32, 3>) -> !psk_realize.tensor<f32>`: the smallest element (NaN propagating)."""
+
     name = "psk_realize.min"
 
 
 @realize_op
 class LogSumExpOp(ReduceOp):
+    """`%r = psk_realize.logsumexp %a {axis = 1 : i64, site = "f/%2"} : (!psk_realize.tensor<f64, 4, 4>) -> !psk_realize.tensor<f64, 4>`: max + log Σ exp(x − max)."""
+
     name = "psk_realize.logsumexp"
 
 
