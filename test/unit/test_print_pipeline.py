@@ -66,7 +66,7 @@ def test_run_native_names_registered_passes_down_to_llvm(capsys, core_file) -> N
                                       "--print-pipeline"]).strip()
     kernel = out_of(capsys, presk, ["dump", TUTORIAL, "--stage", "kernel", *RECORD, "--grad",
                                     "--print-pipeline"]).strip()
-    assert pipeline.startswith(kernel + ",convert-psk-kernel-to-std,")
+    assert pipeline.startswith(kernel + ",psk-kernel-split,convert-psk-kernel-to-std,")
     registered = PreskOptMain(args=[]).available_passes
     names = [p.partition("{")[0] for p in pipeline.split(",")]
     assert all(n in registered for n in names), names
