@@ -49,7 +49,7 @@ class UnaryOp(ComputeOp, ABC):
 
 @realize_op
 class HeavisideOp(UnaryOp):
-    """1 where positive, 0 where negative, `at_zero` at 0."""
+    """`%r = psk_realize.heaviside %a {at_zero = 5.000000e-01 : f64, site = "f/%3"} : T`: 1 where positive, 0 where negative, `at_zero` at 0."""
 
     name = "psk_realize.heaviside"
     at_zero = attr_def(FloatAttr)
@@ -65,7 +65,7 @@ class HeavisideOp(UnaryOp):
 
 @realize_op
 class PowIOp(UnaryOp):
-    """`x ^ n`, n a natural."""
+    """`%r = psk_realize.powi %a {n = 2 : i64, site = "loss/%6"} : T`: `x ^ n`, n a natural."""
 
     name = "psk_realize.powi"
     n = attr_def(IntegerAttr)

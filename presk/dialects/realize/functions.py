@@ -31,7 +31,7 @@ from .types import RTensorType, _ttype, fits, rtype_text
 
 @realize_op
 class FuncOp(IRDLOperation):
-    """One instance of a Core function (`source`) at `dims`, its arguments tensors."""
+    """`psk_realize.func @RMSNorm.apply_2(%0: T, %1: T) -> T attributes {arg_names = ["θ.γ", "x"], dims = {D = 4 : i64}, source = "RMSNorm.apply"} { … }`: one instance of a Core function (`source`) at `dims`, its arguments tensors."""
 
     name = "psk_realize.func"
 
@@ -161,7 +161,7 @@ class _CallLike(RealizeOp, ABC):
 
 @realize_op
 class CallOp(_CallLike):
-    """A call of an instance."""
+    """`%r = psk_realize.call @RMSNorm.apply_2(%a, %b) {site = "Block.apply/%4"} : (A, B) -> R`: a call of an instance."""
 
     name = "psk_realize.call"
 
@@ -187,7 +187,7 @@ class CallOp(_CallLike):
 
 @realize_op
 class FoldOp(_CallLike):
-    """Iterations from..to-1 of the callee over the leading axis of the stacked operands;
+    """`%r = psk_realize.fold @Block.apply(%s0, %s1, %acc) {from = 1 : i64, site = "Tower.apply/%3", to = 3 : i64} : (S0, S1, T) -> T`: iterations from..to-1 of the callee over the leading axis of the stacked operands;
     the last operand is the accumulator."""
 
     name = "psk_realize.fold"
@@ -241,7 +241,7 @@ class FoldOp(_CallLike):
 
 @realize_op
 class ReturnOp(RealizeOp):
-    """An instance's results."""
+    """`psk_realize.return %r {site = "loss/%8"} : T`: an instance's results."""
 
     name = "psk_realize.return"
 

@@ -103,7 +103,7 @@ class LogSumExpOp(ReduceOp):
 
 @realize_op
 class SoftmaxOp(ComputeOp):
-    """Softmax along axis index `axis`."""
+    """`%r = psk_realize.softmax %a {axis = 1 : i64, axis_name = "model", site = "f/%2"} : T`: softmax along axis index `axis`."""
 
     name = "psk_realize.softmax"
 
@@ -136,7 +136,7 @@ class SoftmaxOp(ComputeOp):
 
 @realize_op
 class DotOp(ComputeOp):
-    """The last axis of `lhs` contracts with the first of `rhs`."""
+    """`%r = psk_realize.dot %a, %b {site = "Linear.apply/%2"} : (A, B) -> R`: the last axis of `lhs` contracts with the first of `rhs`."""
 
     name = "psk_realize.dot"
 
@@ -162,7 +162,7 @@ class DotOp(ComputeOp):
 
 @realize_op
 class ContractOp(ComputeOp):
-    """lhs's axes `lhs_axes` with rhs's `rhs_axes` pairwise; the result is lhs's other
+    """`%r = psk_realize.contract %a, %b {lhs_axes = array<i64: 0>, rhs_axes = array<i64: 0>, site = "f/%9"} : (A, B) -> R`: lhs's axes `lhs_axes` with rhs's `rhs_axes` pairwise; the result is lhs's other
     axes then rhs's, permuted by `perm` when given (result axis i is that list's perm[i])."""
 
     name = "psk_realize.contract"
@@ -211,7 +211,7 @@ class ContractOp(ComputeOp):
 
 @realize_op
 class SumToOp(ComputeOp):
-    """Sum away every axis but `keep` (indices, increasing)."""
+    """`%r = psk_realize.sum_to %a {keep = array<i64: 1>, site = "f/%7"} : (A) -> R`: sum away every axis but `keep` (indices, increasing)."""
 
     name = "psk_realize.sum_to"
 
@@ -242,7 +242,7 @@ class SumToOp(ComputeOp):
 
 @realize_op
 class SpreadOp(ComputeOp):
-    """The operand broadcast to `like`'s shape, its axis k onto like's `places[k]`; with
+    """`%r = psk_realize.spread %a, %like {places = array<i64: 0>, site = "f/%8"} : (A, L) -> L`: the operand broadcast to `like`'s shape, its axis k onto like's `places[k]`; with
     `mean`, divided by how many elements each operand element spreads over."""
 
     name = "psk_realize.spread"
@@ -278,7 +278,7 @@ class SpreadOp(ComputeOp):
 
 @realize_op
 class BroadcastOp(ComputeOp):
-    """The operand broadcast to the result, its axis k onto the result's `map[k]`."""
+    """`%r = psk_realize.broadcast %a {map = array<i64: 1>, site = "f/%4"} : (A) -> R`: the operand broadcast to the result, its axis k onto the result's `map[k]`."""
 
     name = "psk_realize.broadcast"
 
@@ -307,7 +307,7 @@ class BroadcastOp(ComputeOp):
 
 @realize_op
 class ConvertOp(RealizeOp):
-    """A change of element type, rounding to nearest even when it narrows. Its site is
+    """`%r = psk_realize.convert %a {site = "f/%3"} : (!psk_realize.tensor<bf16, 3>) -> !psk_realize.tensor<f32, 3>`: a change of element type, rounding to nearest even when it narrows. Its site is
     the site of the op that reads it (or of the bf16 value it stores)."""
 
     name = "psk_realize.convert"
@@ -341,7 +341,7 @@ class ConvertOp(RealizeOp):
 
 @realize_op
 class ConstantOp(RealizeOp):
-    """A scalar of any element type: `value` rounded to it."""
+    """`%r = psk_realize.constant {site = "RMSNorm.apply/%5", value = 1.000000e-06 : f64} : !psk_realize.tensor<f64>`: a scalar of any element type: `value` rounded to it."""
 
     name = "psk_realize.constant"
 
@@ -367,7 +367,7 @@ class ConstantOp(RealizeOp):
 
 @realize_op
 class SliceOp(RealizeOp):
-    """Iteration `index`'s view of a stacked value: its leading axis taken at `index`."""
+    """`%r = psk_realize.slice %s {index = 0 : i64, site = "Tower.apply/%3"} : (S) -> R`: iteration `index`'s view of a stacked value: its leading axis taken at `index`."""
 
     name = "psk_realize.slice"
 
@@ -400,7 +400,7 @@ class SliceOp(RealizeOp):
 
 @realize_op
 class StackOp(RealizeOp):
-    """The operands (one type) stacked along a new leading axis: element l is operand l.
+    """`%r = psk_realize.stack %g0, %g1, %g2 {site = "Tower.apply.bwd/%18"} : (T, T, T) -> S`: the operands (one type) stacked along a new leading axis: element l is operand l.
     What a fold's reverse sweep makes of its iterations' parameter cotangents."""
 
     name = "psk_realize.stack"
@@ -451,7 +451,7 @@ class YieldOp(IRDLOperation):
 
 @realize_op
 class GroupOp(RealizeOp):
-    """Element-wise ops over one shape, fused: one loop nest."""
+    """`%r = psk_realize.group %a, %b {site = "f/%7"} : (A, B) -> R { ^0(%x: A, %y: B): … psk_realize.yield %s : R }`: element-wise ops over one shape, fused: one loop nest."""
 
     name = "psk_realize.group"
 
