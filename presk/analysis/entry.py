@@ -104,6 +104,17 @@ def weights(entry: Entry, seed: int, path: str | None) -> dict[str, np.ndarray]:
     return {f.path: np.asarray(tensors[f.path], dtype=np.float64) for f in entry.fields}
 
 
+def require_finite(tensors: dict[str, np.ndarray], what: str, why: str) -> None:
+    """Refuse (WeightsError, one line) the first tensor holding a NaN or an infinity:
+    `why` says what cannot be computed at such a point."""
+    for name, array in tensors.items():
+        bad = ~np.isfinite(np.asarray(array, dtype=np.float64))
+        if bad.any():
+            index = tuple(int(i) for i in np.argwhere(bad)[0])
+            value = float(np.asarray(array, dtype=np.float64)[index])
+            raise WeightsError(f"{what} `{name}` holds {value} at {list(index)}: {why}")
+
+
 def inputs(entry: Entry, seed: int, path: str | None) -> dict[str, np.ndarray]:
     """Inputs from a file where it has them, the rest standard normal from the seed."""
     given = load_tensors(path) if path is not None else {}

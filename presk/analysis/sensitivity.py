@@ -37,6 +37,7 @@ each tensor of the gradient in the entry's parameter-tree argument.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -229,6 +230,8 @@ def _funcs(module: ModuleOp) -> dict[str, C.FuncOp]:
 
 def sci(value: Any, digits: int = 4) -> str:
     """`1.4080e1`, `9.8000e-1`: the reference's figures."""
+    if not math.isfinite(float(value)):
+        return str(float(value))  # nan, inf, -inf
     mantissa, exponent = f"{float(value):.{digits}e}".split("e")
     return f"{mantissa}e{int(exponent)}"
 

@@ -67,6 +67,9 @@ def dump_sensitivity(args: argparse.Namespace) -> int:
         entry = E.prepare(module, args.entry, dims)
         params = E.weights(entry, seed, getattr(args, "weights", None))
         values = E.inputs(entry, seed, getattr(args, "inputs", None))
+        why = "sensitivities are derivatives at a finite point"
+        E.require_finite(params, "the weight", why)
+        E.require_finite(values, "the input", why)
     except WeightsError as exc:
         raise UsageError(f"presk: {exc}") from None
     try:

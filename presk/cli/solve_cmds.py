@@ -72,6 +72,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from ..analysis.weights import WeightsError
     from ..pipeline import load_core, parse_dims
 
+    if args.bits < 2:
+        raise UsageError(f"presk solve: --bits {args.bits}: a precision is 2 bits or more")
+    resolved = 2.0 ** -(args.bits - 2)  # the relative error the exact reference resolves
+    if args.budget < resolved:
+        raise UsageError(f"presk solve: --budget {args.budget:g} is below what the "
+                         f"{args.bits}-bit exact reference resolves ({resolved:.1e} "
+                         "relative): raise --bits or the budget")
     try:
         envelope = load_envelope(args.precision)
     except EnvelopeError as exc:

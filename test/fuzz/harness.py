@@ -128,11 +128,11 @@ def nodes(paths: list[Path]) -> dict[Path, tuple[int, int]]:
 
 
 def record(kind: str, outcome: Outcome, case: str) -> None:
-    """Count the outcome; remember a bad one with its case."""
+    """Count the outcome; remember a bad one with its case (the run goes on, so that
+    the counts cover every case; test_fuzz's last test asserts there was none)."""
     COUNTS[kind][outcome.kind] += 1
     if outcome.kind not in GOOD:
         FAILURES.append(f"[{kind}] {case[:300]!r}\n  {outcome.describe()}")
-    assert outcome.kind in GOOD, f"[{kind}] {case[:300]!r}: {outcome.describe()}"
 
 
 def report() -> str:

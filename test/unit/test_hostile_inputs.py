@@ -376,3 +376,35 @@ def test_commands_terminal_without_unicode(env: dict[str, str]) -> None:
     text = done.stdout.decode("ascii", "strict") if "ascii" in str(env) else None
     if text is not None:
         assert "\\u211d[" in text  # ℝ[ escaped
+
+
+def test_commands_budget_below_the_reference(capsys) -> None:
+    """A budget the 128-bit reference cannot resolve is refused before any work (it ran
+    the whole solver to report a miss); --bits below 2 likewise."""
+    env = str(ROOT / "test" / "fixtures" / "realization_mixed.json")  # never read
+    code, err = _main(["solve", TRAIN, "--precision", env, "--budget", "1e-300"], capsys)
+    assert (code, err) == (2, "presk solve: --budget 1e-300 is below what the 128-bit exact "
+                              "reference resolves (1.2e-38 relative): raise --bits or the "
+                              "budget\n")
+    code, err = _main(["solve", TRAIN, "--precision", env, "--budget", "1e-3", "--bits", "1"],
+                      capsys)
+    assert (code, err) == (2, "presk solve: --bits 1: a precision is 2 bits or more\n")
+
+
+def test_commands_non_finite_weights_in_a_sensitivity_dump(tmp_path: Path, capsys) -> None:
+    import numpy as np
+
+    from presk.analysis.weights import load_tensors, save_tensors
+    w = tmp_path / "w.safetensors"
+    assert _main(["init", TRAIN, "--entry", "loss", "--dim", "B=2", "-o", str(w)],
+                 capsys)[0] == 0
+    tensors = {k: np.array(v) for k, v in load_tensors(str(w)).items()}
+    tensors["final.γ"][2] = np.inf
+    save_tensors(tensors, str(w))
+    code, err = _main(["dump", TRAIN, "--stage", "sensitivity", "--entry", "loss", "--dim",
+                       "B=2", "--weights", str(w)], capsys)
+    assert (code, err) == (2, "presk: the weight `final.γ` holds inf at [2]: sensitivities "
+                              "are derivatives at a finite point\n")
+    from presk.analysis.sensitivity import sci
+    assert [sci(x) for x in (np.nan, np.inf, -np.inf, 14.08)] == ["nan", "inf", "-inf",
+                                                                  "1.4080e1"]
