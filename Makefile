@@ -37,7 +37,7 @@ fuzz: $(STAMP)
 
 # Everything but the tests marked `slow` (pytest -m slow lists them), and the lit tests.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not slow" test/unit test/e2e
+	$(BIN)/pytest -q -m "not slow" test/unit test/e2e test/fuzz
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test/filecheck
 
 # Golden files: regenerate them with the commands whose output they hold; tests compare.
