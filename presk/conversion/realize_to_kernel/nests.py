@@ -295,15 +295,21 @@ def _row_loops(nb: NestBuilder, sizes: tuple[int, ...], kept: list[int]):
     return kept_idx, reduced, at
 
 
-def build_reduce(nb: NestBuilder, op: R.ReduceOp, source: _Input, out: SSAValue) -> None:
+def _row_nest(nb: NestBuilder, op: Operation, source: _Input, out: SSAValue, kept: list[int]):
+    """The start of a nest over the rows of `op`'s operand: its input and output, then
+    the loops over the `kept` axes (`_row_loops`). Returns the compute type, the output
+    argument, and what `_row_loops` returns."""
     nb.input(source.buffer)
-    operand = op.operand.type
-    t = _compute(op.result.type.element)
+    t = _compute(op.results[0].type.element)  # type: ignore[attr-defined]
     out_arg = nb.output(out)
+    return (t, out_arg, *_row_loops(nb, op.operand.type.sizes, kept))  # type: ignore
+
+
+def build_reduce(nb: NestBuilder, op: R.ReduceOp, source: _Input, out: SSAValue) -> None:
     k = op.axis_index
-    sizes = operand.sizes
-    kept_idx, reduced, at = _row_loops(nb, sizes, [i for i in range(len(sizes))
-                                                   if k is not None and i != k])
+    sizes = op.operand.type.sizes
+    t, out_arg, kept_idx, reduced, at = _row_nest(
+        nb, op, source, out, [i for i in range(len(sizes)) if k is not None and i != k])
     count = 1
     for i in reduced:
         count *= sizes[i]
@@ -337,12 +343,10 @@ def build_reduce(nb: NestBuilder, op: R.ReduceOp, source: _Input, out: SSAValue)
 
 def build_softmax(nb: NestBuilder, op: R.SoftmaxOp, source: _Input, out: SSAValue) -> None:
     """Per row: its max, the sum of exp(x − max), then each exp(x − max) / sum."""
-    nb.input(source.buffer)
     sizes = op.operand.type.sizes
-    t = _compute(op.result.type.element)
-    out_arg = nb.output(out)
     k = op.axis_index
-    kept_idx, _, row_at = _row_loops(nb, sizes, [i for i in range(len(sizes)) if i != k])
+    t, out_arg, kept_idx, _, row_at = _row_nest(nb, op, source, out,
+                                                [i for i in range(len(sizes)) if i != k])
 
     def at(j: SSAValue) -> list[SSAValue]:
         return row_at([j])
@@ -400,11 +404,8 @@ def build_contraction(nb: NestBuilder, lhs: _Input, rhs: _Input, lhs_type: R.RTe
 
 
 def build_sum_to(nb: NestBuilder, op: R.SumToOp, source: _Input, out: SSAValue) -> None:
-    nb.input(source.buffer)
     sizes = op.operand.type.sizes
-    t = _compute(op.result.type.element)
-    out_arg = nb.output(out)
-    kept_idx, other, at = _row_loops(nb, sizes, op.kept)
+    t, out_arg, kept_idx, other, at = _row_nest(nb, op, source, out, op.kept)
 
     def step(idx: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
         return [nb.value(K.AddOp(acc[0], nb.load(source, at(idx), t)))]

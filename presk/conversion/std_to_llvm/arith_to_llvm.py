@@ -21,24 +21,12 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import (
-    AnyFloat,
-    DenseIntOrFPElementsAttr,
-    FloatAttr,
-    IntegerAttr,
-    IntegerType,
-    ModuleOp,
-    i64,
-)
+from xdsl.dialects.builtin import (AnyFloat, DenseIntOrFPElementsAttr, FloatAttr,
+    IntegerAttr, IntegerType, ModuleOp, i64)
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import (GreedyRewritePatternApplier, PatternRewriter,
+    PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern)
 
 
 def _fastmath(op: Operation) -> llvm.FastMathAttr:

@@ -13,13 +13,8 @@ from xdsl.context import Context
 from xdsl.dialects import cf, llvm
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import (GreedyRewritePatternApplier, PatternRewriter,
+    PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern)
 
 
 class BranchToLLVM(RewritePattern):

@@ -18,13 +18,8 @@ from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.ir import Attribute, Region
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import (GreedyRewritePatternApplier, PatternRewriter,
+    PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern)
 from xdsl.utils.exceptions import DiagnosticException
 
 

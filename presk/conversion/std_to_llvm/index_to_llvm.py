@@ -14,24 +14,12 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, llvm
-from xdsl.dialects.builtin import (
-    FunctionType,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    ModuleOp,
-    VectorType,
-    i64,
-)
+from xdsl.dialects.builtin import (FunctionType, IndexType, IntegerAttr, IntegerType,
+    ModuleOp, VectorType, i64)
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import (GreedyRewritePatternApplier, PatternRewriter,
+    PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern)
 
 
 def lower_type(t: Attribute) -> Attribute:

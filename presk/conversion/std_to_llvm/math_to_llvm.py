@@ -22,12 +22,8 @@ from xdsl.dialects import llvm, math
 from xdsl.dialects.builtin import Float32Type, Float64Type, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-)
+from xdsl.pattern_rewriter import (GreedyRewritePatternApplier, PatternRewriter,
+    PatternRewriteWalker, RewritePattern)
 from xdsl.utils.exceptions import DiagnosticException
 
 from presk import ops
