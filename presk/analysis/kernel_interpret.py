@@ -148,16 +148,22 @@ class LiveWatch:
     """The live bytes of a run, measured from the arrays it touches: the outputs and every
     allocated array (the inputs are the caller's) hold a value from a write of the whole
     array to its last read before the next such write; a write into a view (`at`) starts
-    a value of its root if none is open. `peak` is the most bytes so held at one op."""
+    a value of its root if none is open. An output (`track(…, held=True)`) holds its value
+    from its first write to the end of the run: the caller reads it after the call. `peak`
+    is the most bytes so held at one op."""
 
     def __init__(self) -> None:
         self.roots: dict[int, np.ndarray] = {}  # id → an output or an allocated array
         self.steps = 0
         self.values: list[tuple[int, int, int]] = []  # (bytes, first op, last op)
         self._open: dict[int, int] = {}  # root id → index in values
+        self._held: set[int] = set()  # the outputs' root ids
+        self._held_values: set[int] = set()  # indices in values of the outputs' values
 
-    def track(self, array: np.ndarray) -> None:
+    def track(self, array: np.ndarray, held: bool = False) -> None:
         self.roots[id(array)] = array
+        if held:
+            self._held.add(id(array))
 
     def _root(self, array: np.ndarray) -> tuple[int | None, bool]:
         a, whole = array, True
@@ -175,7 +181,7 @@ class LiveWatch:
                 self.values[self._open[root]] = (n, first, i)
         for a in writes:
             root, whole = self._root(a)
-            if root is None or (not whole and root in self._open):
+            if root is None or ((not whole or root in self._held) and root in self._open):
                 if root is not None:
                     n, first, _ = self.values[self._open[root]]
                     self.values[self._open[root]] = (n, first, i)
@@ -183,12 +189,15 @@ class LiveWatch:
             if root in self._open and self.values[self._open[root]][1] == i:
                 continue  # written twice by one op (an aliased launch)
             self._open[root] = len(self.values)
+            if root in self._held:
+                self._held_values.add(len(self.values))
             self.values.append((self.roots[root].nbytes, i, i))
 
     @property
     def live(self) -> list[int]:
         diff = [0] * (self.steps + 1)
-        for n, first, last in self.values:
+        for k, (n, first, last) in enumerate(self.values):
+            last = self.steps - 1 if k in self._held_values else last
             diff[first] += n
             diff[last + 1] -= n
         return list(np.cumsum(diff[:-1])) if self.steps else []
@@ -233,7 +242,7 @@ class KernelInterpreter:
         outputs = [new_buffer(a.type) for a in h.output_args]  # type: ignore[arg-type]
         if self.watch is not None:
             for out in outputs:
-                self.watch.track(out)
+                self.watch.track(out, held=True)
         with np.errstate(all="ignore"):
             self.call_host(h, buffers + outputs)
         return outputs

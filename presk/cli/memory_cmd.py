@@ -154,14 +154,87 @@ def format_symbolic(entry: str, sym, rep_dims: dict[str, int], counted) -> list[
     return lines
 
 
+def format_step(training, dims: dict[str, int], counts: list, realization: str) -> list[str]:
+    """The step's table, the policies side by side, then where each one's peak is."""
+    first = counts[0]
+    name = first.count.trace.entry.sym_name.data
+    h = first.holdings
+    at = f" at {_dims_text(dims)}" if dims else ""
+    head = (f"presk memory --step: the training run `{training.name}`'s step{at} in "
+            f"{realization}, as presk train makes it: `{name}`, then the schedule's "
+            f"`lr_at`, then the {training.optimizer.kind} update (native, per dtype group)")
+    moments = " and ".join(h.moment_names)
+    rows: list[tuple[str, list[int]]] = [
+        ("parameters, the objective's (its types)", [c.holdings.objective_params for c in counts]),
+        ("parameters, the loop's f64 copies", [c.holdings.master for c in counts]),
+        ("parameters, the group's p (f64)", [c.holdings.group_p for c in counts]),
+        (f"moments, {moments}", [c.holdings.moments for c in counts]),
+        ("the gradient, the objective's outputs", [c.holdings.gradient for c in counts]),
+        ("the gradient, the group's g (f64)", [c.holdings.group_g for c in counts]),
+        ("the update's tmp and tmp2, its scalars",
+         [c.holdings.scratch + c.holdings.scalars for c in counts]),
+        ("the batch and the seed", [c.holdings.batch_and_seed for c in counts]),
+        ("kept for the backward", [c.kept for c in counts]),
+    ]
+    for i, call in enumerate(first.calls):
+        rows.append((f"`{call.name}`: its peak", [c.calls[i].peak for c in counts]))
+        rows.append((f"`{call.name}`: with what the loop holds",
+                     [c.calls[i].with_loop for c in counts]))
+    rows.append(("the step's peak", [c.peak.with_loop for c in counts]))
+    width = max(len(r[0]) for r in rows) + 2
+    lines = [head, "  " + " " * width + "".join(f"{c.remat:>12}" for c in counts)]
+    lines += ["  " + label.ljust(width) + "".join(f"{v:>12}" for v in vals)
+              for label, vals in rows]
+    for c in counts:
+        lines.append(_step_peak_line(c))
+    return lines
+
+
+def _step_peak_line(c) -> str:
+    p, h = c.peak, c.holdings
+    head = f"presk memory --step: under {c.remat}, the peak is `{p.name}`'s"
+    if p.name != c.count.trace.entry.sym_name.data:
+        return head + f": {p.with_loop} bytes"
+    s = c.count.peak_where
+    rest = c.count.peak - c.kept_at_peak - c.grad_at_peak
+    return (head + f", at its operation {c.count.peak_step + 1} (`{s.site}`): parameters "
+            f"{h.objective_params} (the objective's) + {h.master + h.group_p} (f64, the "
+            f"loop's), moments {h.moments}, the group's g, tmp, tmp2 and scalars "
+            f"{h.group_g + h.scratch + h.scalars}, the batch and the seed "
+            f"{h.batch_and_seed}, kept for the backward {c.kept_at_peak}, the gradient made "
+            f"so far {c.grad_at_peak}, the rest {rest}")
+
+
+def _run_step(args: argparse.Namespace, module, program) -> int:
+    from ..pipeline import parse_dims, prepare
+    from ..train.step_memory import step_count
+    runs = program.main.trainings if program is not None else {}
+    if not runs:
+        raise UsageError(f"presk memory --step: {args.file} has no `training` run")
+    training = next(iter(runs.values()))
+    entry = args.entry or training.objective.name
+    dims = dict(training.dims, **parse_dims(args.dim))
+    dims = prepare(module, entry, dims).dims
+    counts = []
+    name = ""
+    for remat in ("store", "recompute"):
+        rep = memory_report(module, entry, dims, args.realize, True, remat)
+        counts.append(step_count(rep.count, remat, training.optimizer.kind))
+        name = rep.realization_name
+    print("\n".join(format_step(training, dims, counts, name)))
+    return 0
+
+
 # ---- the command ----
 
 @reported
 def run(args: argparse.Namespace) -> int:
     from ..pipeline import load_core, parse_dims, prepare
-    if not args.entry:
+    if not args.entry and not args.step:
         raise UsageError("presk memory: --entry is needed, e.g. --entry loss")
-    module, _ = load_core(args.file, warn)
+    module, program = load_core(args.file, warn)
+    if args.step:
+        return _run_step(args, module, program)
     dims = prepare(module, args.entry, parse_dims(args.dim)).dims
     rep = memory_report(module, args.entry, dims, args.realize, args.grad, args.remat)
     if not args.symbolic:
@@ -184,4 +257,7 @@ def add_memory(sub: Any) -> None:
     add_recording_arguments(p, "count")
     p.add_argument("--symbolic", action="store_true",
                    help="the same as polynomials in the entry's dims")
+    p.add_argument("--step", action="store_true",
+                   help="the training run's step as `presk train` makes it, under both "
+                   "--remat policies (--entry: the run's objective)")
     p.set_defaults(run=run)

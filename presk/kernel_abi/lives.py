@@ -283,8 +283,11 @@ def set_lives(trace: Trace) -> None:
         buf = trace.buffers[b]
         start = 0 if buf.kind == "input" else first_write.get(b, end)
         buf.intervals.append((start, end))
+    last = len(trace.steps) - 1
     for buf in trace.buffers:
         buf.intervals.reverse()
+        if buf.kind == "output" and buf.intervals:  # the caller reads it after the call
+            buf.intervals = [(buf.intervals[0][0], last)]
 
 
 def live_bytes(trace: Trace, which=lambda b: b.counted, size=lambda b: b.bytes) -> list[int]:

@@ -100,11 +100,14 @@ def test_usage_errors_are_one_line():
     assert r.returncode == 2 and "--dim B=N" in r.stderr
 
 
-def measured_peak(name: str, b: int, realization=None) -> int:
-    """The interpreter's own measure of the live bytes, on the seed's weights and inputs."""
+def measured_peak(name: str, b: int, realization=None, remat: str | None = None) -> int:
+    """The interpreter's own measure of the live bytes, on the seed's weights and inputs
+    (with `remat`: of the value and gradient under it)."""
     entry = E.prepare(core(name), "loss", {"B": b})
+    grad = remat is not None
     call = entry_call(core(name), "loss", {"B": b}, E.weights(entry, 0, None),
-                      E.inputs(entry, 0, None), realization)
+                      E.inputs(entry, 0, None), realization, grad=grad,
+                      remat=remat or "store")
     watch = LiveWatch()
     KernelInterpreter(call.pipeline.kernel, watch=watch).run(call.host, call.inputs)
     return watch.peak
@@ -118,6 +121,18 @@ def test_the_interpreter_measures_the_counted_peak(name, sizes, realization):
     for b in sizes:
         assert measured_peak(name, b, realization) == count(trace_of(name, b,
                                                                      realization)).peak
+
+
+@pytest.mark.parametrize("name,realization", [("07", MIXED), ("07", None), ("deep", None)])
+@pytest.mark.parametrize("remat", ["store", "recompute"])
+def test_the_interpreter_measures_the_counted_gradient_peak(name, realization, remat):
+    """The value and gradient: the gradient of a folded parameter is written in pieces and
+    held by the caller from its first piece to the end of the call."""
+    for b in (1, 4, 8):
+        pipe = kernel_pipeline(core(name), "loss", {"B": b}, realization, grad=True,
+                               remat=remat)
+        assert measured_peak(name, b, realization, remat) == count(
+            record_trace(pipe.kernel)).peak
 
 
 @pytest.mark.parametrize("name,realization", [("07", MIXED), ("deep", None),
@@ -179,3 +194,61 @@ def test_placement_is_sound(name, b, realization, grad):
         for (a, n), (c, _) in zip(spans, spans[1:]):
             assert a + n <= c, f"two buffers share bytes at operation {step + 1}"
         assert all(a + n <= need for a, n in spans)
+
+
+# ---- `--step`: the training step as presk train makes it ----
+
+def _training(name: str):
+    from presk.pipeline import elaborate_program
+    return next(iter(elaborate_program(str(PROGRAMS[name]), None).main.trainings.values()))
+
+
+def test_step_holdings_are_what_a_trainer_allocates(tmp_path):
+    """The loop's holdings equal the nbytes of a real Trainer's arrays after a step, and
+    the value_vjp call's peak the interpreter's LiveWatch on that host, per remat."""
+    from presk.train.loop import Trainer
+    from presk.train.step_memory import step_count
+    training = _training("07")
+    dims = dict(training.dims)
+    for remat in ("store", "recompute"):
+        pipe = kernel_pipeline(core("07"), "loss", dims, MIXED, grad=True, remat=remat)
+        sc = step_count(count(record_trace(pipe.kernel)), remat, training.optimizer.kind)
+        h = sc.holdings
+        trainer = Trainer.create(core("07"), training, str(tmp_path), realization=MIXED,
+                                 remat=remat)
+        trainer.one_step()
+        [grp] = trainer.optimizer._groups
+        assert trainer.laid_out == h.laid_out
+        assert (grp.p.nbytes, grp.g.nbytes, grp.tmp.nbytes + grp.tmp2.nbytes) == (
+            h.group_p, h.group_g, h.scratch)
+        assert sum(b.nbytes for b in grp.bufs.values()) == h.moments
+        assert sum(v.nbytes for v in trainer.params.values()
+                   if v.base is not grp.p) == h.master
+        [(_, _, scalars, _)] = trainer.optimizer._native._bound.values()
+        assert scalars.nbytes == h.scalars
+        obj = trainer.objective
+        assert sum(s.buffer.nbytes for s in obj.slots if s.name.startswith("θ.")) == \
+            h.objective_params
+        assert sum(s.buffer.nbytes for s in obj.slots if not s.name.startswith("θ.")) == \
+            h.batch_and_seed
+        assert sum(o.nbytes for o in obj.outputs) == h.objective_outputs
+        watch = LiveWatch()
+        call = obj.call
+        KernelInterpreter(call.pipeline.kernel, watch=watch).run(call.host, call.inputs)
+        assert watch.peak == sc.count.peak
+        value_vjp = sc.calls[0]
+        assert value_vjp.with_loop == value_vjp.peak + h.objective_params + \
+            h.batch_and_seed + h.loop
+
+
+def test_step_cli_prints_both_policies():
+    out = subprocess.run([PRESK, "memory", str(PROGRAMS["07"]), "--step", "--dim", "B=4",
+                          "--realize", "@" + MIXED], capture_output=True, text=True,
+                         check=True).stdout
+    assert "store   recompute" in out
+    assert "moments, exp_avg and exp_avg_sq                     1216        1216" in out
+    assert "the batch and the seed                               264         264" in out
+    assert "presk memory --step: under recompute, the peak is `loss.value_vjp`'s" in out
+    r = subprocess.run([PRESK, "memory", str(PROGRAMS["04"]), "--step", "--dim", "B=4"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "training" in r.stderr
