@@ -185,6 +185,10 @@ def format_step(training, dims: dict[str, int], counts: list, realization: str) 
     lines = [head, "  " + " " * width + "".join(f"{c.remat:>12}" for c in counts)]
     lines += ["  " + label.ljust(width) + "".join(f"{v:>12}" for v in vals)
               for label, vals in rows]
+    if h.laid_out:
+        lines.append("presk memory --step: laid out (every parameter and gradient buffer is "
+                     "f64): the objective reads the group's p and writes the gradient into "
+                     "its g; its own θ and gradient buffers stay allocated, idle")
     for c in counts:
         lines.append(_step_peak_line(c))
     return lines
@@ -230,6 +234,9 @@ def _run_step(args: argparse.Namespace, module, program) -> int:
 @reported
 def run(args: argparse.Namespace) -> int:
     from ..pipeline import load_core, parse_dims, prepare
+    if args.step and (args.symbolic or args.grad):
+        raise UsageError("presk memory: --step counts the value and gradient under both "
+                         "--remat policies itself; it takes no --symbolic or --grad")
     if not args.entry and not args.step:
         raise UsageError("presk memory: --entry is needed, e.g. --entry loss")
     module, program = load_core(args.file, warn)

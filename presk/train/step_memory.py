@@ -115,7 +115,11 @@ def step_count(c: Count, remat: str, optimizer_kind: str) -> StepCount:
     # the update's own arrays: the f64 gradient the objective returns (`to_f64` copies),
     # alive until the group's `g` has them; none when the native code writes `g` itself
     returned = 0 if h.laid_out else h.group_g
-    calls = [Call(name, c.peak, c.peak + bound + h.loop),
+    # the objective's outputs are bound once (allocated whole all run), where the call's
+    # count has them live from their first write: count them whole beside the call's own
+    outputs_at_peak = sum(b.bytes for b in live_at(c.trace, c.peak_step) if b.kind == "output")
+    held = c.peak - outputs_at_peak + bound + h.objective_outputs + h.loop
+    calls = [Call(name, c.peak, held),
              Call("lr_at", 0, h.loop + bound + h.objective_outputs),
              Call("optimizer.step", returned, returned + h.loop + bound + h.objective_outputs)]
     return StepCount(remat, c, h, kept, _kept(c.trace, start, c.peak_step), grad_at_peak,

@@ -29,7 +29,7 @@ from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter, LiveWatch
 from presk.analysis.memory import count
 from presk.analysis.memory_symbolic import Poly, interpolate, peak_pieces, symbolic
-from presk.kernel_abi.lives import align, record_trace
+from presk.kernel_abi.lives import align, live_at, record_trace
 from presk.kernel_abi.placement import place
 from presk.pipeline import entry_call, kernel_pipeline
 from presk.frontend.elaborate import elaborate
@@ -203,7 +203,8 @@ def _training(name: str):
     return next(iter(elaborate_program(str(PROGRAMS[name]), None).main.trainings.values()))
 
 
-def test_step_holdings_are_what_a_trainer_allocates(tmp_path):
+@pytest.mark.parametrize("realization", [MIXED, None])  # not laid out; laid out
+def test_step_holdings_are_what_a_trainer_allocates(tmp_path, realization):
     """The loop's holdings equal the nbytes of a real Trainer's arrays after a step, and
     the value_vjp call's peak the interpreter's LiveWatch on that host, per remat."""
     from presk.train.loop import Trainer
@@ -211,14 +212,15 @@ def test_step_holdings_are_what_a_trainer_allocates(tmp_path):
     training = _training("07")
     dims = dict(training.dims)
     for remat in ("store", "recompute"):
-        pipe = kernel_pipeline(core("07"), "loss", dims, MIXED, grad=True, remat=remat)
+        pipe = kernel_pipeline(core("07"), "loss", dims, realization, grad=True,
+                               remat=remat)
         sc = step_count(count(record_trace(pipe.kernel)), remat, training.optimizer.kind)
         h = sc.holdings
-        trainer = Trainer.create(core("07"), training, str(tmp_path), realization=MIXED,
-                                 remat=remat)
+        trainer = Trainer.create(core("07"), training, str(tmp_path / remat),
+                                 realization=realization, remat=remat)
         trainer.one_step()
         [grp] = trainer.optimizer._groups
-        assert trainer.laid_out == h.laid_out
+        assert trainer.laid_out == h.laid_out == (realization is None)
         assert (grp.p.nbytes, grp.g.nbytes, grp.tmp.nbytes + grp.tmp2.nbytes) == (
             h.group_p, h.group_g, h.scratch)
         assert sum(b.nbytes for b in grp.bufs.values()) == h.moments
@@ -237,8 +239,13 @@ def test_step_holdings_are_what_a_trainer_allocates(tmp_path):
         KernelInterpreter(call.pipeline.kernel, watch=watch).run(call.host, call.inputs)
         assert watch.peak == sc.count.peak
         value_vjp = sc.calls[0]
-        assert value_vjp.with_loop == value_vjp.peak + h.objective_params + \
-            h.batch_and_seed + h.loop
+        c = sc.count
+        own = sum(b.bytes for b in live_at(c.trace, c.peak_step) if b.kind == "made")
+        arrays = {id(a): a.nbytes for a in [grp.p, grp.g, grp.tmp, grp.tmp2, scalars,
+                                            *grp.bufs.values(), *obj.outputs,
+                                            *(s.buffer for s in obj.slots)]}
+        master = sum(v.nbytes for v in trainer.params.values() if v.base is not grp.p)
+        assert value_vjp.with_loop == own + sum(arrays.values()) + master
 
 
 def test_step_cli_prints_both_policies():
@@ -252,3 +259,6 @@ def test_step_cli_prints_both_policies():
     r = subprocess.run([PRESK, "memory", str(PROGRAMS["04"]), "--step", "--dim", "B=4"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "training" in r.stderr
+    r = subprocess.run([PRESK, "memory", str(PROGRAMS["07"]), "--step", "--symbolic",
+                        "--dim", "B=4"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--step" in r.stderr
