@@ -209,26 +209,37 @@ class ContractOp(ComputeOp):
                                   f"{rtype_text(self.result.type)}")
 
 
+class _AxisListOp(ComputeOp, ABC):
+    """A one-operand op whose one attribute, named by `AXES`, lists axis indices."""
+
+    operand = operand_def(RTensorType)
+    result = result_def(RTensorType)
+
+    traits = traits_def(Pure())
+
+    AXES: ClassVar[str]
+
+    def __init__(self, operand: SSAValue | Operation, axes: Sequence[int],
+                 result_type: RTensorType, *, site: str, name: str | None = None):
+        super().__init__(operands=[operand], result_types=[result_type],
+                         attributes=site_attrs(site, name, **{self.AXES: _i64s(axes)}))
+
+    def _axis_list(self) -> list[int]:
+        return _ints(self.attributes[self.AXES])
+
+
 @realize_op
-class SumToOp(ComputeOp):
+class SumToOp(_AxisListOp):
     """`%r = psk_realize.sum_to %a {keep = array<i64: 1>, site = "f/%7"} : (A) -> R`: sum away every axis but `keep` (indices, increasing)."""
 
     name = "psk_realize.sum_to"
 
-    operand = operand_def(RTensorType)
-    result = result_def(RTensorType)
     keep = attr_def(DenseArrayBase)
-
-    traits = traits_def(Pure())
-
-    def __init__(self, operand: SSAValue | Operation, keep: Sequence[int],
-                 result_type: RTensorType, *, site: str, name: str | None = None):
-        super().__init__(operands=[operand], result_types=[result_type],
-                         attributes=site_attrs(site, name, keep=_i64s(keep)))
+    AXES: ClassVar[str] = "keep"
 
     @property
     def kept(self) -> list[int]:
-        return _ints(self.keep)
+        return self._axis_list()
 
     def verify_(self) -> None:
         super().verify_()
@@ -277,25 +288,17 @@ class SpreadOp(ComputeOp):
 
 
 @realize_op
-class BroadcastOp(ComputeOp):
+class BroadcastOp(_AxisListOp):
     """`%r = psk_realize.broadcast %a {map = array<i64: 1>, site = "f/%4"} : (A) -> R`: the operand broadcast to the result, its axis k onto the result's `map[k]`."""
 
     name = "psk_realize.broadcast"
 
-    operand = operand_def(RTensorType)
-    result = result_def(RTensorType)
     map = attr_def(DenseArrayBase)
-
-    traits = traits_def(Pure())
-
-    def __init__(self, operand: SSAValue | Operation, places: Sequence[int],
-                 result_type: RTensorType, *, site: str, name: str | None = None):
-        super().__init__(operands=[operand], result_types=[result_type],
-                         attributes=site_attrs(site, name, map=_i64s(places)))
+    AXES: ClassVar[str] = "map"
 
     @property
     def place_list(self) -> list[int]:
-        return _ints(self.map)
+        return self._axis_list()
 
     def verify_(self) -> None:
         super().verify_()
