@@ -19,9 +19,10 @@ from abc import ABC
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import ClassVar, TypeVar
 
-from xdsl.dialects.builtin import (ArrayAttr, ModuleOp, DictionaryAttr, IntAttr,
+from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntAttr, ModuleOp,
     IntegerAttr, NoneAttr, StringAttr, SymbolRefAttr, UnitAttr)
-from xdsl.ir import Attribute, Operation, ParametrizedAttribute
+from xdsl.dialects.utils import parse_func_op_like
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute, Region
 from xdsl.irdl import IRDLOperation, attr_def, irdl_attr_definition, irdl_op_definition, opt_attr_def
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
@@ -373,6 +374,35 @@ class SiteOp(SiteErrorsOp, ABC):
 
 
 # --------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------
+# Function-like ops (the instances of Core, Realize and Kernel)
+# --------------------------------------------------------------------------------------
+
+
+FUNC_RESERVED = ("sym_name", "function_type")
+"""The attributes a function-like op spells in its signature, not in `attributes {…}`."""
+
+
+def print_func_tail(printer: Printer, op: IRDLOperation) -> None:
+    """What follows a function-like op's signature: its other attributes, then its body."""
+    print_op_attrs(printer, op.attributes, reserved=FUNC_RESERVED, keyword=True)
+    printer.print_string(" ")
+    printer.print_region(op.body, print_entry_block_args=False, print_empty_block=False)
+
+
+def parse_func_like(parser: Parser) -> tuple[dict[str, Attribute], list[Attribute], Region]:
+    """A function-like op's `@name(args) -> results attributes {…} {body}`: its attributes
+    (name and type among them), its argument types and its body."""
+    name, inputs, outputs, region, extra, _, _ = parse_func_op_like(
+        parser, reserved_attr_names=FUNC_RESERVED
+    )
+    attrs = {
+        "sym_name": StringAttr(name),
+        "function_type": FunctionType.from_lists(inputs, outputs),
+    } | (extra.data if extra is not None else {})
+    return attrs, inputs, region
 
 
 # --------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr,
     StringAttr, SymbolRefAttr, TupleType, UnitAttr, i64)
-from xdsl.dialects.utils import parse_func_op_like
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.irdl import (IRDLOperation, attr_def, operand_def, opt_attr_def, region_def,
     result_def, traits_def, var_operand_def)
@@ -20,7 +19,7 @@ from xdsl.traits import (CallableOpInterface, HasParent, IsTerminator, IsolatedF
     ReturnLike, SymbolOpInterface)
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import print_op_attrs, site_attrs, size_value
+from presk.dialects.common import parse_func_like, print_func_tail, site_attrs, size_value
 from presk.shapes import ShapeError, Size
 
 from .base import CoreOp, _dims_attr, _infer, _names_attr, _value_type, core_op
@@ -132,21 +131,11 @@ class FuncOp(IRDLOperation):
             printer.print_list(self.args, printer.print_block_argument)
         printer.print_string(" -> ")
         printer.print_attribute(self.result_type)
-        print_op_attrs(
-            printer, self.attributes, reserved=("sym_name", "function_type"), keyword=True
-        )
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+        print_func_tail(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> FuncOp:
-        name, inputs, outputs, region, extra, _, _ = parse_func_op_like(
-            parser, reserved_attr_names=("sym_name", "function_type")
-        )
-        attrs = {
-            "sym_name": StringAttr(name),
-            "function_type": FunctionType.from_lists(inputs, outputs),
-        } | (extra.data if extra is not None else {})
+        attrs, inputs, region = parse_func_like(parser)
         return cls.create(attributes=attrs, regions=[region])
 
 

@@ -9,14 +9,13 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from xdsl.dialects.builtin import FunctionType, IntegerAttr, StringAttr
-from xdsl.dialects.utils import parse_func_op_like
 from xdsl.ir import Attribute, Block, BlockArgument, Operation
 from xdsl.irdl import IRDLOperation, attr_def, region_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import SiteErrorsOp, op_definition, print_op_attrs
+from presk.dialects.common import SiteErrorsOp, op_definition, parse_func_like, print_func_tail
 
 from .types import BufferType
 
@@ -116,20 +115,11 @@ class _BufferFunction(KernelBaseOp, ABC):
         printer.print_string(" ")
         printer.print_symbol_name(self.sym_name)
         _print_signature_args(printer, self.args)
-        print_op_attrs(printer, self.attributes, reserved=("sym_name", "function_type"),
-                        keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+        print_func_tail(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser):
-        name, inputs, outputs, region, extra, _, _ = parse_func_op_like(
-            parser, reserved_attr_names=("sym_name", "function_type")
-        )
-        attrs = {
-            "sym_name": StringAttr(name),
-            "function_type": FunctionType.from_lists(inputs, outputs),
-        } | (extra.data if extra is not None else {})
+        attrs, inputs, region = parse_func_like(parser)
         if not region.blocks:
             region.add_block(Block(arg_types=inputs))
         return cls.create(attributes=attrs, regions=[region])

@@ -10,7 +10,6 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr,
     StringAttr, SymbolRefAttr, UnitAttr, i64)
-from xdsl.dialects.utils import parse_func_op_like
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.irdl import (IRDLOperation, attr_def, opt_attr_def, region_def, result_def,
     traits_def, var_operand_def, var_result_def)
@@ -20,7 +19,7 @@ from xdsl.traits import (HasParent, IsTerminator, IsolatedFromAbove, ReturnLike,
     SymbolOpInterface, SymbolTable)
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import print_op_attrs, site_attrs
+from presk.dialects.common import parse_func_like, print_func_tail, site_attrs
 
 from .base import ComputeOp, RealizeOp, realize_op
 from .types import RTensorType, _ttype, fits, rtype_text
@@ -114,20 +113,11 @@ class FuncOp(IRDLOperation):
         else:
             with printer.in_parens():
                 printer.print_list(outs, printer.print_attribute)
-        print_op_attrs(printer, self.attributes, reserved=("sym_name", "function_type"),
-                        keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+        print_func_tail(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser) -> FuncOp:
-        name, inputs, outputs, region, extra, _, _ = parse_func_op_like(
-            parser, reserved_attr_names=("sym_name", "function_type")
-        )
-        attrs = {
-            "sym_name": StringAttr(name),
-            "function_type": FunctionType.from_lists(inputs, outputs),
-        } | (extra.data if extra is not None else {})
+        attrs, inputs, region = parse_func_like(parser)
         return cls.create(attributes=attrs, regions=[region])
 
 
