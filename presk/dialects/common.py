@@ -302,6 +302,8 @@ class SiteOp(SiteErrorsOp, ABC):
     source_name = opt_attr_def(StringAttr, attr_name="name")
 
     HAS_CALLEE: ClassVar[bool] = False
+    BARE_WITHOUT_OPERANDS: ClassVar[bool] = False
+    """An op with neither operands nor results is written with nothing after its `:`."""
 
     def verify_(self) -> None:
         if self.results and not _SITE.fullmatch(self.site.data):
@@ -361,6 +363,8 @@ class SiteOp(SiteErrorsOp, ABC):
     ) -> tuple[list[Attribute], list[Attribute]]:
         has_result = bool(cls.get_irdl_definition().results)
         if not has_result:
+            if not operands and cls.BARE_WITHOUT_OPERANDS:
+                return [], []
             types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
             return types, []
         inputs = parser.parse_optional_comma_separated_list(
@@ -368,9 +372,14 @@ class SiteOp(SiteErrorsOp, ABC):
         )
         if inputs is not None:
             parser.parse_punctuation("->")
-            return inputs, [parser.parse_type()]
+            return inputs, cls._parse_results(parser)
         single = parser.parse_type()
         return [single] * len(operands), [single]
+
+    @classmethod
+    def _parse_results(cls, parser: Parser) -> list[Attribute]:
+        """The result types after `->`: one type (a dialect with several results widens it)."""
+        return [parser.parse_type()]
 
 
 # --------------------------------------------------------------------------------------

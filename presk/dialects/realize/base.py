@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, i64
 from xdsl.ir import Attribute, SSAValue
-from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
@@ -71,27 +71,14 @@ class RealizeOp(SiteOp, ABC):
             with printer.in_parens():
                 printer.print_list(results, printer.print_attribute)
 
+    BARE_WITHOUT_OPERANDS: ClassVar[bool] = True
+
     @classmethod
-    def _parse_signature(
-        cls, parser: Parser, operands: Sequence[UnresolvedOperand]
-    ) -> tuple[list[Attribute], list[Attribute]]:
-        defn = cls.get_irdl_definition()
-        if not defn.results:
-            if not operands:
-                return [], []
-            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-            return types, []
-        inputs = parser.parse_optional_comma_separated_list(
+    def _parse_results(cls, parser: Parser) -> list[Attribute]:
+        outs = parser.parse_optional_comma_separated_list(
             parser.Delimiter.PAREN, parser.parse_type
         )
-        if inputs is not None:
-            parser.parse_punctuation("->")
-            outs = parser.parse_optional_comma_separated_list(
-                parser.Delimiter.PAREN, parser.parse_type
-            )
-            return inputs, (outs if outs is not None else [parser.parse_type()])
-        single = parser.parse_type()
-        return [single] * len(operands), [single]
+        return outs if outs is not None else [parser.parse_type()]
 
 
 class ComputeOp(RealizeOp, ABC):
