@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from .. import ops
+from .numbers import object_array
 from .realization import Realization
 
 U = {"f64": 2.0 ** -53, "f32": 2.0 ** -24, "bf16": 2.0 ** -8}
@@ -291,14 +292,8 @@ def _numbers():
                             "pow": _unsupported("pow")}
 
         def array(self, values):
-            values = np.asarray(values)
-            if values.dtype == object:
-                return values
-            out = np.empty(values.shape, dtype=object)
-            flat = out.reshape(-1)
-            for i, v in enumerate(values.reshape(-1)):
-                flat[i] = EB(v, v, 0.0, 0.0)  # an f64 constant, exact (the reference's too)
-            return out
+            # an f64 constant, exact (the reference's too)
+            return object_array(values, lambda v: EB(v, v, 0.0, 0.0))
 
         def to_f64(self, x):
             x = np.asarray(x, dtype=object)

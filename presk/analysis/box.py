@@ -41,6 +41,7 @@ import numpy as np
 from gmpy2 import mpfr
 
 from .ranges import Ranges
+from .numbers import object_array
 from .realization import Realization
 
 UP = gmpy2.context(precision=53, round=gmpy2.RoundUp)
@@ -682,14 +683,8 @@ def _numbers():
                             for f in ops.rows(arity=2, core=True)}
 
         def array(self, values):
-            values = np.asarray(values)
-            if values.dtype == object:
-                return values
-            out = np.empty(values.shape, dtype=object)
-            flat = out.reshape(-1)
-            for i, v in enumerate(values.reshape(-1)):
-                flat[i] = Form.point(v)  # an f64 constant, exact (the reference's too)
-            return out
+            # an f64 constant, exact (the reference's too)
+            return object_array(values, lambda v: Form.point(v))
 
         def to_f64(self, x):
             x = np.asarray(x, dtype=object)

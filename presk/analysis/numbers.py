@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, nullcontext
-from typing import Callable
+from typing import Any, Callable
 
 import gmpy2
 import numpy as np
@@ -34,6 +34,22 @@ UNARY_NAMES = tuple(f.name for f in ops.rows(arity=1, core=True))
 BINARY_NAMES = tuple(f.name for f in ops.rows(arity=2, core=True))
 REDUCTION_NAMES = ("sum", "mean", "max", "min", "logsumexp")
 _EXTREMUM = {"max": "maximum", "min": "minimum"}  # a reduction's element-wise function
+
+
+def object_array(values, element: Callable[[Any], Any]) -> np.ndarray:
+    """`values` as an object array, each f64 entry made an exact number by `element`.
+
+    An array already of objects is returned as it is (its entries are numbers already);
+    the interval, error-bound and MPFR arithmetics all build their constants this way.
+    """
+    values = np.asarray(values)
+    if values.dtype == object:
+        return values
+    out = np.empty(values.shape, dtype=object)
+    flat = out.reshape(-1)
+    for i, v in enumerate(values.reshape(-1)):
+        flat[i] = element(v)
+    return out
 
 
 class Numbers(ABC):
@@ -197,15 +213,9 @@ class MPFR(Numbers):
         return sys.getsizeof(gmpy2.mpfr(0, max(self.bits, 53))) + 8
 
     def array(self, values: np.ndarray) -> np.ndarray:
-        values = np.asarray(values)
-        if values.dtype == object:
-            return values
-        out = np.empty(values.shape, dtype=object)
-        flat = out.reshape(-1)
         # An f64 value converts exactly: MPFR holds every binary64 at 53 bits or more.
-        for i, v in enumerate(values.reshape(-1)):
-            flat[i] = gmpy2.mpfr(float(v), max(self.bits, 53))
-        return out
+        bits = max(self.bits, 53)
+        return object_array(values, lambda v: gmpy2.mpfr(float(v), bits))
 
     def to_f64(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=object)

@@ -7,6 +7,7 @@ import functools
 import sys
 from typing import Any, Callable, TypeVar
 
+from ..limits import ResourceError
 from ..pipeline.errors import InvalidInput, InvalidProgram
 
 
@@ -35,6 +36,25 @@ def reported(command: Command) -> Command:
             print(exc, file=sys.stderr)
             raise ProgramError() from None
     return run  # type: ignore[return-value]
+
+
+def exit_code(run: Callable[[], int], prog: str) -> int:
+    """`run()`'s exit code, a failure's as the command line reports it: a UsageError its
+    line and 2, a ProgramError (already printed) 1, a ResourceError (a size or a call
+    beyond the machine, refused before work) `prog: why` and 2, a reader that stopped
+    early (`| head`) 0."""
+    try:
+        return run()
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except ProgramError:
+        return 1
+    except ResourceError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
 
 
 def warn(text: str) -> None:

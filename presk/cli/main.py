@@ -14,9 +14,8 @@ from . import (
     bounds_cmds, core_cmds, data_cmd, export_cmds, fpcore_cmd, precision_cmds, realize_cmds,
     sensitivity_cmds, solve_cmds, train_cmds,
 )
-from ..limits import ResourceError
 from .common import (
-    ProgramError, UsageError, elaborate_or_report, printable_streams, reported,
+    UsageError, elaborate_or_report, exit_code, printable_streams, reported,
 )
 from .print_pipeline import add_flag, print_pipeline
 
@@ -122,20 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     printable_streams()
-    try:
+
+    def run() -> int:
         args = build_parser().parse_args(argv)
-        run: Callable[[argparse.Namespace], int] = reported(args.run)
-        return run(args)
-    except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    except ProgramError:
-        return 1
-    except ResourceError as exc:  # a size or a call beyond the machine, refused before work
-        print(f"presk: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
+        command: Callable[[argparse.Namespace], int] = reported(args.run)
+        return command(args)
+    return exit_code(run, "presk")
 
 
 if __name__ == "__main__":

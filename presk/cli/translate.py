@@ -27,10 +27,10 @@ import os
 import sys
 from typing import Callable, NoReturn
 
-from ..limits import ResourceError
 from ..pipeline import kernel_pipeline, load_core, output_names, parse_dims, parse_mlir
 from .common import (
-    ProgramError, UsageError, add_recording_arguments, printable_streams, reported, warn,
+    ProgramError, UsageError, add_recording_arguments, exit_code, printable_streams, reported,
+    warn,
 )
 
 
@@ -174,18 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     add_recording_arguments(entry, "translate")
     entry.add_argument("--optimized", action="store_true",
                        help="the IR after LLVM's O2 for this machine")
-    try:
-        return _translate(parser.parse_args(argv))
-    except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    except ProgramError:
-        return 1
-    except ResourceError as exc:  # a size or a call beyond the machine, refused before work
-        print(f"presk-translate: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # the reader stopped early (`| head`)
-        return 0
+    return exit_code(lambda: _translate(parser.parse_args(argv)), "presk-translate")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,8 @@ from presk.kernel_abi.arena import ArenaPlan, aliased_kernels, entry_signatures
 from presk.kernel_abi.calling import BufferSig, EntrySig, strides
 from presk.dialects import kernel as K
 from presk.emit import mathlib
-from presk.emit.kernel_listing import count, entry_host, format_kernel, launch_label
+from presk.emit.kernel_listing import (
+    count, entry_host, format_kernel, fresh_name, launch_label)
 
 CFLAGS = "-O2 -Wall -Wextra -Werror -std=c99"
 """The Makefile's CFLAGS (a user may replace them: `make CFLAGS=-O3`)."""
@@ -91,13 +92,7 @@ class Names:
         self.taken = set(taken) | C_RESERVED
 
     def fresh(self, base: str) -> str:
-        base = c_identifier(base)
-        name, i = base, 2
-        while name in self.taken:
-            name = f"{base}_{i}"
-            i += 1
-        self.taken.add(name)
-        return name
+        return fresh_name(self.taken, c_identifier(base))
 
 
 def c_float(x: float, ty: str) -> str:

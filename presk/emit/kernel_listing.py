@@ -71,6 +71,16 @@ def host_runs(module: Operation) -> dict[str, int]:
     return runs
 
 
+def fresh_name(taken: set[str], base: str) -> str:
+    """`base`, or `base_2`, `base_3`, ... : the first not in `taken`, which it joins."""
+    name, i = base, 2
+    while name in taken:
+        name = f"{base}_{i}"
+        i += 1
+    taken.add(name)
+    return name
+
+
 @dataclass
 class Counts:
     """One call of the entry: launches, launches without fusion, and per kernel its
@@ -255,12 +265,7 @@ class _HostText:
         self.site: str | None = None
 
     def fresh(self, base: str) -> str:
-        name, i = base, 2
-        while name in self.taken:
-            name = f"{base}_{i}"
-            i += 1
-        self.taken.add(name)
-        return name
+        return fresh_name(self.taken, base)
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
