@@ -35,6 +35,10 @@ under the realization (docs/precision.md states what each assumes):
 
 The measurement: the kernel interpreter under the realization against MPFR at `bits`,
 max |L̂ − L| over the output's elements, at the first sample.
+
+One file, though long: the forward analysis of `k` and `normwise` (`EB`) and the local
+bounds of `cond` (`local_rounding`) share one rounding model (`gamma`, u(t), the stored
+types) and are computed and reported together by `bounds`.
 """
 
 from __future__ import annotations

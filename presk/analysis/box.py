@@ -26,6 +26,10 @@ into one fresh symbol (sound: a fresh symbol claims no correlation).
 
 Scalar programs are refined by bisecting the box (the leaf with the largest bound first,
 along its widest input): the bound is the largest over the leaves.
+
+One file, though long: the `Form` algebra, the per-function rules (`rule`) and the
+bisection driver (`analyze`) share the outward-rounding helpers and `State`, and none is
+used without the others; a split would only move private helpers across a module boundary.
 """
 
 from __future__ import annotations

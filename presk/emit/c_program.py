@@ -24,6 +24,10 @@ that `cc -O2 -ffp-contract=off -fno-fast-math` gives the bits the JIT gives:
 
 `c_sources(module)` returns the program's files (name → text) without recorded data;
 `python -m presk.emit.c_program FILE.mlir [NAME]` prints them (or one).
+
+One file, though long: it mirrors convert-psk-kernel-to-std as one emitter, and the
+kernels (`KernelC`), hosts (`HostC`), the model and runtime files share `Names`, the arena
+plan and the C type spellings; its parts are not used apart.
 """
 
 from __future__ import annotations

@@ -54,6 +54,10 @@ Every engine computes these functions with this module: the PSK-Core f64 interpr
 (presk/analysis/numbers.py `F64`) and the kernel interpreter (presk/analysis/kernel_math.py)
 through `evaluate`, the native backend through presk/emit/mathlib_llvm.py, the C export
 through `to_c` — so they compute the same bits.
+
+One file, though long: each function is written once here as a `Builder` program and the
+form it is written in (`Program`, `evaluate`, `to_c`) is what makes the targets agree; the
+length is the ten algorithms, each short.
 """
 
 from __future__ import annotations

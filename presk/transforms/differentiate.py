@@ -31,6 +31,10 @@ type that reaches the result. A cotangent that is the `.bwd`'s own argument dy (
 result's, and what passes it on unchanged: `add`'s operands) has no operation to mark: with
 `all_values` the `.bwd` function carries those sites as `adjoint_dy = [...]`
 (`adjoint_dy_negated` for −dy). The default output is unchanged by it.
+
+One file, though long: it is one pass, and the sweeps (`_Sweep`, `_Reverse`) and the per-
+op adjoint rules (`_d_row`, `_b_*`) share the builder, the residual plan and the cotangent
+accumulators.
 """
 
 from __future__ import annotations
