@@ -4,6 +4,7 @@ directive of a kernel (`LayoutAttr`), and the element and scalar types they name
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -94,10 +95,7 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     @property
     def compute(self) -> Attribute:

@@ -4,6 +4,7 @@ type (`RTensorType`, `!psk_realize.tensor<f32, batch: 4>`), and its names.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, Float32Type, Float64Type,
@@ -93,10 +94,7 @@ class RTensorType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def count(self) -> int:
-        n = 1
-        for s in self.sizes:
-            n *= s
-        return n
+        return math.prod(self.sizes)
 
     def with_element(self, element: Attribute | str) -> RTensorType:
         if isinstance(element, str):
