@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from .. import ops
-from .numbers import object_array
+from .numbers import ByEnclosure, object_array
 from .realization import Realization
 
 U = {"f64": 2.0 ** -53, "f32": 2.0 ** -24, "bf16": 2.0 ** -8}
@@ -71,7 +71,7 @@ def gamma(n: int, t: str) -> float:
 
 # ---- the abstract value ----
 
-class EB:
+class EB(ByEnclosure):
     """An element: the exact value x lies in [lo, hi]; |computed − x| ≤ e, and ≤ r·|x|
     (r a relative bound, inf when none is known; e is kept ≤ r·max|x|)."""
 
@@ -156,17 +156,8 @@ class EB:
     def __abs__(self):
         return EB(self.mig, self.mag, self.e, self.r)
 
-    def __gt__(self, o):
-        return self.hi > _eb(o).hi
-
-    def __lt__(self, o):
-        return self.lo < _eb(o).lo
-
-    def __ge__(self, o):
-        return not self < o
-
-    def __le__(self, o):
-        return not self > o
+    def _coerce(self, o) -> EB:
+        return _eb(o)
 
     def __float__(self):
         return 0.5 * (self.lo + self.hi)

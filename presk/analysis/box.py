@@ -45,7 +45,7 @@ import numpy as np
 from gmpy2 import mpfr
 
 from .ranges import Ranges
-from .numbers import object_array
+from .numbers import ByEnclosure, object_array
 from .realization import Realization
 
 UP = gmpy2.context(precision=53, round=gmpy2.RoundUp)
@@ -140,7 +140,7 @@ class State:
 S = State()
 
 
-class Form:
+class Form(ByEnclosure):
     """One element: exact value in [lo, hi]; computed − exact = Σ d[k]·εₖ + ρ, |ρ| ≤ r;
     the computed value held in type `ty`."""
 
@@ -308,18 +308,8 @@ class Form:
             if S.centered else None
         return Form(ZERO, self.mag, d, self.r, self.ty, val)
 
-    # comparisons the base Numbers' max/min use (numpy's object max): by enclosure
-    def __gt__(self, o):
-        return self.hi > _form(o).hi
-
-    def __lt__(self, o):
-        return self.lo < _form(o).lo
-
-    def __ge__(self, o):
-        return not self < o
-
-    def __le__(self, o):
-        return not self > o
+    def _coerce(self, o) -> Form:  # comparisons by enclosure (ByEnclosure)
+        return _form(o)
 
     def __float__(self):
         return float((self.lo + self.hi) / 2)

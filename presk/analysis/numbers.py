@@ -52,6 +52,29 @@ def object_array(values, element: Callable[[Any], Any]) -> np.ndarray:
     return out
 
 
+class ByEnclosure:
+    """Ordering by enclosure, as numpy's object max/min compare two elements: x > y when
+    x's upper end is above y's, x < y when its lower end is below y's. The error-bound
+    (`bounds.EB`) and box (`box.Form`) elements share it; `_coerce` makes an operand one."""
+
+    __slots__ = ()
+
+    def _coerce(self, o):
+        raise NotImplementedError
+
+    def __gt__(self, o):
+        return self.hi > self._coerce(o).hi
+
+    def __lt__(self, o):
+        return self.lo < self._coerce(o).lo
+
+    def __ge__(self, o):
+        return not self < o
+
+    def __le__(self, o):
+        return not self > o
+
+
 class Numbers(ABC):
     """What the interpreter needs of a number system."""
 

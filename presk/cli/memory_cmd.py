@@ -45,7 +45,8 @@ def memory_report(core_module, entry: str, dims: dict[str, int], realization=Non
                   grad: bool = False, remat: str = "store") -> MemoryReport:
     from ..analysis.memory import count
     from ..kernel_abi.arena import entry_signatures
-    from ..kernel_abi.lives import align, live_bytes
+    from ..kernel_abi.calling import align
+    from ..kernel_abi.lives import live_bytes
     from ..kernel_abi.placement import place
     from ..emit.c_program import entry_c
     trace, pipe = _trace(core_module, entry, dims, realization, grad, remat)

@@ -54,10 +54,6 @@ def strides(shape: Sequence[int]) -> list[int]:
     return out[::-1]
 
 
-def _align(n: int) -> int:
-    return -(-n // ARENA_ALIGN) * ARENA_ALIGN
-
-
 def align(n: int) -> int:
     """`n` bytes rounded up to a multiple of `ARENA_ALIGN`."""
     return -(-n // ARENA_ALIGN) * ARENA_ALIGN

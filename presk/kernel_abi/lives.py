@@ -24,13 +24,6 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from ..dialects import kernel as K
 
-ALIGN = 64
-"""Every buffer of the arena starts at a multiple of this (the native and C layout)."""
-
-
-def align(n: int) -> int:
-    return (n + ALIGN - 1) // ALIGN * ALIGN
-
 
 class MemoryCountError(Exception):
     """A module `presk memory` cannot count (no entry host, a recursive call)."""

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation
 
-from .lives import Frame, Trace, align
+from .calling import align
+from .lives import Frame, Trace
 
 Intervals = tuple[tuple[int, int], ...]
 

@@ -29,7 +29,8 @@ from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter, LiveWatch
 from presk.analysis.memory import count
 from presk.analysis.memory_symbolic import Poly, interpolate, peak_pieces, symbolic
-from presk.kernel_abi.lives import align, live_at, record_trace
+from presk.kernel_abi.calling import align
+from presk.kernel_abi.lives import live_at, record_trace
 from presk.kernel_abi.placement import place
 from presk.pipeline import entry_call, kernel_pipeline
 from presk.frontend.elaborate import elaborate
