@@ -169,7 +169,7 @@ def format_instance(func: R.FuncOp, runs: int | None = None) -> str:
     n = Names(func)
     args = ", ".join(f"{name} : {rtype_text(a.type)}"
                      for name, a in zip(func.arg_name_list, func.args))
-    results = ", ".join(rtype_text(t) for t in func.result_types)
+    results = ", ".join(rtype_text(t) for t in func.output_types)
     head = f"fn {func.func_name} = {func.source_func}{_dims_text(func.dim_values)}({args}) " \
         f"-> {results} {{"
     lines = []

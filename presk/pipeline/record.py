@@ -108,9 +108,8 @@ def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=N
     from ..conversion.realize_to_kernel import KernelConversionError, realize_to_kernel
     realize, real = record_entry(core_module, entry, dims, realization, fuse, grad, remat)
     try:
-        # What convert-psk-realize-to-kernel and psk-kernel-dedup apply, into a new module: the Realize one
-        # is kept (the listing, the inputs' names read it), and cloning it is no option
-        # (xDSL's clone of a Realize module fails on its ops today).
+        # What convert-psk-realize-to-kernel and psk-kernel-dedup apply, into a new module:
+        # the Realize one is kept (the listing, the inputs' names read it) without a copy.
         kernel = realize_to_kernel(realize)
     except KernelConversionError as exc:
         raise InvalidProgram(f"presk: error: {exc}") from None

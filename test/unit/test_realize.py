@@ -183,7 +183,17 @@ def test_mixed_records_the_reference_instances(core):
         "batch.1")
     assert [R.rtype_text(a.type) for a in entry.args][:4] == [
         "bf16[3, 4]", "f32[3, 4, 4]", "bf16[3, 4]", "bf16[4]"]
-    assert R.rtype_text(entry.result_types[0]) == "f64[]"
+    assert R.rtype_text(entry.output_types[0]) == "f64[]"
+
+
+def test_a_recorded_module_clones(core):
+    """A Realize function's declared outputs are `output_types`, not a property shadowing
+    xDSL's `Operation.result_types` (a function op has no results): with that shadow,
+    `clone()` raised "zip() argument 2 is longer than argument 1"."""
+    module = recorded(core, "mixed", fuse=True)
+    copy = module.clone()
+    copy.verify()
+    assert str(copy) == str(module)
 
 
 def test_mixed_conversions_are_explicit(core):

@@ -449,7 +449,7 @@ class RealizeToKernel:
         hosts: list[K.HostOp] = []
         entry = R.entry_func(self.realize)
         for func in R.funcs(self.realize):
-            outs = [buffer_type(t) for t in func.result_types]
+            outs = [buffer_type(t) for t in func.output_types]
             arg_types = [buffer_type(a.type) for a in func.args]
             out_names = ["out"] if len(outs) == 1 else [f"out.{i}" for i in range(len(outs))]
             if func.result_names is not None:

@@ -84,7 +84,7 @@ class FuncOp(IRDLOperation):
         return self.body.block.args
 
     @property
-    def result_types(self) -> tuple[Attribute, ...]:
+    def output_types(self) -> tuple[Attribute, ...]:
         return self.function_type.outputs.data
 
     def verify_(self) -> None:
@@ -94,12 +94,12 @@ class FuncOp(IRDLOperation):
         if len(self.arg_name_list) != len(inputs):
             raise VerifyException(f"arg_names {list(self.arg_name_list)} do not name "
                                   f"{len(inputs)} arguments")
-        for t in (*inputs, *self.result_types):
+        for t in (*inputs, *self.output_types):
             if not isinstance(t, RTensorType):
                 raise VerifyException(f"an instance takes and returns tensors, not {t}")
-        if self.result_names is not None and len(self.result_names) != len(self.result_types):
+        if self.result_names is not None and len(self.result_names) != len(self.output_types):
             raise VerifyException(f"result_names names {len(self.result_names)} of "
-                                  f"{len(self.result_types)} results")
+                                  f"{len(self.output_types)} results")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -107,7 +107,7 @@ class FuncOp(IRDLOperation):
         with printer.in_parens():
             printer.print_list(self.args, printer.print_block_argument)
         printer.print_string(" -> ")
-        outs = self.result_types
+        outs = self.output_types
         if len(outs) == 1:
             printer.print_attribute(outs[0])
         else:
@@ -168,7 +168,7 @@ class CallOp(_CallLike):
         super().verify_()
         callee = lookup_instance(self, self.callee_name)
         self._check_args(callee.function_type.inputs.data, [a.type for a in self.arguments])
-        outs = callee.result_types
+        outs = callee.output_types
         if len(outs) != len(self.res) or not all(fits(r.type, o) for r, o in zip(self.res, outs)):
             raise VerifyException(f"@{self.callee_name} returns "
                                   f"{', '.join(rtype_text(o) for o in outs)}, not "
@@ -222,7 +222,7 @@ class FoldOp(_CallLike):
         sliced = [RTensorType(s.type.element, ArrayAttr(s.type.axes.data[1:]))
                   for s in self.stacked]
         self._check_args(callee.function_type.inputs.data, [*sliced, self.acc.type])
-        outs = callee.result_types
+        outs = callee.output_types
         if len(outs) != 1 or not fits(outs[0], self.acc.type) or \
                 not fits(self.result.type, self.acc.type):
             raise VerifyException(f"@{self.callee_name} must return the accumulator's type "
@@ -246,7 +246,7 @@ class ReturnOp(RealizeOp):
         super().verify_()
         func = self.parent_op()
         assert isinstance(func, FuncOp)
-        outs = func.result_types
+        outs = func.output_types
         if len(outs) != len(self.values) or \
                 not all(fits(v.type, o) for v, o in zip(self.values, outs)):
             raise VerifyException(f"returns {', '.join(rtype_text(v.type) for v in self.values)}"
