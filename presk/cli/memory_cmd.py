@@ -5,57 +5,19 @@ What one call of an entry needs in memory, counted from its recorded PSK-Kernel 
 polynomials in the entry's dims (presk/analysis/memory_symbolic.py). Imported only when
 the command runs.
 
-Python API:
-  memory_report(core_module, entry, dims, realization=None, grad=False, remat="store")
-      -> MemoryReport           the count, the arenas the backends allocate, the placement
-  run(args) -> int
+The count itself is the library's (presk/pipeline/memory.py `memory_report`); this module
+prints it. Python API: run(args) -> int
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import UsageError, add_recording_arguments, reported, warn
 
-
-@dataclass
-class MemoryReport:
-    count: Any  # presk.analysis.memory.Count
-    placed: int  # the placed arena (presk.kernel_abi.placement), beside the inputs
-    rounded_peak: int  # the live peak with every arena buffer rounded to 64 bytes
-    native_arena: int  # what the native backend allocates
-    c_arena: int  # <FN>_ARENA_BYTES of `presk export --target c`
-    realization_name: str
-
-
-def _trace(core_module, entry: str, dims: dict[str, int], realization, grad: bool,
-           remat: str):
-    from ..kernel_abi.lives import MemoryCountError, record_trace
-    from ..pipeline import kernel_pipeline
-    pipe = kernel_pipeline(core_module, entry, dims, realization, grad=grad, remat=remat)
-    try:
-        return record_trace(pipe.kernel), pipe
-    except MemoryCountError as exc:
-        raise UsageError(f"presk memory: {exc}") from None
-
-
-def memory_report(core_module, entry: str, dims: dict[str, int], realization=None,
-                  grad: bool = False, remat: str = "store") -> MemoryReport:
-    from ..analysis.memory import count
-    from ..kernel_abi.arena import entry_signatures
-    from ..kernel_abi.calling import align
-    from ..kernel_abi.lives import live_bytes
-    from ..kernel_abi.placement import place
-    from ..emit.c_program import entry_c
-    trace, pipe = _trace(core_module, entry, dims, realization, grad, remat)
-    name = trace.entry.sym_name.data
-    native = {s.host: s.arena_bytes for s in entry_signatures(pipe.kernel)}[name]
-    rounded = live_bytes(trace, lambda b: b.kind == "made", size=lambda b: align(b.bytes))
-    return MemoryReport(count(trace), place(trace).need[name], max(rounded, default=0),
-                        native, entry_c(pipe.kernel).sig.arena_bytes,
-                        pipe.realization_name)
+if TYPE_CHECKING:
+    from ..pipeline.memory import MemoryReport
 
 
 # ---- printing ----
@@ -212,6 +174,7 @@ def _step_peak_line(c) -> str:
 
 def _run_step(args: argparse.Namespace, module, program) -> int:
     from ..pipeline import parse_dims, prepare
+    from ..pipeline.memory import memory_report
     from ..train.step_memory import step_count
     runs = program.main.trainings if program is not None else {}
     if not runs:
@@ -235,6 +198,7 @@ def _run_step(args: argparse.Namespace, module, program) -> int:
 @reported
 def run(args: argparse.Namespace) -> int:
     from ..pipeline import load_core, parse_dims, prepare
+    from ..pipeline.memory import memory_report, memory_trace
     if args.step and (args.symbolic or args.grad):
         raise UsageError("presk memory: --step counts the value and gradient under both "
                          "--remat policies itself; it takes no --symbolic or --grad")
@@ -250,8 +214,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from ..analysis.memory_symbolic import SymbolicError, symbolic
     try:
-        sym = symbolic(dims, lambda d: _trace(module, args.entry, d, args.realize, args.grad,
-                                              args.remat)[0])
+        sym = symbolic(dims, lambda d: memory_trace(module, args.entry, d, args.realize,
+                                                    args.grad, args.remat)[0])
     except SymbolicError as exc:
         raise UsageError(f"presk memory --symbolic: {exc}") from None
     print("\n".join(format_symbolic(args.entry, sym, dims, rep)))

@@ -7,6 +7,7 @@ call, below the command line (cli/). It is the registered passes (passes.py) run
     call.py    an entry's input buffers, the kernel interpreter (`run_kernel`), native
                code (`compile_call`, `run_native`: runtime/compile.py `lowering_passes`)
     export.py  the C program of an entry with the native run's data (`export_c`)
+    memory.py  what one call needs in memory (`memory_report`, `presk memory`)
 
 Failures are errors.py's InvalidInput and InvalidProgram, with the text to print; the
 command line maps them to its exit codes 2 and 1. Nothing here imports xDSL at import
