@@ -75,12 +75,13 @@ class EntryCall:
 
 def entry_call(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, fuse: bool = True,
-               grad: bool = False, remat: str = "store", cotangent=None) -> EntryCall:
+               grad: bool = False, remat: str = "store", cotangent=None,
+               plan=None) -> EntryCall:
     """Record `entry` (with `grad`: its value and gradient, the seed `cotangent`, 1 when
     None) down to PSK-Kernel and prepare the entry host's inputs."""
     from ..kernel_abi.arena import entry_signatures
     from ..dialects import realize as R
-    pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat)
+    pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat, plan)
     func = R.entry_func(pipe.realize)
     for sig in entry_signatures(pipe.kernel):  # before a buffer is converted or allocated
         require_memory(sig.call_bytes, f"a call of `{sig.host}` (its buffers and arena)")
@@ -103,13 +104,13 @@ class KernelRun:
 def run_kernel(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, fuse: bool = True,
                trace=None, grad: bool = False, remat: str = "store",
-               cotangent=None) -> KernelRun:
+               cotangent=None, plan=None) -> KernelRun:
     """Run `entry` through the kernel interpreter: the result by path, as float64. With
     `grad`, its value and gradient (the seed `cotangent`, 1 when None): `result` and
     `grad.<path>`, as `presk run --engine f64 --grad` names them."""
     from ..analysis.kernel_interpret import KernelInterpreter
     call = entry_call(core_module, entry, dims, params, values, realization, fuse, grad,
-                      remat, cotangent)
+                      remat, cotangent, plan)
     interp = KernelInterpreter(call.pipeline.kernel, trace=trace)
     outputs = interp.run(call.host, call.inputs)
     return KernelRun(call.flatten(outputs), outputs, interp.stats, call.pipeline)
@@ -118,10 +119,11 @@ def run_kernel(core_module, entry: str, dims: dict[str, int], params: dict[str, 
 # ---- native code ----
 
 def native_passes(entry: str, dims: dict[str, int], realization=None, grad: bool = False,
-                  remat: str = "store") -> list[ModulePass]:
+                  remat: str = "store", plan: str | None = None) -> list[ModulePass]:
     """Every pass `run_native` runs: the recording, then PSK-Kernel → the llvm dialect."""
     from ..runtime.compile import lowering_passes
-    return [*kernel_passes(entry, dims, realization, True, grad, remat), *lowering_passes()]
+    return [*kernel_passes(entry, dims, realization, True, grad, remat, plan),
+            *lowering_passes()]
 
 
 @dataclass
@@ -149,11 +151,12 @@ def compile_call(call: EntryCall, cache: bool = True):
 
 def run_native(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, grad: bool = False,
-               remat: str = "store", cache: bool = True, cotangent=None) -> NativeRun:
+               remat: str = "store", cache: bool = True, cotangent=None,
+               plan=None) -> NativeRun:
     """Run `entry` (with `grad`: its value and gradient, the seed `cotangent`, 1 when
     None) as machine code."""
     call = entry_call(core_module, entry, dims, params, values, realization, True, grad,
-                      remat, cotangent)
+                      remat, cotangent, plan)
     program, native = compile_call(call, cache)
     outputs = native(call.inputs)
     return NativeRun(call.flatten(outputs), outputs, call, program, native)

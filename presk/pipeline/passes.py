@@ -76,6 +76,11 @@ def _kernel_split() -> type[ModulePass]:
     return KernelSplitPass
 
 
+def _plan_layout() -> type[ModulePass]:
+    from ..transforms.plan_layout import PlanLayoutPass
+    return PlanLayoutPass
+
+
 def _kernel_to_std() -> type[ModulePass]:
     from ..conversion.kernel_to_std import ConvertKernelToStdPass
 
@@ -99,6 +104,7 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-psk-realize-to-kernel": _realize_to_kernel,
     "psk-kernel-dedup": _kernel_dedup,
     "psk-kernel-split": _kernel_split,
+    "psk-plan-layout": _plan_layout,
     "convert-psk-kernel-to-std": _kernel_to_std,
     "convert-arith-to-llvm": _std_to_llvm("ConvertArithToLLVMPass"),
     "convert-func-to-llvm": _std_to_llvm("ConvertFuncToLLVMPass"),
@@ -117,8 +123,9 @@ def pass_errors() -> tuple[type[BaseException], ...]:
     from ..conversion.realize_to_kernel import KernelConversionError
     from ..limits import ResourceError
     from ..transforms.differentiate import DifferentiationError
+    from ..transforms.plan_layout import PlanError
     return (RecordError, RealizationError, KernelConversionError, NativeLoweringError,
-            DifferentiationError, ResourceError)
+            DifferentiationError, ResourceError, PlanError)
 
 
 def make_pass(name: str, **options: object) -> ModulePass:

@@ -75,10 +75,47 @@ def recording_passes(entry: str, dims: dict[str, int], realization=None, fuse: b
 
 
 def kernel_passes(entry: str, dims: dict[str, int], realization=None, fuse: bool = True,
-                  grad: bool = False, remat: str = "store") -> list[ModulePass]:
-    """The recording passes, then convert-psk-realize-to-kernel and psk-kernel-dedup."""
-    return [*recording_passes(entry, dims, realization, fuse, grad, remat),
-            make_pass("convert-psk-realize-to-kernel"), make_pass("psk-kernel-dedup")]
+                  grad: bool = False, remat: str = "store",
+                  plan: str | None = None) -> list[ModulePass]:
+    """The recording passes, then convert-psk-realize-to-kernel and psk-kernel-dedup (and
+    psk-plan-layout when a plan, `@path`, is given)."""
+    passes = [*recording_passes(entry, dims, realization, fuse, grad, remat),
+              make_pass("convert-psk-realize-to-kernel"), make_pass("psk-kernel-dedup")]
+    if plan:
+        passes.append(make_pass("psk-plan-layout", plan=plan))
+    return passes
+
+
+def load_plan(spec):
+    """A Plan from `spec` (a Plan, `@path`, a path, inline JSON); InvalidInput, one line."""
+    from ..transforms.plan_layout import Plan, PlanError
+    from ..transforms.plan_layout import load_plan as load
+    if spec is None or isinstance(spec, Plan):
+        return spec
+    try:
+        return load(spec)
+    except PlanError as exc:
+        raise InvalidInput(f"presk: {exc}") from None
+
+
+def planned(pipe: Pipeline, plan, entry: str, dims: dict[str, int], grad: bool) -> Pipeline:
+    """`pipe` with the plan's layouts on its kernels, once the plan is for this recording."""
+    from ..transforms.plan_layout import PlanError, apply_plan
+    plan = load_plan(plan)
+    if plan is None:
+        return pipe
+    if plan.entry != entry or plan.dims != dims or plan.grad != grad or \
+            plan.realization != pipe.realization_name:
+        what = lambda e, d, g, r: (f"`{e}` at {', '.join(f'{k}={v}' for k, v in d.items())}"  # noqa: E731
+                                   f"{' with its gradient' if g else ''} under {r}")
+        raise InvalidInput(f"presk: the plan was made for "
+                           f"{what(plan.entry, plan.dims, plan.grad, plan.realization)}, not "
+                           f"{what(entry, dims, grad, pipe.realization_name)}")
+    try:
+        apply_plan(pipe.kernel, plan)
+    except PlanError as exc:
+        raise InvalidInput(f"presk: {exc}") from None
+    return pipe
 
 
 def record_entry(core_module, entry: str, dims: dict[str, int], realization=None,
@@ -102,9 +139,11 @@ def record_entry(core_module, entry: str, dims: dict[str, int], realization=None
 
 
 def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=None,
-                    fuse: bool = True, grad: bool = False, remat: str = "store") -> Pipeline:
+                    fuse: bool = True, grad: bool = False, remat: str = "store",
+                    plan=None) -> Pipeline:
     """Record `entry` at `dims` under `realization` (None: all f64; a Realization, a path,
-    `@path` or inline JSON), fuse, and convert to PSK-Kernel (`kernel_passes`)."""
+    `@path` or inline JSON), fuse, and convert to PSK-Kernel (`kernel_passes`); `plan` (a
+    Plan, `@path`) sets the kernels' layouts (psk-plan-layout)."""
     from ..conversion.realize_to_kernel import KernelConversionError, realize_to_kernel
     realize, real = record_entry(core_module, entry, dims, realization, fuse, grad, remat)
     try:
@@ -113,4 +152,4 @@ def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=N
         kernel = realize_to_kernel(realize)
     except KernelConversionError as exc:
         raise InvalidProgram(f"presk: error: {exc}") from None
-    return Pipeline(realize, kernel, real.summary())
+    return planned(Pipeline(realize, kernel, real.summary()), plan, entry, dims, grad)
