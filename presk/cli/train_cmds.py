@@ -53,7 +53,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return _replot(args.plot)
     if not args.file:
         raise UsageError("presk train: give the program's .psk file (or --plot DIR)")
-    from ..train.loop import LOG, read_log
+    from ..train.loop import LOG
     program, core, training = _load(args)
     directory = args.resume or args.out or os.path.join(
         "runs", f"{os.path.splitext(os.path.basename(args.file))[0]}-{training.name}")
@@ -64,15 +64,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume:
         from ..train.checkpoint import CheckpointError
         from ..train.data import DataError
-        from ..train.loop import LogError
+        from ..train.loop import LogError, resume_run
         try:
-            ck = trainer.resume(lambda m: print(f"presk train: {m}", file=sys.stderr))
-            if ck is None:
-                raise UsageError(f"presk train: {directory} holds no checkpoint to resume "
-                                 "from")
-            _check_same_run(ck.meta, trainer.meta)
-            if os.path.exists(log_path):
-                trainer.history = read_log(log_path, upto=ck.step)
+            ck = resume_run(trainer, lambda m: print(f"presk train: {m}", file=sys.stderr))
         except (CheckpointError, DataError, LogError) as exc:
             raise UsageError(f"presk train: {exc}") from None
         print(f"presk train: resuming `{training.name}` at step {ck.step} of {trainer.total}")
@@ -80,23 +74,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _resume_length(args: argparse.Namespace, training, directory: str) -> None:
-    """A resumed run keeps the length it was started with (its schedule depends on it):
-    from its newest checkpoint unless --epochs or --steps say otherwise."""
-    from ..train.checkpoint import latest
-    place = os.path.join(directory, training.checkpoint_dir or "ckpt")
-    ck = latest(place, lambda m: None)
-    if ck is not None and args.steps is None and args.epochs is None:
-        total = ck.meta.get("total")
-        args.steps = int(total) if isinstance(total, int) else None
-
-
-def _check_same_run(saved: dict, now: dict) -> None:
-    """Refuse to resume a checkpoint under another objective, realization or length: the
-    rest of the run would not be the run that was stopped."""
-    for key in ("run", "objective", "realization", "total"):
-        if key in saved and saved[key] != now.get(key):
-            raise UsageError(f"presk train: the checkpoint was made with {key} "
-                             f"{saved[key]!r}, this run has {now.get(key)!r}")
+    """A resumed run keeps the length it was started with: from its newest checkpoint
+    unless --epochs or --steps say otherwise."""
+    from ..train.loop import saved_total
+    if args.steps is None and args.epochs is None:
+        args.steps = saved_total(directory, training)
 
 
 def _load(args: argparse.Namespace):
@@ -141,23 +123,14 @@ def _trainer(args, core, training, directory: str):
 def _run(args: argparse.Namespace, trainer, log_path: str) -> int:
     from ..train.checkpoint import CheckpointError
     from ..train.data import DataError
-    from ..train.loop import PLOT, LogWriter, plot
+    from ..train.loop import PLOT, LogWriter, plot, run_steps
     log = LogWriter(log_path, trainer.history)
     start, first = time.perf_counter(), trainer.step
     try:
         with _Progress(trainer, args.quiet) as bar, _StopOnInterrupt() as stop:
-            while trainer.step < trainer.total and not stop.requested:
-                record = trainer.one_step()
-                if trainer.due():  # the log first: it always covers the checkpoints
-                    log.flush(trainer.history)
-                    trainer.checkpoint(record.loss)
-                bar.update(record)
-            if stop.requested:
+            if not run_steps(trainer, log, bar.update, lambda: stop.requested):
                 return _interrupted(trainer, log)
         elapsed = time.perf_counter() - start
-        log.flush(trainer.history)
-        if trainer.history and not trainer.due():
-            trainer.checkpoint(trainer.history[-1].loss)
     except (CheckpointError, DataError) as exc:  # e.g. the data file cut short meanwhile
         log.flush(trainer.history)
         raise UsageError(f"presk train: {exc} (at step {trainer.step}; the last checkpoint "

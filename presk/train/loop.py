@@ -145,6 +145,62 @@ class Trainer:
             self.optimizer.state(), self.stream.state(), meta))
 
 
+def run_steps(trainer: Trainer, log: LogWriter,
+              on_step: Callable[[StepRecord], None] | None = None,
+              stop: Callable[[], bool] | None = None) -> bool:
+    """Step the run to its end: the log appended before each checkpoint it is due (so the
+    log always covers the checkpoints), then the rest of the log and a last checkpoint
+    (when the last step was not one). `stop()`, asked before each step, ends the loop
+    early: False is returned and nothing more is written (the caller checkpoints)."""
+    while trainer.step < trainer.total:
+        if stop is not None and stop():
+            return False
+        record = trainer.one_step()
+        if trainer.due():
+            log.flush(trainer.history)
+            trainer.checkpoint(record.loss)
+        if on_step is not None:
+            on_step(record)
+    if stop is not None and stop():
+        return False
+    log.flush(trainer.history)
+    if trainer.history and not trainer.due():
+        trainer.checkpoint(trainer.history[-1].loss)
+    return True
+
+
+def saved_total(directory: str, training: TrainingInfo) -> int | None:
+    """The length (`total`) the newest whole checkpoint of a run directory was made for:
+    a resumed run keeps it (its schedule depends on it) unless told otherwise."""
+    ck = latest(os.path.join(directory, training.checkpoint_dir or "ckpt"), lambda m: None)
+    total = ck.meta.get("total") if ck is not None else None
+    return total if isinstance(total, int) else None
+
+
+def check_same_run(saved: dict, now: dict) -> None:
+    """Refuse (CheckpointError) to resume a checkpoint under another run, objective,
+    realization or length: the rest of the run would not be the run that was stopped."""
+    for key in ("run", "objective", "realization", "total"):
+        if key in saved and saved[key] != now.get(key):
+            raise CheckpointError(f"the checkpoint was made with {key} {saved[key]!r}, "
+                                  f"this run has {now.get(key)!r}")
+
+
+def resume_run(trainer: Trainer, warn: Callable[[str], None]) -> Checkpoint:
+    """Continue the run of the trainer's directory from its newest whole checkpoint (each
+    newer one refused is reported by `warn`): its parameters, optimizer state and data
+    position, and its log up to the checkpoint. A CheckpointError (no checkpoint, one made
+    for another run), DataError or LogError says why it cannot."""
+    ck = trainer.resume(warn)
+    if ck is None:
+        raise CheckpointError(f"{trainer.directory} holds no checkpoint to resume from")
+    check_same_run(ck.meta, trainer.meta)
+    log_path = os.path.join(trainer.directory, LOG)
+    if os.path.exists(log_path):
+        trainer.history = read_log(log_path, upto=ck.step)
+    return ck
+
+
 # --------------------------------------------------------------------------------------
 # The log and the curve
 # --------------------------------------------------------------------------------------

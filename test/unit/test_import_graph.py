@@ -46,6 +46,10 @@ LAYERS: list[tuple[str, ...]] = [
     # realization by running it (kept in analysis/ beside the analyses they read).
     ("presk.train", "presk.analysis.solver", "presk.analysis.bounds", "presk.analysis.box",
      "presk.analysis.boxcheck", "presk.analysis.certify"),
+    # The Python API (load, compile, calibrate, solve, train) and the PyTorch op on it.
+    # The package root re-exports them lazily (PEP 562, by name: no import statement),
+    # so that `import presk` stays light.
+    ("presk.api", "presk.torch"),
     # The explain document reads every command's figures.
     ("presk.explain",),
     # presk, presk-opt, presk-translate.
