@@ -142,12 +142,16 @@ class Program:
 
     # ---- native code ----
     def compile(self, entry: str, *, realize=None, grad: bool = False,
-                remat: str = "store", cache: bool = True, **dims: int) -> Compiled:
+                remat: str = "store", plan=None, cache: bool = True, **dims: int
+                ) -> Compiled:
         """The entry at `dims` under `realize` (None: all f64; a path, `@path`, inline
-        JSON, a Realization, or a Solution of `solve`), compiled to native code (or taken
-        from the on-disk cache), its buffers bound once. With `grad`, a call returns the
-        value and the gradient tree (`remat`: what the forward sweep keeps)."""
-        return Compiled(self, entry, dict(dims), _realization(realize), grad, remat, cache)
+        JSON, a Realization, or a Solution of `solve`) and the layout `plan` (None: the
+        default layouts; a `presk-plan/1` path or `@path`, passed to the pipeline),
+        compiled to native code (or taken from the on-disk cache), its buffers bound once.
+        With `grad`, a call returns the value and the gradient tree (`remat`: what the
+        forward sweep keeps)."""
+        return Compiled(self, entry, dict(dims), _realization(realize), grad, remat, plan,
+                        cache)
 
     # ---- precision ----
     def calibrate(self, entry: str, *, bits: int = 128, samples: int = 1, seed: int = 0,
@@ -338,7 +342,7 @@ class Compiled:
     parameters are."""
 
     def __init__(self, program: Program, entry: str, dims: dict[str, int], realization,
-                 grad: bool, remat: str, cache: bool):
+                 grad: bool, remat: str, plan, cache: bool):
         import ctypes
 
         from .analysis import entry as E
@@ -354,7 +358,7 @@ class Compiled:
             params = {f.path: np.zeros(f.shape) for f in prepared.fields}
             values = {n: np.zeros(s) for n, s in prepared.inputs.items()}
             call = entry_call(program.core, entry, dims, params, values, realization, True,
-                              grad, remat, None if not shape else np.ones(shape))
+                              grad, remat, None if not shape else np.ones(shape), plan)
             self.native_program, self.native = compile_call(call, cache)
         self.call, self.result_shape = call, shape
         self.realization_name = call.pipeline.realization_name

@@ -28,24 +28,24 @@ from .api import Compiled, PreskError, Program
 
 
 def function(program: Program, entry: str, *, realize=None, remat: str = "store",
-             cache: bool = True, **dims: int) -> PreskFunction:
-    """The entry at `dims` under `realize` (as `Program.compile` takes them) as a
-    differentiable op: `op(params, *args)` → a float64 tensor."""
-    return PreskFunction(program, entry, realize, remat, cache, dims)
+             plan=None, cache: bool = True, **dims: int) -> PreskFunction:
+    """The entry at `dims` under `realize` and `plan` (as `Program.compile` takes them)
+    as a differentiable op: `op(params, *args)` → a float64 tensor."""
+    return PreskFunction(program, entry, realize, remat, plan, cache, dims)
 
 
 class PreskFunction:
     """`op(params, *args)`: the entry's value as a torch tensor whose backward is the
     native vjp with respect to the parameters."""
 
-    def __init__(self, program: Program, entry: str, realize, remat: str, cache: bool,
-                 dims: dict[str, int]):
+    def __init__(self, program: Program, entry: str, realize, remat: str, plan,
+                 cache: bool, dims: dict[str, int]):
         self.entry = entry
         self.vjp: Compiled = program.compile(entry, realize=realize, grad=True, remat=remat,
-                                             cache=cache, **dims)
+                                             plan=plan, cache=cache, **dims)
         self.scalar = not self.vjp.result_shape
         self.value: Compiled | None = None if self.scalar else program.compile(
-            entry, realize=realize, cache=cache, **dims)
+            entry, realize=realize, plan=plan, cache=cache, **dims)
         self.paths = self.vjp.parameters
 
     def __call__(self, params: Mapping[str, torch.Tensor] | torch.nn.Module, *args: Any
