@@ -355,6 +355,9 @@ FIT = {
 }
 
 TANH_SMALL = "0x1.8p-1"  # 0.75
+EXPM1 = {  # beyond ±edge, e^x − 1 rounds to e^x (above) or to −1 (below): exp, or −1
+    "f64": dict(edge="0x1.4p+5"), "f32": dict(edge="0x1.4p+4"),
+}
 SINH = {  # above `huge`, sinh|x| = 2·exp(|x| − 2·ln2): |x| − 2·ln2hi is exact there
     "f64": dict(huge="0x1p+9"), "f32": dict(huge="0x1p+6"),
 }
@@ -400,6 +403,22 @@ def _expm1_reduced(b: Builder, hi: Val, lo: Val) -> Val:
     z = r * r
     c = r - z * b.horner(z, EXP[b.ti.name]["P"])  # P1 + z·(P2 + …)
     return (r * c / (2 - c) - lo) + hi
+
+
+def _expm1(b: Builder, x: Val) -> Val:
+    """With x = k·ln2 + r (exp's reduction, |k| ≤ 58 inside ±edge) and p = e^r − 1:
+    e^x − 1 = (2^k − 1) + 2^k·p, where 2^k − 1 is exact (or rounds below half an ulp of
+    the result) and 2^k·p is exact, so one rounding of note; k = 0 is p itself, the
+    accurate small case. Beyond ±edge: exp(x) (which overflows where expm1 does) or −1."""
+    K = EXP[b.ti.name]
+    edge = b.c(EXPM1[b.ti.name]["edge"])
+    xc = b.select(x > edge, edge, b.select(x < -edge, -edge, x))  # NaN stays NaN
+    k = b.rint(xc * b.c(K["invln2"]))
+    hi = xc - k * b.c(K["ln2hi"])
+    lo = k * b.c(K["ln2lo"])
+    t = b.pow2(k)
+    mid = (t - 1) + t * _expm1_reduced(b, hi, lo)
+    return b.select(x > edge, _exp(b, x), b.select(x < -edge, -1, mid))
 
 
 def _sinh(b: Builder, x: Val) -> Val:
@@ -703,6 +722,7 @@ def _pow(b: Builder, x: Val, y: Val) -> Val:
 DEFS: dict[str, Callable[..., Val]] = {
     "exp": _exp, "log": _log, "log1p": _log1p, "tanh": _tanh, "erf": _erf,
     "softplus": _softplus, "sin": _sin, "cos": _cos, "pow": _pow, "sinh": _sinh,
+    "expm1": _expm1,
 }
 """The algorithm of each `Library` row of the table (presk/ops), by the row's name."""
 FUNCTIONS = tuple(ops.library())

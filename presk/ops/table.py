@@ -126,6 +126,17 @@ def _overflowing(f: Callable[[float], float]) -> Callable[[float], float]:
 
 
 _sinh64, _cosh64 = _overflowing(math.sinh), _overflowing(math.cosh)
+_exp64 = _overflowing(math.exp)
+
+
+def _log1p64(v: float) -> float:
+    """log1p, −inf at and below −1 (an enclosure's lower end: the bounds widen it anyway)."""
+    return math.log1p(v) if v > -1 else -math.inf
+
+
+def _log1p_slope(lo: float, hi: float, e: float) -> float:
+    """|log1p′| = 1/(1 + x) on [lo − e, hi + e]: unbounded when that reaches −1."""
+    return 1 / (1 + (lo - e)) if lo - e > -1 else math.inf
 
 
 SQRT2 = math.sqrt(2.0)  # √2 in f64
@@ -176,8 +187,14 @@ ROWS: tuple[Function, ...] = (
     Function("log", 1, C_INF, Library("LogOp"), lambda g, v: g.log(v), "torch.log({x})",
              Derivative(DR / X), LIBRARY_ULPS, builtin="log", doc="the natural logarithm"),
     Function("log1p", 1, C_INF, Library("Log1pOp"), lambda g, v: g.log1p(v),
-             None, None, LIBRARY_ULPS, core=False,
-             doc="log(1 + x), for the kernels and the library"),
+             "torch.log1p({x})", Derivative(DR / (1 + X)), LIBRARY_ULPS,
+             Monotone(_log1p64, _log1p_slope), builtin="log1p",
+             doc="log(1 + x), accurate where x is small (the optimizer's form of log(1 + x))"),
+    Function("expm1", 1, C_INF, Library("ExpM1Op"), lambda g, v: g.expm1(v),
+             "torch.expm1({x})", Derivative(DR * (Y + 1)), LIBRARY_ULPS,
+             Monotone(_overflowing(math.expm1), lambda lo, hi, e: _exp64(hi + e)),
+             builtin="expm1",
+             doc="eˣ − 1, accurate where x is small (the optimizer's form of exp(x) − 1)"),
     Function("tanh", 1, C_INF, Library("TanhOp"), lambda g, v: g.tanh(v),
              "torch.tanh({x})", Derivative(DR * (1 - Y ** 2)), LIBRARY_ULPS,
              Monotone(math.tanh, 1.0), builtin="tanh", doc="the hyperbolic tangent"),

@@ -29,6 +29,7 @@ MAX_ULPS = {
     ("sin", "f32"): 1, ("sin", "f64"): 1,
     ("cos", "f32"): 1, ("cos", "f64"): 1,
     ("sinh", "f32"): 1, ("sinh", "f64"): 1,
+    ("expm1", "f32"): 1, ("expm1", "f64"): 1,
     ("pow", "f32"): 1, ("pow", "f64"): 1,
 }
 
@@ -89,6 +90,7 @@ DOMAIN = {  # (lo, hi) of the dense grid, per type
     "sin": {"f64": (-1.7e6, 1.7e6), "f32": (-7000.0, 7000.0)},
     "cos": {"f64": (-1.7e6, 1.7e6), "f32": (-7000.0, 7000.0)},
     "sinh": {"f64": (-711.0, 711.0), "f32": (-90.0, 90.0)},
+    "expm1": {"f64": (-50.0, 710.0), "f32": (-25.0, 89.0)},
 }
 
 
@@ -120,6 +122,14 @@ def points(fn: str, ty: str, n: int = 12000) -> np.ndarray:
             for _ in range(20):
                 special += [e]
                 e = np.nextafter(e, dt(np.inf) if edge > 0 else dt(-np.inf))
+    if fn == "expm1":  # where exp's reduction changes k, and the ends ±edge
+        edge = float.fromhex(mathlib.EXPM1[ty]["edge"])
+        for e0 in (edge, -edge, 0.5 * np.log(2.0), -0.5 * np.log(2.0)):
+            for step in (dt(np.inf), dt(-np.inf)):
+                v = dt(e0)
+                for _ in range(20):
+                    special += [v]
+                    v = np.nextafter(v, step)
     if fn == "sinh":  # the ends of its three ranges, and where it overflows
         top = float(np.arcsinh(np.float64(fi.max)))
         for edge in (1.0, float.fromhex(mathlib.SINH[ty]["huge"]), top):

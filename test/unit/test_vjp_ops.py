@@ -191,6 +191,8 @@ UNARY = [
     _unary("sin", "sin(x)"),
     _unary("cos", "cos(x)"),
     _unary("sinh", "sinh(x)"),
+    _unary("expm1", "expm1(x)"),
+    _unary("log1p", "log1p(x)", XP),
     _unary("erf", "tanh(x)", surgery=tanh_to_erf),
     _unary("powi0", "x ^ 0"),
     _unary("powi1", "x ^ 1"),
