@@ -63,13 +63,13 @@ MAX = {"f64": mpfr(1.7976931348623157e308), "f32": mpfr(3.4028234663852886e38),
        "bf16": mpfr(3.3895313892515355e38)}
 TINY = {"f64": mpfr(2.0 ** -1022), "f32": mpfr(2.0 ** -126), "bf16": mpfr(2.0 ** -126)}
 WIDTH = {"exact": 0, "bf16": 1, "f32": 2, "f64": 3}  # which types hold which exactly
-# A math-library function's charge comes from the op table (presk/ops, `bound_ulps`, what
-# the bounds charge in units of u = ½ ulp): within n = bound_ulps / 2 ulps of the correctly
-# rounded result (docs/mathlib.md measures at most 2) is within (n + ½) ulps ≤
-# (bound_ulps + 1)·u·|y| of the exact value (a normal y), plus that many half subnormal
-# spacings.
+# A math-library function's charge comes from the op table (presk/ops, each row's `ulps`:
+# the library's measured error per type, docs/mathlib.md): within n ulps of the correctly
+# rounded result is within (n + ½) ulps ≤ (2n + 1)·u·|y| of the exact value (a normal y),
+# plus (2n + 1) half subnormal spacings (`_library_unit`).
 CAP = 48  # symbols per form before a site's are merged
 WORK = 16000  # roundings a refinement analyses in all (its leaves × the program's roundings)
+STALL = 24  # bisections in a row that leave the bound within 2⁻¹⁰ of itself: converged
 SIN_DOMAIN = {"f64": 1.7e6, "f32": 7000.0}
 
 
@@ -89,6 +89,15 @@ def _up(*xs):
 def imul(alo, ahi, blo, bhi):
     if alo == ahi and blo == bhi:
         return DN.mul(alo, blo), UP.mul(alo, blo)
+    # a factor of one sign: two products, not eight (the common case)
+    if alo >= 0 and blo >= 0:
+        return _nan0(DN.mul(alo, blo)), _nan0(UP.mul(ahi, bhi))
+    if ahi <= 0 and bhi <= 0:
+        return _nan0(DN.mul(ahi, bhi)), _nan0(UP.mul(alo, blo))
+    if alo >= 0 and bhi <= 0:
+        return _nan0(DN.mul(ahi, blo)), _nan0(UP.mul(alo, bhi))
+    if ahi <= 0 and blo >= 0:
+        return _nan0(DN.mul(alo, bhi)), _nan0(UP.mul(ahi, blo))
     lo = min(DN.mul(alo, blo), DN.mul(alo, bhi), DN.mul(ahi, blo), DN.mul(ahi, bhi))
     hi = max(UP.mul(alo, blo), UP.mul(alo, bhi), UP.mul(ahi, blo), UP.mul(ahi, bhi))
     return _nan0(lo), _nan0(hi)
@@ -128,6 +137,7 @@ class State:
     site_hi: dict[str, Any] = field(default_factory=dict)
     site_type: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    recorded: list = field(default_factory=list)  # (site, type, its values' forms) per op
     input_of: dict[int, tuple[str, int]] = field(default_factory=dict)  # δ symbol → element
     influence: dict[int, Any] = field(default_factory=dict)  # δ symbol → Σ |coefficients|
     centered: bool = True  # keep the values' centered forms (a tensor's box)
@@ -164,8 +174,9 @@ class Form(ByEnclosure):
         """The bound on |computed − exact|."""
         if self._e is None:
             s = self.r
+            add = UP.add
             for clo, chi in self.d.values():
-                s = UP.add(s, mag(clo, chi))
+                s = add(s, -clo if -clo > chi else chi)  # mag(clo, chi), inline: hot
             self._e = s
         return self._e
 
@@ -179,7 +190,7 @@ class Form(ByEnclosure):
         return DN.sub(self.lo, e), UP.add(self.hi, e)
 
     # -- the rounding of a result at the current type --
-    def _round(self, lo, hi, d: dict, r, lib: float = 0, val=None) -> "Form":
+    def _round(self, lo, hi, d: dict, r, lib: str | None = None, val=None) -> "Form":
         t = S.t
         if val is not None:
             lo, hi = _tight(lo, hi, val)
@@ -188,15 +199,13 @@ class Form(ByEnclosure):
         out = Form(lo, hi, d, r, t, val)
         if t == "exact":
             return _condense(out)
-        u = U[t]
-        c = mpfr(lib + 1) if lib else mpfr(1)  # u's for the result: 1 for IEEE operations
-        u = UP.mul(u, c)
+        # an IEEE operation: one rounding; a library function `lib`: its measured error
+        u, eta = _library_unit(lib, t) if lib else (U[t], ETA[t])
         pre = out.e
         # the rounding δ·ẑ, |δ| ≤ u: first order u·z (z in [lo, hi]) times ε; the rest,
         # u·(ẑ − z), is second order and goes to the remainder
         d = dict(d)
         d[S.symbol()] = (DN.mul(u, lo), UP.mul(u, hi))
-        eta = UP.mul(ETA[t], c)
         r = _up(r, UP.mul(u, pre), eta)
         return _condense(Form(lo, hi, d, r, t, val))
 
@@ -316,6 +325,20 @@ class Form(ByEnclosure):
 
     def __repr__(self):
         return f"Form([{float(self.lo):.6g}, {float(self.hi):.6g}] ± {float(self.e):.3g})"
+
+
+def _library_unit(name: str, t: str):
+    """(relative, absolute) error of the library function `name` called in t: (2n + 1)·u
+    and (2n + 1) half subnormal spacings, n its measured ulps (presk/ops `ulps`); bf16 is
+    computed in f32 and stored, one more rounding of the f32 result."""
+    from .. import ops
+    if t != "bf16":
+        c = mpfr(ops.row(name).library_charge(t))
+        return UP.mul(U[t], c), UP.mul(ETA[t], c)
+    c = mpfr(ops.row(name).library_charge("f32"))
+    f32, f32_eta = UP.mul(U["f32"], c), UP.mul(ETA["f32"], c)
+    store = mpfr(2.0 ** -8)  # |ŷ₃₂| ≤ (1 + f32)·|y|, rounded to bf16 relative 2⁻⁸
+    return _up(f32, UP.mul(store, UP.add(1, f32))), _up(f32_eta, mpfr(2.0 ** -134))
 
 
 def _unbounded(t: str) -> Form:
@@ -439,9 +462,7 @@ def _lib(name: str, x: Form, lo, hi, dlo, dhi, enc=None) -> Form:
     t = S.t
     d = _dscale(x.d, dlo, dhi)
     r = UP.mul(mag(dlo, dhi), x.r)
-    from .. import ops
-    return x._round(lo, hi, d, r, lib=ops.row(name).bound_ulps if t != "exact" else 0,
-                    val=val)
+    return x._round(lo, hi, d, r, lib=name if t != "exact" else None, val=val)
 
 
 def _vunary(x: Form, dlo, dhi, enc):
@@ -495,6 +516,64 @@ def _tanh(x: Form) -> Form:
     dhi = UP.sub(1, DN.square(DN.tanh(n)))
     return _lib("tanh", x, DN.tanh(x.lo), UP.tanh(x.hi), max(dlo, ZERO), dhi,
                 lambda a, b: (DN.tanh(a), UP.tanh(b)))
+
+
+def _expm1(x: Form) -> Form:
+    wlo, whi = x.widened()
+    return _lib("expm1", x, DN.expm1(x.lo), UP.expm1(x.hi), DN.exp(wlo), UP.exp(whi),
+                lambda a, b: (DN.expm1(a), UP.expm1(b)))
+
+
+def _log1p(x: Form) -> Form:
+    wlo, whi = x.widened()
+    if wlo <= -1:
+        S.problems.append(f"{S.site}: log1p's argument can be ≤ −1 over the box")
+        return _unbounded(S.t)
+    return _lib("log1p", x, DN.log1p(x.lo), UP.log1p(x.hi), DN.div(1, UP.add(1, whi)),
+                UP.div(1, DN.add(1, wlo)),
+                lambda a, b: (DN.log1p(a), UP.log1p(b)) if a > -1 else (-INF, UP.log1p(b)))
+
+
+def _sinh(x: Form) -> Form:
+    wlo, whi = x.widened()
+    # sinh' = cosh, even and increasing in |x|; sinh increasing
+    return _lib("sinh", x, DN.sinh(x.lo), UP.sinh(x.hi), DN.cosh(mig(wlo, whi)),
+                UP.cosh(mag(wlo, whi)), lambda a, b: (DN.sinh(a), UP.sinh(b)))
+
+
+def _pow_range(alo, ahi, blo, bhi):
+    """An enclosure of aᵇ = exp(b·log a) over a box of positive a."""
+    lo, hi = imul(DN.log(alo), UP.log(ahi), blo, bhi)
+    return DN.exp(lo), UP.exp(hi)
+
+
+def _pow(a: Form, b: Form) -> Form:
+    """aᵇ for a base positive over the box (the library's exp(b·log a)): the mean value
+    theorem in both operands, ∂/∂a = b·aᵇ/a and ∂/∂b = log(a)·aᵇ over the widened box."""
+    a, b = _conv(_form(a)), _conv(_form(b))
+    alo, ahi = a.widened()
+    blo, bhi = b.widened()
+    if alo <= 0:
+        S.problems.append(f"{S.site}: pow's base can be ≤ 0 over the box")
+        return _unbounded(S.t)
+
+    def slopes(xlo, xhi, ylo, yhi):
+        p = _pow_range(xlo, xhi, ylo, yhi)
+        return imul(*idiv(*p, xlo, xhi), ylo, yhi), imul(DN.log(xlo), UP.log(xhi), *p)
+    da, db = slopes(alo, ahi, blo, bhi)
+    d = _dadd(_dscale(a.d, *da), _dscale(b.d, *db))
+    r = _up(UP.mul(mag(*da), a.r), UP.mul(mag(*db), b.r))
+    val = None
+    if S.centered:
+        va, vb = _val(a), _val(b)
+        if va[0] > 0 and va[0] >= a.lo and va[1] <= a.hi and vb[0] >= b.lo and vb[1] <= b.hi:
+            ea, eb = slopes(a.lo, a.hi, b.lo, b.hi)
+            val = (*_pow_range(va[0], va[1], vb[0], vb[1]),
+                   _dadd(_dscale(va[2], *ea), _dscale(vb[2], *eb)),
+                   _up(UP.mul(mag(*ea), va[3]), UP.mul(mag(*eb), vb[3])))
+    t = S.t
+    return a._round(*_pow_range(a.lo, a.hi, b.lo, b.hi), d, r,
+                    lib="pow" if t != "exact" else None, val=val)
 
 
 _TWO_OVER_SQRT_PI_UP = UP.div(2, DN.sqrt(DN.const_pi()))
@@ -618,6 +697,7 @@ def _binmin(a, b):
 RULES: dict[str, Callable[..., Form]] = {
     "neg": lambda x: -x, "sqrt": _sqrt, "abs": abs, "exp": _exp, "log": _log, "tanh": _tanh,
     "erf": _erf, "softplus": _softplus, "sin": _sincos("sin"), "cos": _sincos("cos"),
+    "sinh": _sinh, "expm1": _expm1, "log1p": _log1p, "pow": _pow,
     "add": lambda a, b: _form(a) + b, "sub": lambda a, b: _form(a) - b,
     "mul": lambda a, b: _form(a) * b, "div": lambda a, b: _form(a) / b,
     "maximum": _binmax, "minimum": _binmin,
@@ -662,7 +742,28 @@ def _heaviside(v: Form, at_zero: float) -> Form:
 
 # ---- the number system the interpreter computes in ----
 
+_BOXED: list = []  # the number system, built once (it holds no state: S does)
+
+
 def _numbers():
+    if not _BOXED:
+        _BOXED.append(_boxed())
+    return _BOXED[0]
+
+
+_CONSTANTS: dict[float, Form] = {}
+
+
+def _constant(v) -> Form:
+    """An exact f64 constant; one Form per value (no rule mutates an operand's Form)."""
+    v = float(v)
+    f = _CONSTANTS.get(v)
+    if f is None or math.copysign(1.0, v) != math.copysign(1.0, float(f.lo)):
+        f = _CONSTANTS[v] = Form.point(v)
+    return f
+
+
+def _boxed():
     from .numbers import Numbers
 
     from .. import ops
@@ -678,7 +779,7 @@ def _numbers():
 
         def array(self, values):
             # an f64 constant, exact (the reference's too)
-            return object_array(values, lambda v: Form.point(v))
+            return object_array(values, _constant)
 
         def to_f64(self, x):
             x = np.asarray(x, dtype=object)
@@ -962,30 +1063,38 @@ def _flatten(v, out: list) -> None:
 
 
 def _record(site: str, t: str, value) -> None:
-    flat: list = []
-    _flatten(value, flat)
+    flat: list = [value] if isinstance(value, Form) else []
+    if not flat:
+        _flatten(value, flat)
     if not flat:
         return
-    S.site_type[site] = t
+    S.recorded.append((site, t, flat))  # its ranges: `_site_stats`, for the leaves kept
     if len(S.input_of) > 8:  # a tensor's box: where to bisect it (`_influential`)
         for f in flat:
             if f.val is not None:
                 for k, (lo, hi) in f.val[2].items():
                     if k in S.input_of:
                         S.influence[k] = UP.add(S.influence.get(k, ZERO), mag(lo, hi))
-    # an infinite endpoint is the analysis giving up (a divisor reaching 0…), not a value:
-    # MPFR's exponent range holds any finite one, so only those count for the range
-    mags = [UP.add(f.mag, f.e) for f in flat]
-    m = max((x for x in mags if gmpy2.is_finite(x)), default=ZERO)
-    S.site_max[site] = max(S.site_max.get(site, ZERO), m)
-    lo = min(f.lo for f in flat)
-    hi = max(f.hi for f in flat)
-    S.site_lo[site] = min(S.site_lo.get(site, lo), lo)
-    S.site_hi[site] = max(S.site_hi.get(site, hi), hi)
-    nz = [f for f in flat if f.lo > 0 or f.hi < 0]
-    if len(nz) == len(flat) and all(gmpy2.is_finite(x) for x in mags):  # nonzero everywhere over the box: its smallest magnitude
-        n = min(DN.sub(mig(f.lo, f.hi), f.e) for f in flat)
-        S.site_min[site] = min(S.site_min.get(site, n), n)
+
+
+def _site_stats(st: State) -> None:
+    """Each site's type, range and largest and (nonzero everywhere) smallest magnitude in
+    one leaf, from its recorded values."""
+    for site, t, flat in st.recorded:
+        st.site_type[site] = t
+        # an infinite endpoint is the analysis giving up (a divisor reaching 0…), not a
+        # value: MPFR's exponent range holds any finite one, so only those count
+        mags = [UP.add(f.mag, f.e) for f in flat]
+        m = max((x for x in mags if gmpy2.is_finite(x)), default=ZERO)
+        st.site_max[site] = max(st.site_max.get(site, ZERO), m)
+        lo = min(f.lo for f in flat)
+        hi = max(f.hi for f in flat)
+        st.site_lo[site] = min(st.site_lo.get(site, lo), lo)
+        st.site_hi[site] = max(st.site_hi.get(site, hi), hi)
+        if all(f.lo > 0 or f.hi < 0 for f in flat) and all(gmpy2.is_finite(x) for x in mags):
+            n = min(DN.sub(mig(f.lo, f.hi), f.e) for f in flat)
+            st.site_min[site] = min(st.site_min.get(site, n), n)
+    st.recorded = []
 
 
 def excluded_types(site_max: dict, site_min: dict) -> dict[str, list[str]]:
@@ -1057,9 +1166,9 @@ def analyze(core_module, entry: str, dims: dict[str, int], realization: Realizat
                 for p, (lo, hi) in ranges.inputs.items()}
         heap = [root]
         done: list[_Leaf] = []
-        count = 1
-        while heap and count < max_leaves and (seconds is None or
-                                                time.perf_counter() - start < seconds):
+        count, stalled = 1, 0
+        while heap and count < max_leaves and stalled < STALL and (
+                seconds is None or time.perf_counter() - start < seconds):
             worst = heapq.heappop(heap)
             split = _widest(worst.inputs, full) if len(scalars) <= 8 else \
                 _influential(worst)
@@ -1069,6 +1178,9 @@ def analyze(core_module, entry: str, dims: dict[str, int], realization: Realizat
             for half in _halves(worst.inputs, *split):
                 heapq.heappush(heap, leaf(half))
             count += 1
+            # the bound is the worst leaf's: converged when splitting stops lowering it
+            now = max([heap[0].bound] + [d.bound for d in done]) if heap else ZERO
+            stalled = stalled + 1 if now > DN.mul(worst.bound, 1 - 2.0 ** -10) else 0
         leaves = done + heap
     return _result(entry, realization, leaves, time.perf_counter() - start)
 
@@ -1123,6 +1235,7 @@ def _result(entry: str, realization: Realization, leaves: list[_Leaf], seconds: 
     problems: list[str] = []
     for lf in leaves:
         st = lf.state
+        _site_stats(st)
         per: dict[str, Any] = {}
         for f in lf.flat:
             own: dict[str, Any] = {}

@@ -159,6 +159,8 @@ class Interpreter:
         return self._prefix_len(value, array) + index
 
     def _aligned(self, op: Operation, args: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        if np.ndim(args[0]) == 0 and np.ndim(args[1]) == 0:
+            return args[0], args[1]  # two scalars: nothing to align
         lhs, rhs = op.operands
         result, la, ra = shapes.alignment(lhs.type.shape, rhs.type.shape)  # type: ignore[attr-defined]
         p = max(self._prefix_len(lhs, args[0]), self._prefix_len(rhs, args[1]))

@@ -179,8 +179,11 @@ def _arrays(path: str, value: object, shape, center) -> tuple[np.ndarray, np.nda
 
 
 def sample(box, rng: np.random.Generator, corners: bool = False):
-    """Points of the box: uniform in each element's range (inputs and parameters)."""
+    """A point of the box: uniform in each element's range (inputs and parameters); with
+    `corners`, a random corner (each element at its lo or its hi)."""
     def one(lo, hi):
+        if corners:
+            return np.where(rng.random(np.shape(lo)) < 0.5, lo, hi).astype(np.float64)
         return lo + (hi - lo) * rng.random(np.shape(lo))
     return ({p: one(lo, hi) for p, (lo, hi) in box.inputs.items()},
             {p: one(lo, hi) for p, (lo, hi) in box.params.items()})

@@ -315,10 +315,17 @@ def translate(text: str, path: str) -> list[Core]:
     return cores
 
 
-def to_psk(cores: list[Core], source: str) -> str:
+POINTS = "POINTS"  # the dim of the `f_points` entries (`to_psk(points=True)`)
+
+
+def to_psk(cores: list[Core], source: str, points: bool = False) -> str:
+    """The .psk text; with `points`, each `f` also gets `f_points`, its entry over one
+    axis of POINTS points (for measuring it natively at many points in one call)."""
     lines = [f"-- imported from {source} by presk import-fpcore: the straight-line FPCore",
              "-- subset; each `f_each` is element-wise over ℝ[...], each `f` its entry over",
              "-- ℝ[]; the precondition's box is in the ranges file (presk-ranges/1)."]
+    if points:
+        lines += ["", f"dim {POINTS}"]
     for c in cores:
         lines.append("")
         lines.append(f"-- {c.title}: " + ", ".join(
@@ -336,6 +343,10 @@ def to_psk(cores: list[Core], source: str) -> str:
         scalar = ", ".join(f"{a} : ℝ[]" for a in c.args)
         lines.append(f"fn {c.name}({scalar}) -> ℝ[] =")
         lines.append(f"  {c.name}_each({', '.join(c.args)})")
+        if points:
+            axis = f"ℝ[point: {POINTS}]"
+            lines += ["", f"fn {c.name}_points(" + ", ".join(f"{a} : {axis}" for a in c.args)
+                      + f") -> {axis} =", f"  {c.name}_each({', '.join(c.args)})"]
     return "\n".join(lines) + "\n"
 
 

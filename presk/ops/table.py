@@ -21,8 +21,14 @@ from .expr import DR, X, Y, Expr, Heaviside, call, functions_of, signed
 
 C_INF, C0 = "C∞", "C⁰"  # smooth; continuous with kinks (relu, abs, min, max)
 
-LIBRARY_ULPS = 4.0  # what the bounds charge for a math-library function (or a composite)
+LIBRARY_ULPS = 4.0  # the least the sampled bounds charge for a library function or composite
 EXACT_ULPS = 1.0  # … for a correctly rounded operation
+
+
+def charge_of(ulps: float) -> float:
+    """A result within `ulps` ulps of the correctly rounded value is within ulps + ½ ulp
+    of the exact one, and an ulp of a normal y is at most 2u·|y|: (2·ulps + 1)·u·|y|."""
+    return 2.0 * ulps + 1.0
 
 
 # ---- how a function is computed ----
@@ -94,6 +100,20 @@ class Function:
     builtin: str | None = None  # the .psk spelling of a call, if a program may call it
     core: bool = True  # a Core and a Realize op (`psk_core.<name>`) exist for it
     doc: str = ""
+    # a Library row: the math library's largest error, in ulps from the correctly rounded
+    # result, per type (f32, f64), as measured against MPFR (docs/mathlib.md; asserted by
+    # test/unit/test_mathlib.py, which reads it from here)
+    ulps: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.ulps is not None:  # the sampled rules charge no less than the library errs
+            object.__setattr__(self, "bound_ulps",
+                               max(self.bound_ulps, charge_of(max(self.ulps))))
+
+    def library_charge(self, ty: str) -> float:
+        """What a call rounded in `ty` ("f32" or "f64") errs by, in units of u(ty)·|y|."""
+        assert self.ulps is not None, f"{self.name} is not a math-library function"
+        return charge_of(self.ulps[0 if ty == "f32" else 1])
 
     @property
     def op_class(self) -> str:
@@ -183,41 +203,46 @@ ROWS: tuple[Function, ...] = (
              "keeps h as its attribute `at_zero`)"),
     # ---- the math library ----
     Function("exp", 1, C_INF, Library("ExpOp"), lambda g, v: g.exp(v), "torch.exp({x})",
-             Derivative(DR * Y), LIBRARY_ULPS, builtin="exp", doc="eˣ"),
+             Derivative(DR * Y), LIBRARY_ULPS, builtin="exp", doc="eˣ", ulps=(1, 1)),
     Function("log", 1, C_INF, Library("LogOp"), lambda g, v: g.log(v), "torch.log({x})",
-             Derivative(DR / X), LIBRARY_ULPS, builtin="log", doc="the natural logarithm"),
+             Derivative(DR / X), LIBRARY_ULPS, builtin="log", doc="the natural logarithm",
+             ulps=(1, 1)),
     Function("log1p", 1, C_INF, Library("Log1pOp"), lambda g, v: g.log1p(v),
              "torch.log1p({x})", Derivative(DR / (1 + X)), LIBRARY_ULPS,
              Monotone(_log1p64, _log1p_slope), builtin="log1p",
-             doc="log(1 + x), accurate where x is small (the optimizer's form of log(1 + x))"),
+             doc="log(1 + x), accurate where x is small (the optimizer's form of log(1 + x))",
+             ulps=(1, 1)),
     Function("expm1", 1, C_INF, Library("ExpM1Op"), lambda g, v: g.expm1(v),
              "torch.expm1({x})", Derivative(DR * (Y + 1)), LIBRARY_ULPS,
              Monotone(_overflowing(math.expm1), lambda lo, hi, e: _exp64(hi + e)),
              builtin="expm1",
-             doc="eˣ − 1, accurate where x is small (the optimizer's form of exp(x) − 1)"),
+             doc="eˣ − 1, accurate where x is small (the optimizer's form of exp(x) − 1)",
+             ulps=(1, 1)),
     Function("tanh", 1, C_INF, Library("TanhOp"), lambda g, v: g.tanh(v),
              "torch.tanh({x})", Derivative(DR * (1 - Y ** 2)), LIBRARY_ULPS,
-             Monotone(math.tanh, 1.0), builtin="tanh", doc="the hyperbolic tangent"),
+             Monotone(math.tanh, 1.0), builtin="tanh", doc="the hyperbolic tangent", ulps=(1, 1)),
     Function("erf", 1, C_INF, Library("ErfOp"), lambda g, v: g.erf(v), "torch.erf({x})",
              Derivative(DR * call("erf_slope", X)), LIBRARY_ULPS,
              Monotone(math.erf, 2 / math.sqrt(math.pi)),
-             doc="the error function: gelu's derivative is written with it"),
+             doc="the error function: gelu's derivative is written with it", ulps=(1, 1)),
     Function("sin", 1, C_INF, Library("SinOp"), lambda g, v: g.sin(v), "torch.sin({x})",
-             Derivative(DR * call("cos", X)), LIBRARY_ULPS, builtin="sin", doc="sine"),
+             Derivative(DR * call("cos", X)), LIBRARY_ULPS, builtin="sin", doc="sine",
+             ulps=(1, 1)),
     Function("cos", 1, C_INF, Library("CosOp"), lambda g, v: g.cos(v), "torch.cos({x})",
              Derivative(DR * call("sin", X), flip=True), LIBRARY_ULPS, builtin="cos",
-             doc="cosine"),
+             doc="cosine", ulps=(1, 1)),
     Function("softplus", 1, C_INF, Library(),
              lambda g, v: v + g.log1p(g.exp(-v)) if v > 0 else g.log1p(g.exp(v)),
              "torch.logaddexp({x}, torch.zeros_like({x}))",
              Derivative(DR * call("sigmoid", X)), LIBRARY_ULPS, Monotone(_softplus64, 1.0),
-             builtin="softplus", doc="log(1 + eˣ)"),
+             builtin="softplus", doc="log(1 + eˣ)", ulps=(1, 2)),
     Function("sinh", 1, C_INF, Library("SinhOp"), lambda g, v: g.sinh(v), "torch.sinh({x})",
              Derivative(DR * (call("abs", Y) + call("exp", -call("abs", X)))), LIBRARY_ULPS,
              Monotone(_sinh64, lambda lo, hi, e: _cosh64(max(abs(lo), abs(hi)) + e)),
-             builtin="sinh", doc="the hyperbolic sine (cosh x = |sinh x| + e^−|x|, its slope)"),
+             builtin="sinh", doc="the hyperbolic sine (cosh x = |sinh x| + e^−|x|, its slope)",
+             ulps=(1, 1)),
     Function("pow", 2, C_INF, Library("PowFOp"), lambda g, a, b: a ** b, "{a} ** {b}",
-             doc="aᵇ for a real b (`a ^ b`; a natural b is psk_core.powi)"),
+             doc="aᵇ for a real b (`a ^ b`; a natural b is psk_core.powi)", ulps=(1, 1)),
     # ---- composites: one definition, the order of operations every engine follows ----
     Function("sigmoid", 1, C_INF, Composite(1 / (1 + call("exp", -X))),
              lambda g, v: 1 / (1 + g.exp(-v)), "torch.sigmoid({x})",
@@ -243,8 +268,10 @@ ROWS: tuple[Function, ...] = (
              "{x} * torch.exp(-{x} * {x} / 2.0) / math.sqrt(2.0 * math.pi)",
              doc="gelu's derivative, Φ(x) + x·φ(x), φ(x) = exp(−x²/2)/√(2π)"),
 )
-"""Every element-wise function. The bounds charge the slopes and pow as exact operations
-(EXACT_ULPS), as they did before this table: a known looseness, kept so their figures stay."""
+"""Every element-wise function. A library row's `ulps` is the math library's measured error
+per type; the sampled bounds charge it at least LIBRARY_ULPS (their figures stay), the box
+analysis charges each type's own (`library_charge`). The sampled bounds charge the slopes
+as exact operations (EXACT_ULPS), as they did before this table: a known looseness."""
 
 BY_NAME: dict[str, Function] = {f.name: f for f in ROWS}
 

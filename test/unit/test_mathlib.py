@@ -3,7 +3,8 @@ evaluation, and the C emitter computing the same bits as the numpy evaluator.
 
 The error of a point is the distance, in units in the last place (counted as adjacent
 representable numbers), between the library's result and the exact value (MPFR at 128
-bits) rounded to the type. MAX_ULPS holds the bounds measured (docs/mathlib.md).
+bits) rounded to the type. MAX_ULPS holds the bounds measured (docs/mathlib.md), from the
+op table's rows (presk/ops: `ulps`).
 """
 
 from __future__ import annotations
@@ -18,20 +19,11 @@ import pytest
 from presk import ops
 from presk.emit import mathlib
 
-# measured worst case over the grids below (docs/mathlib.md)
-MAX_ULPS = {
-    ("exp", "f32"): 1, ("exp", "f64"): 1,
-    ("log", "f32"): 1, ("log", "f64"): 1,
-    ("log1p", "f32"): 1, ("log1p", "f64"): 1,
-    ("tanh", "f32"): 1, ("tanh", "f64"): 1,
-    ("erf", "f32"): 1, ("erf", "f64"): 1,
-    ("softplus", "f32"): 1, ("softplus", "f64"): 2,  # 2: seen on a denser grid
-    ("sin", "f32"): 1, ("sin", "f64"): 1,
-    ("cos", "f32"): 1, ("cos", "f64"): 1,
-    ("sinh", "f32"): 1, ("sinh", "f64"): 1,
-    ("expm1", "f32"): 1, ("expm1", "f64"): 1,
-    ("pow", "f32"): 1, ("pow", "f64"): 1,
-}
+# measured worst case over the grids below (docs/mathlib.md): the op table's `ulps`, which
+# the box analysis charges (softplus f64: 2, seen on a denser grid)
+MAX_ULPS = {(f.name, ty): f.ulps[i] for f in ops.ROWS if f.ulps is not None
+            for i, ty in enumerate(("f32", "f64"))}
+assert set(MAX_ULPS) == {(n, ty) for n in ops.library() for ty in ("f32", "f64")}
 
 _HI = gmpy2.context(precision=128, emin=-100000, emax=100000)
 _ROUND = {

@@ -3,7 +3,6 @@
 """
 
 from __future__ import annotations
-
 from collections.abc import Iterable, Mapping, Sequence
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, IntegerType, StringAttr, TupleType
@@ -46,7 +45,13 @@ class TensorAttr(ParametrizedAttribute, TypeAttribute):
 
     @property
     def shape(self) -> TensorType:
-        return TensorType(tuple(a.axis for a in self.axes), bool(self.prefix.data))
+        # an attribute is immutable: built once (the interpreters read it per operation);
+        # kept beside the parameters, not as one (xDSL's definitions take no cached_property)
+        shape = self.__dict__.get("_shape")
+        if shape is None:
+            shape = TensorType(tuple(a.axis for a in self.axes), bool(self.prefix.data))
+            self.__dict__["_shape"] = shape
+        return shape
 
     def verify(self) -> None:
         if self.prefix.data not in (0, 1):
