@@ -220,7 +220,7 @@ def main() -> int:
           f"and CPU; "
           f"machine load {os.getloadavg()[0]:.1f} (shared, 2 cores)")
     print(f"{'benchmark':<14}{'presk':>11}{'FPTaylor':>11}{'ratio':>8}{'Daisy':>11}{'ratio':>7}"
-          f"{'measured':>11}{'bound/meas':>11}{'wall (most)':>14}{'CPU':>7}{'leaves':>6}")
+          f"{'measured':>11}{'bound/meas':>11}{'wall (most)':>14}{'CPU':>7}{'leaves':>7}")
     rows, unsound = [], []
     with tempfile.TemporaryDirectory() as work:
         for f in files:
@@ -237,8 +237,8 @@ def main() -> int:
             print(f"{r['name']:<14}{r['bound']:>11.3e}{(r['fptaylor'] or math.nan):>11.2e}"
                   f"{_ratio(r['bound'], r['fptaylor']):>8}{daisy:>12} "
                   f"{_ratio(r['bound'], r['daisy']):>6}{r['measured']:>11.3e}{bm:>11.1f}"
-                  f"{r['seconds']:>6.2f}s ({r['seconds_max']:.2f}){r['cpu']:>6.2f}s{r['leaves']:>6}",
-                  flush=True)
+                  f"{r['seconds']:>6.2f}s ({r['seconds_max']:.2f}){r['cpu']:>6.2f}s"
+                  f"{r['leaves']:>7}", flush=True)
     for peer, key in (("FPTaylor", "ratio"), ("Daisy", "ratio_daisy")):
         compared = [r for r in rows if r[key] is not None]
         within = [r for r in compared if r[key] <= 2.0]

@@ -337,8 +337,10 @@ def _library_unit(name: str, t: str):
         return UP.mul(U[t], c), UP.mul(ETA[t], c)
     c = mpfr(ops.row(name).library_charge("f32"))
     f32, f32_eta = UP.mul(U["f32"], c), UP.mul(ETA["f32"], c)
-    store = mpfr(2.0 ** -8)  # |ŷ₃₂| ≤ (1 + f32)·|y|, rounded to bf16 relative 2⁻⁸
-    return _up(f32, UP.mul(store, UP.add(1, f32))), _up(f32_eta, mpfr(2.0 ** -134))
+    # ŷ₃₂ = y(1 + δ₁) + η₁ rounded to bf16: ŷ = ŷ₃₂(1 + δ₂) + η₂, |δ₂| ≤ 2⁻⁸, η₂ ≤ 2⁻¹³⁴
+    store = mpfr(2.0 ** -8)
+    return (_up(f32, UP.mul(store, UP.add(1, f32))),
+            _up(f32_eta, UP.mul(store, f32_eta), mpfr(2.0 ** -134)))
 
 
 def _unbounded(t: str) -> Form:
