@@ -35,7 +35,11 @@ def add_export(sub: Any) -> None:
                    "pytorch: one Python module per .psk file")
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="the directory to write (created; files in it are replaced)")
-    c = p.add_argument_group("with --target c")
+    t = p.add_argument_group("with --target pytorch")
+    t.add_argument("--train", action="store_true",
+                   help="also DIR/train.py, the file's training run for torchrun (DDP), and "
+                   "DIR/init.safetensors, its initial weights at --seed")
+    c = p.add_argument_group("with --target c (--realize, --entry, --dim also with pytorch)")
     add_recording_arguments(c, "export")
     c.add_argument("--seed", type=int, default=0,
                    help="seed of the weights and inputs `make check` runs on")
