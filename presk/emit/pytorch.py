@@ -146,12 +146,12 @@ def pytorch_export(source, name: str = "model", *, program=None,
     else:
         from presk.frontend.lower import lower_program
         module, program = lower_program(source), source
-    files = _program_files(program) if program is not None else None
+    files = program_files(program) if program is not None else None
     defaults = _program_defaults(program) if program is not None else {}
     return _Exporter(module, files, defaults, name, realized).run()
 
 
-def _program_files(program) -> list[FileSpec]:
+def program_files(program) -> list[FileSpec]:
     return [FileSpec(f.basename, python_module_name(f.basename), list(f.modules),
                      [fn.name for fn in f.fns.values()]) for f in program.files]
 
@@ -298,7 +298,7 @@ class _FileEmitter:
         if r is None:
             return ["The dtype is the parameters' and inputs': float64 computes as Presk's f64",
                     "interpreter."]
-        return [f"Realized ({r.name}, solved for `{r.entry}`): each parameter is stored in its",
+        return [f"Realized ({r.name}, recorded for `{r.entry}`): each parameter is stored in its",
                 "type (PARAMETER_DTYPES) and each operation reads its operands converted to",
                 "its site's type and computes in it (SITE_DTYPES; bf16 computed in float32,",
                 "then stored), as Presk's realized loop nests do."]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 from presk import __version__
-from presk.emit.pytorch import ExportError, _program_files
+from presk.emit.pytorch import ExportError, program_files
 
 TRAIN_FILE = "train.py"
 INIT_FILE = "init.safetensors"
@@ -26,7 +26,7 @@ INIT_FILE = "init.safetensors"
 
 def train_script(program, training, realization_name: str, weights_seed: int) -> str:
     """The text of train.py for `training` (a TrainingInfo of `program`)."""
-    files = _program_files(program)
+    files = program_files(program)
     model = training.model.module.name
     objective = training.objective.name
     home = {n: f.module for f in files for n in (*f.classes, *f.functions)}
