@@ -13,7 +13,7 @@ import argparse
 import importlib
 from typing import Any
 
-from .common import add_recording_arguments
+from .common import add_plan_argument, add_recording_arguments
 from .print_pipeline import add_flag, print_pipeline
 
 TARGETS = {"c": "export_c", "pytorch": "export_pytorch"}
@@ -41,6 +41,7 @@ def add_export(sub: Any) -> None:
                    "DIR/init.safetensors, its initial weights at --seed")
     c = p.add_argument_group("with --target c (--realize, --entry, --dim also with pytorch)")
     add_recording_arguments(c, "export")
+    add_plan_argument(c)
     c.add_argument("--seed", type=int, default=0,
                    help="seed of the weights and inputs `make check` runs on")
     c.add_argument("--weights", help="a safetensors file of parameters keyed by path")
