@@ -43,6 +43,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from presk import ops
 from presk.kernel_abi.arena import ArenaPlan, aliased_kernels, entry_signatures
+from presk.kernel_abi.placement import Layout
 from presk.kernel_abi.calling import BufferSig, EntrySig, strides
 from presk.dialects import kernel as K
 from presk.emit import mathlib
@@ -328,18 +329,15 @@ def reachable_hosts(module: Operation) -> list[K.HostOp]:
     return order
 
 
-def host_symbols(hosts: Sequence[K.HostOp]) -> dict[str, str]:
-    names = Names()
-    return {h.sym_name.data: names.fresh("presk_host_" + h.sym_name.data) for h in hosts}
-
-
 class HostC:
-    """One host as a static C function `presk_host_<name>(buffers…, arena)`."""
+    """One layout of a host (presk/kernel_abi/placement.py: its own, or a fold's callee's
+    at even or odd iterations) as a static C function `presk_host_<layout>(buffers…,
+    arena)`."""
 
-    def __init__(self, host: K.HostOp, symbols: dict[str, str], plan: ArenaPlan):
+    def __init__(self, host: K.HostOp, symbols: dict[str, str], layout: Layout):
         self.host = host
         self.symbols = symbols
-        self.plan = plan
+        self.layout = layout
         self.lines: list[str] = []
         self.scope = Names()
         self.names: dict[SSAValue, str] = {}
@@ -353,7 +351,7 @@ class HostC:
     def signature(self) -> str:
         params = [f"{'const ' if a in self.const else ''}{STORAGE_C[_element(a.type)]} "
                   f"*{self.names[a]}" for a in self.host.args]
-        return (f"static void {self.symbols[self.host.sym_name.data]}("
+        return (f"static void {self.symbols[self.layout.name]}("
                 f"{', '.join(params + ['unsigned char *arena'])})")
 
     def text(self) -> str:
@@ -434,7 +432,7 @@ class HostC:
             base = "t" + site.rsplit("%", 1)[-1] if "%" in site else "t"
         name = self.names[op.result] = self.scope.fresh(base)
         c = STORAGE_C[_element(t)]
-        self.emit(depth, f"{c} *{name} = ({c} *)(arena + {self.plan.offsets[op]});"
+        self.emit(depth, f"{c} *{name} = ({c} *)(arena + {self.layout.offsets[op]});"
                   f"  /* {t.listing()} */")
 
     def fill(self, op: K.FillOp, depth: int) -> None:
@@ -463,10 +461,22 @@ class HostC:
                 for i, a in enumerate(op.arguments)]
         if isinstance(op, K.LaunchOp):
             symbol = f"presk_kernel_{c_identifier(op.callee_name)}"
-        else:
-            symbol = self.symbols[op.callee_name]
-            args.append(f"arena + {self.plan.offsets[op]}")
-        self.emit(depth, f"{symbol}({', '.join(args)});")
+            self.emit(depth, f"{symbol}({', '.join(args)});")
+            return
+        even, odd = self.layout.calls[op]
+        text = [f"{self.symbols[t.layout]}({', '.join(args + [f'arena + {t.base}'])});"
+                for t in (even, odd)]
+        if even == odd:
+            self.emit(depth, text[0])
+            return
+        fold = op.parent_op()
+        assert isinstance(fold, K.FoldOp), "a call with two layouts is in a fold"
+        step = f"{self.names[fold.index]} - {fold.lower.data}"
+        self.emit(depth, f"if (({step}) % 2 == 0) {{  /* the even iterations' layout */")
+        self.emit(depth + 1, text[0])
+        self.emit(depth, "} else {")
+        self.emit(depth + 1, text[1])
+        self.emit(depth, "}")
 
     def fold(self, op: K.FoldOp, depth: int) -> None:
         """The accumulator a pointer: the initial buffer, then each iteration's
@@ -559,8 +569,9 @@ def model_c(module: Operation, entry: EntryC) -> str:
     """model.c: the kernels' prototypes, a static function per host (callees first), and
     the entry."""
     plan = ArenaPlan(module)
-    hosts = reachable_hosts(module)
-    symbols = host_symbols(hosts)
+    layouts = plan.reached(entry_host(module).sym_name.data)
+    names = Names()
+    symbols = {l.name: names.fresh("presk_host_" + l.name) for l in layouts}
     aliased = aliased_kernels(module)
     runs = count(module).host_runs
     parts = ["/* The host: a function per recorded Presk function, each launch under the",
@@ -569,13 +580,18 @@ def model_c(module: Operation, entry: EntryC) -> str:
              '#include "presk_rt.h"', "", "/* kernels.c */"]
     parts += [KernelC(k, n not in aliased).signature() + ";"
               for n, k in K.kernels(module).items()]
-    for h in hosts:
+    for layout in layouts:
+        h = plan.hosts[layout.host]
         n = runs.get(h.sym_name.data, 0)
         name = h.sym_name.data
         what = h.function.data + (f" ({name})" if name != h.function.data else "")
-        parts += ["", f"/* {what}: {n} call{'s' * (n != 1)} per run, "
-                  f"{plan.peak[name]} bytes of arena. */"]
-        parts.append(HostC(h, symbols, plan).text())
+        arena = f"{plan.peak[name]} bytes of arena"
+        if layout.parity is not None:
+            what += (f", laid out for the {('even', 'odd')[layout.parity]} iterations of "
+                     f"its fold in {layout.caller}")
+            arena = f"its buffers placed among {layout.caller}'s"
+        parts += ["", f"/* {what}: {n} call{'s' * (n != 1)} per run, {arena}. */"]
+        parts.append(HostC(h, symbols, layout).text())
     host = entry_host(module)
     args = [f"in->{f}" for f, _ in entry.inputs] + [f"out->{f}" for f, _ in entry.outputs]
     parts += ["", f"void {entry.function}(const {entry.function}_inputs *in, "
@@ -1040,7 +1056,8 @@ concurrent calls their own. Nothing else is global.
 ## Files
 
 - `kernels.c`: {kernels} kernels, each one loop nest, its PSK-Kernel listing above it.
-- `model.c`, `model.h`: a function per recorded Presk function ({hosts} in all), each
+- `model.c`, `model.h`: a function per recorded Presk function, a fold's callee one per
+  parity of its iterations ({hosts} in all), each
   launch commented with its site; the arena's offsets fixed as in native code; the entry
   `{function}` and its structs.
 - `presk_rt.c`, `presk_rt.h`: bf16 by bits, conversions (f64 to bf16 rounds once,
@@ -1061,7 +1078,8 @@ def readme(module: Operation, entry: EntryC) -> str:
         table=table, arena_macro=entry.arena_macro, arena=entry.sig.arena_bytes,
         in_example=",\n".join(f"    .{f} = {f}" for f, _ in entry.inputs),
         out_example=",\n".join(f"    .{f} = {f}" for f, _ in entry.outputs),
-        kernels=len(K.kernels(module)), hosts=len(reachable_hosts(module)))
+        kernels=len(K.kernels(module)),
+        hosts=len(ArenaPlan(module).reached(entry_host(module).sym_name.data)))
 
 
 # --------------------------------------------------------------------------------------
@@ -1102,8 +1120,9 @@ class Shape:
 def program_shape(kernel_module: Operation) -> Shape:
     hosts = reachable_hosts(kernel_module)
     loops = sum(isinstance(op, K.FoldOp) for h in hosts for op in K.host_ops(h))
+    functions = ArenaPlan(kernel_module).reached(entry_host(kernel_module).sym_name.data)
     return Shape(count(kernel_module).launches, len(K.kernels(kernel_module)),
-                 len(hosts) - 1, loops, entry_c(kernel_module).sig.arena_bytes)
+                 len(functions) - 1, loops, entry_c(kernel_module).sig.arena_bytes)
 
 
 def _main(argv: Sequence[str]) -> int:

@@ -22,16 +22,17 @@ from presk.kernel_abi.calling import BufferSig, EntrySig, align, entry_symbol
 
 
 class ArenaPlan:
-    """Where each `alloc` lives in its host's arena and where each `call`'s callee
-    starts; `peak[host]` the bytes a host needs, its callees' included: the buffers placed
-    by their lives (presk/kernel_abi/placement.py), not a stack of frames. A host the
-    entry does not reach is placed from a run of its own."""
+    """The layouts of the module's hosts (presk/kernel_abi/placement.py): where each
+    `alloc` lives in its host's arena, and for each `call` which layout of the callee it
+    runs at which base, at a fold's even and odd iterations; `peak[host]` the bytes a host
+    needs, its callees' included: the buffers placed by their lives, not a stack of frames.
+    A host the entry does not reach is placed from a run of its own."""
 
     def __init__(self, module: ModuleOp):
         from presk.kernel_abi.lives import record_host
-        from presk.kernel_abi.placement import place
+        from presk.kernel_abi.placement import Layout, Target, place
         self.hosts = K.hosts(module)
-        self.offsets: dict[Operation, int] = {}
+        self.layouts: dict[str, Layout] = {}
         self.peak: dict[str, int] = {}
         order = sorted(self.hosts.values(), key=lambda h: h.entry is None)
         for host in order:
@@ -39,12 +40,39 @@ class ArenaPlan:
                 plan = place(record_host(module, host))
                 for name, need in plan.need.items():
                     self.peak.setdefault(name, need)
-                for op, offset in plan.offsets.items():
-                    self.offsets.setdefault(op, offset)
-        for host in self.hosts.values():  # an alloc or call no run reaches (a fold of none)
-            for op in K.host_ops(host):
-                if isinstance(op, (K.AllocOp, K.CallOp)):
-                    self.offsets.setdefault(op, 0)
+                for name, layout in plan.layouts.items():
+                    self.layouts.setdefault(name, layout)
+        for name in self.hosts:
+            self.layouts.setdefault(name, Layout(name, name))
+        for layout in self.layouts.values():  # an alloc or call no run reaches (a fold of none)
+            for op in K.host_ops(self.hosts[layout.host]):
+                if isinstance(op, K.AllocOp):
+                    layout.offsets.setdefault(op, 0)
+                elif isinstance(op, K.CallOp):
+                    target = Target(op.callee_name, 0)
+                    layout.calls.setdefault(op, (target, target))
+
+    def reached(self, host: str) -> list:
+        """The layouts a call of `host` runs, its own and every one its calls reach, each
+        after the layouts it calls (for C, which defines a function before its use)."""
+        order: list = []
+        seen: set[str] = set()
+
+        def visit(name: str) -> None:
+            seen.add(name)
+            for pair in self.layouts[name].calls.values():
+                for t in pair:
+                    if t.layout not in seen:
+                        visit(t.layout)
+            order.append(self.layouts[name])
+
+        visit(host)
+        return order
+
+    def variants(self) -> list:
+        """The layouts that are not a host's own: a fold's callee at its even or odd
+        iterations."""
+        return [l for l in self.layouts.values() if l.parity is not None]
 
 
 def aliased_kernels(module: ModuleOp) -> frozenset[str]:

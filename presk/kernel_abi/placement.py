@@ -1,30 +1,45 @@
-"""The arena placed by the buffers' lives: an offset for every `alloc` and every `call`.
+"""The arena placed by the buffers' lives: an offset for every `alloc`, a base for every
+`call`, and which layout of its callee a call runs.
 
-Each host is placed once, callees first, as a rigid shape: the rectangles (offset, bytes
-rounded to 64, the steps it is live, relative to the host's first step) of its own
-buffers and of its callees' shapes at their bases. Every call of a host runs the same
-steps, so one shape serves every call; a `call` in a fold is placed once for all its
-iterations. Within a host the items — its allocations, and its calls with their callees'
-shapes — are placed largest first, each at the lowest offset where none of its rectangles
-meets a placed one that is live at the same step (best fit by size and life on the
-interval graph). A caller's buffer that a callee writes only at its end (its result) may
-so take the place of the callee's buffers dead by then: no stack of frames.
+A *layout* of a host fixes where its allocs lie in its frame and, for each of its calls,
+the callee's layout and the base it starts at. Each host has its own layout, placed once,
+callees first, into a rigid *shape*: the rectangles (offset, bytes rounded to 64, the
+steps it is live, relative to the host's first step) of its buffers and of its callees'
+shapes at their bases. Every call of a host runs the same steps, so one shape serves every
+call that is not in a fold.
 
-`place(trace)` returns the `Placement`: `offsets` by op (an `alloc`'s place in its host's
-frame, a `call`'s base for its callee) and `need` by host (its frame's bytes, its callees'
-included). The lives come from presk/kernel_abi/lives.py's trace of the entry; `ArenaPlan`
-(presk/kernel_abi/arena.py), which native code and the C program read, is this
-placement.
+A fold is where a rigid shape loses: the buffer an iteration writes is the next one's
+input, live through the whole next iteration, so it cannot lie where the body's
+temporaries lie when every iteration puts them in the same place, nor (the shape being
+rigid) where the same temporaries lie shifted. So a call in a fold's body gets two
+layouts of its callee of its own, one for the even iterations and one for the odd (the
+parity that picks the fold's destination), and their buffers are placed one by one among
+the caller's: the destination an even iteration writes may then lie where that
+iteration's temporaries were, outside where the odd iteration puts its own. The callee's
+calls stay rigid in those layouts.
+
+Within a host the items — its allocs, its calls with their callees' shapes, and the
+buffers of its fold calls' layouts — are placed in a few orders (largest first, earliest
+first, largest area first), each item at the lowest offset (or in the tightest gap) where
+none of its rectangles meets a placed one live at the same step; the smallest frame wins,
+and the search stops at the frame's lower bound (the most bytes live at one step).
+
+`place(trace)` returns the `Placement`: the `Layout`s by name and `need` by host. The
+lives come from presk/kernel_abi/lives.py's trace of the entry; `ArenaPlan`
+(presk/kernel_abi/arena.py), which native code and the C program read, is this placement.
 """
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from xdsl.ir import Operation
 
+from ..dialects import kernel as K
 from .calling import align
-from .lives import Frame, Trace
+from .lives import Buffer, Frame, Trace
 
 Intervals = tuple[tuple[int, int], ...]
 
@@ -40,14 +55,61 @@ class Rect:
                     tuple((s + steps, e + steps) for s, e in self.life))
 
 
+@dataclass(frozen=True)
+class Target:
+    """What a call runs: its callee's layout, at `base` bytes into the caller's frame."""
+
+    layout: str
+    base: int
+
+
+@dataclass
+class Layout:
+    """One way to run a host: its allocs' offsets in its frame, and each call's target at
+    the fold's even and odd iterations (the same two for a call not in a fold)."""
+
+    name: str  # the host's own name, or `<host>.<even|odd>.at.<caller>.<n>`
+    host: str
+    parity: int | None = None  # a fold's callee's: the iterations it serves,
+    caller: str | None = None  # in which caller's layout
+    offsets: dict[Operation, int] = field(default_factory=dict)
+    calls: dict[Operation, tuple[Target, Target]] = field(default_factory=dict)
+
+    def target(self, call: Operation, parity: int | None) -> Target:
+        return self.calls[call][parity or 0]
+
+
 @dataclass
 class Placement:
-    offsets: dict[Operation, int] = field(default_factory=dict)
-    need: dict[str, int] = field(default_factory=dict)
+    layouts: dict[str, Layout] = field(default_factory=dict)
+    need: dict[str, int] = field(default_factory=dict)  # a host's frame, its callees' in it
     shapes: dict[str, list[Rect]] = field(default_factory=dict)
 
+    def follow(self, trace: Trace) -> dict[int, tuple[Layout, int]]:
+        """Each frame of the trace (by id): the layout it runs and its base in the arena."""
+        out: dict[int, tuple[Layout, int]] = {}
+        for f in trace.frames:
+            if f.parent is None:
+                out[id(f)] = (self.layouts[f.host.sym_name.data], 0)
+            else:
+                layout, base = out[id(f.parent)]
+                assert f.call is not None
+                t = layout.target(f.call, parity(f))
+                out[id(f)] = (self.layouts[t.layout], base + t.base)
+        return out
 
-def _merge(life: list[tuple[int, int]]) -> Intervals:
+
+def parity(frame: Frame) -> int | None:
+    """For a call in a fold's body, the parity of its iteration counted from the fold's
+    first (the parity that picks the fold's destination); None for any other call."""
+    fold = frame.call.parent_op() if frame.call is not None else None
+    if not isinstance(fold, K.FoldOp):
+        return None
+    assert frame.iteration is not None
+    return (frame.iteration - fold.lower.data) % 2
+
+
+def _merge(life: Iterable[tuple[int, int]]) -> Intervals:
     out: list[tuple[int, int]] = []
     for s, e in sorted(life):
         if out and s <= out[-1][1] + 1:
@@ -69,9 +131,12 @@ def _meet(a: Intervals, b: Intervals) -> bool:
     return False
 
 
+Key = tuple[str, Operation, int | None]  # (layout, op, parity): what an item's base sets
+
+
 @dataclass
 class _Item:
-    op: Operation
+    key: Key
     rects: list[Rect]  # at offset 0
 
     @property
@@ -87,102 +152,202 @@ class _Item:
         return sum(r.size * sum(e - s + 1 for s, e in r.life) for r in self.rects)
 
 
-def place(trace: Trace) -> Placement:
-    """Offsets for every alloc and call of the hosts the entry reaches."""
-    plan = Placement()
-    first: dict[str, Frame] = {}
-    for f in trace.frames:
-        first.setdefault(f.host.sym_name.data, f)
-    children: dict[int, list[Frame]] = {}
-    for f in trace.frames:
-        if f.parent is not None:
-            children.setdefault(id(f.parent), []).append(f)
-    made: dict[int, list] = {}
-    for b in trace.buffers:
-        if b.frame is not None:
-            made.setdefault(id(b.frame), []).append(b)
+class _Placer:
+    def __init__(self, trace: Trace):
+        self.plan = Placement()
+        self.first: dict[str, Frame] = {}
+        self.children: dict[int, list[Frame]] = {}
+        self.made: dict[int, list[Buffer]] = {}
+        for f in trace.frames:
+            self.first.setdefault(f.host.sym_name.data, f)
+            if f.parent is not None:
+                self.children.setdefault(id(f.parent), []).append(f)
+        for b in trace.buffers:
+            if b.frame is not None:
+                self.made.setdefault(id(b.frame), []).append(b)
 
-    def shape(name: str) -> list[Rect]:
-        if name not in plan.shapes:
-            frame = first[name]
-            items = _own_items(frame, made.get(id(frame), []))
-            items += _call_items(frame, children.get(id(frame), []), shape)
-            plan.shapes[name] = _place_items(items, plan.offsets)
-            plan.need[name] = align(max((r.offset + r.size for r in plan.shapes[name]),
-                                        default=0))
-        return plan.shapes[name]
+    def shape(self, name: str) -> list[Rect]:
+        """The host's own layout, placed (once): its shape at offset 0."""
+        if name not in self.plan.shapes:
+            frame = self.first[name]
+            self.plan.layouts[name] = Layout(name, name)
+            items = self._allocs(name, frame, [frame])
+            for n, (call, frames) in enumerate(_by_op(self._calls(frame)).items()):
+                if isinstance(call.parent_op(), K.FoldOp):
+                    items += self._fold_call(name, n, call, frame, frames)
+                else:
+                    items += self._rigid(name, call, frame, frames)
+            rects, where = _place_items(items)
+            for (layout, op, p), base in where.items():
+                self._set(self.plan.layouts[layout], op, p, base)
+            self.plan.shapes[name] = rects
+            self.plan.need[name] = align(max((r.offset + r.size for r in rects), default=0))
+        return self.plan.shapes[name]
 
-    for name in first:
-        shape(name)
-    return plan
+    def _calls(self, frame: Frame) -> list[Frame]:
+        return self.children.get(id(frame), [])
 
+    def _set(self, layout: Layout, op: Operation, p: int | None, base: int) -> None:
+        if isinstance(op, K.AllocOp):
+            layout.offsets[op] = base
+        else:
+            assert isinstance(op, K.CallOp)
+            _aim(layout, op, p, Target(op.callee_name, base))
 
-def _own_items(frame: Frame, buffers) -> list[_Item]:
-    lives: dict[Operation, list[tuple[int, int]]] = {}
-    sizes: dict[Operation, int] = {}
-    for b in buffers:
-        lives.setdefault(b.alloc, []).extend(
-            (s - frame.first, e - frame.first) for s, e in b.intervals)
-        sizes[b.alloc] = align(b.bytes)
-    return [_Item(op, [Rect(0, sizes[op], _merge(life))]) for op, life in lives.items()]
+    def _allocs(self, layout: str, host: Frame, frames: list[Frame]) -> list[_Item]:
+        """The allocs of `frames` (calls of one host), live as in `host`'s steps."""
+        lives: dict[Operation, list[tuple[int, int]]] = {}
+        sizes: dict[Operation, int] = {}
+        for f in frames:
+            for b in self.made.get(id(f), []):
+                assert b.alloc is not None
+                lives.setdefault(b.alloc, []).extend(
+                    (s - host.first, e - host.first) for s, e in b.intervals)
+                sizes[b.alloc] = align(b.bytes)
+        return [_Item((layout, op, None), [Rect(0, sizes[op], _merge(life))])
+                for op, life in lives.items()]
 
-
-def _call_items(frame: Frame, calls: list[Frame], shape) -> list[_Item]:
-    by_op: dict[Operation, list[Rect]] = {}
-    for g in calls:
-        rects = by_op.setdefault(g.call, [])
-        rects += [r.shifted(0, g.first - frame.first) for r in shape(g.host.sym_name.data)]
-    items = []
-    for op, rects in by_op.items():
+    def _rigid(self, layout: str, call: Operation, host: Frame,
+               frames: list[Frame]) -> list[_Item]:
+        """One item: the callee's shape at each of the op's calls, one base for all."""
         slots: dict[tuple[int, int], list[tuple[int, int]]] = {}
-        for r in rects:
-            slots.setdefault((r.offset, r.size), []).extend(r.life)
-        items.append(_Item(op, [Rect(o, s, _merge(life)) for (o, s), life in slots.items()]))
-    return items
+        for g in frames:
+            for r in self.shape(g.host.sym_name.data):
+                slots.setdefault((r.offset, r.size), []).extend(
+                    (s + g.first - host.first, e + g.first - host.first) for s, e in r.life)
+        return [_Item((layout, call, None),
+                      [Rect(o, s, _merge(life)) for (o, s), life in slots.items()])]
+
+    def _fold_call(self, caller: str, n: int, call: Operation, host: Frame,
+                   frames: list[Frame]) -> list[_Item]:
+        """A call in a fold: per parity, a layout of the callee whose allocs and calls are
+        the caller's items (the layout itself at the caller's base 0)."""
+        items: list[_Item] = []
+        assert isinstance(call, K.CallOp)
+        for p in (0, 1):
+            mine = [g for g in frames if parity(g) == p]
+            if not mine:
+                continue
+            name = f"{call.callee_name}.{('even', 'odd')[p]}.at.{caller}.{n}"
+            self.plan.layouts[name] = Layout(name, call.callee_name, p, caller)
+            _aim(self.plan.layouts[caller], call, p, Target(name, 0))
+            items += self._allocs(name, host, mine)
+            inner = [c for g in mine for c in self._calls(g)]
+            for sub, subframes in _by_op(inner).items():
+                items += self._rigid(name, sub, host, subframes)
+        return items
 
 
-ORDERS = {
+def _aim(layout: Layout, call: K.CallOp, p: int | None, target: Target) -> None:
+    """The call runs `target` at the iterations of parity `p` (at all when None); until
+    the other parity is set, there too."""
+    if p is None or call not in layout.calls:
+        layout.calls[call] = (target, target)
+    else:
+        even, odd = layout.calls[call]
+        layout.calls[call] = (target, odd) if p == 0 else (even, target)
+
+
+def _by_op(frames: list[Frame]) -> dict[Operation, list[Frame]]:
+    out: dict[Operation, list[Frame]] = {}
+    for g in frames:
+        assert g.call is not None
+        out.setdefault(g.call, []).append(g)
+    return out
+
+
+def place(trace: Trace) -> Placement:
+    """The layouts of the hosts the entry reaches, each host's own placed by its lives."""
+    placer = _Placer(trace)
+    for name in placer.first:
+        placer.shape(name)
+    return placer.plan
+
+
+ORDERS: dict[str, Callable[[_Item], tuple[int, int]]] = {
     "extent": lambda it: (-it.extent, it.start),
     "start": lambda it: (it.start, -it.extent),
     "area": lambda it: (-it.area, it.start),
 }
 
 
-def _place_items(items: list[_Item], offsets: dict[Operation, int]) -> list[Rect]:
-    """The best of a few orders: the one whose frame is smallest."""
-    best: tuple[int, list[Rect], dict[Operation, int]] | None = None
-    for key in ORDERS.values():
-        trial: dict[Operation, int] = {}
-        rects = _place_in_order(sorted(items, key=key), trial)
-        top = max((r.offset + r.size for r in rects), default=0)
-        if best is None or top < best[0]:
-            best = (top, rects, trial)
+def _lower_bound(items: list[_Item]) -> int:
+    """The most bytes live at one step: no placement's frame is smaller."""
+    diff: dict[int, int] = {}
+    for it in items:
+        for r in it.rects:
+            for s, e in r.life:
+                diff[s] = diff.get(s, 0) + r.size
+                diff[e + 1] = diff.get(e + 1, 0) - r.size
+    top = run = 0
+    for step in sorted(diff):
+        run += diff[step]
+        top = max(top, run)
+    return top
+
+
+SHUFFLES = 32  # at most, for a small host; fewer as its items and rectangles grow
+SHUFFLE_WORK = 40_000  # items × rectangles a host's shuffles may cost in all
+CLOSE = 128  # a frame within 1/CLOSE of its lower bound is not searched further
+
+
+def _place_items(items: list[_Item]) -> tuple[list[Rect], dict[Key, int]]:
+    """The best of a few orders and two fits, then of seeded shuffles while the frame is
+    above its lower bound (as many as the host's size allows): the smallest frame."""
+    bound = _lower_bound(items)
+    close = bound + bound // CLOSE
+    rects_n = sum(len(it.rects) for it in items)
+    shuffles = min(SHUFFLES, SHUFFLE_WORK // max(1, len(items) * rects_n))
+    rng = random.Random(0)  # the same plan on every run: native, C and the count agree
+    orders = [sorted(items, key=key) for key in ORDERS.values()]
+    best: tuple[int, list[Rect], dict[Key, int]] | None = None
+    for n in range(len(orders) + shuffles):
+        if n < len(orders):
+            ordered = orders[n]
+        else:
+            ordered = items[:]
+            rng.shuffle(ordered)
+        for tightest in (False, True):
+            where: dict[Key, int] = {}
+            rects = _place_in_order(ordered, where, tightest)
+            top = max((r.offset + r.size for r in rects), default=0)
+            if best is None or top < best[0]:
+                best = (top, rects, where)
+            if best[0] <= bound or (n >= len(orders) - 1 and best[0] <= close):
+                return best[1], best[2]
     assert best is not None
-    offsets.update(best[2])
-    return best[1]
+    return best[1], best[2]
 
 
-def _place_in_order(items: list[_Item], offsets: dict[Operation, int]) -> list[Rect]:
-    """Each item at the lowest 64-aligned offset where it meets nothing live."""
+def _place_in_order(items: list[_Item], where: dict[Key, int],
+                    tightest: bool) -> list[Rect]:
+    """Each item at a 64-aligned offset where it meets nothing live: the lowest, or the
+    one leaving the least room below the next rectangle above it (best fit)."""
     placed: list[Rect] = []
     for item in items:
         live = [r for r in item.rects if r.life]
+        meeting = [p for p in placed if any(_meet(p.life, r.life) for r in live)]
         candidates = {0}
-        for p in placed:
+        for p in meeting:
             for r in live:
-                if p.offset + p.size > r.offset and _meet(p.life, r.life):
+                if p.offset + p.size > r.offset:
                     candidates.add(align(p.offset + p.size - r.offset))
-        for base in sorted(candidates):
-            if not any(_clash(r, base, p) for r in live for p in placed):
-                break
-        else:  # above everything placed
-            base = align(max(p.offset + p.size for p in placed))
-        offsets[item.op] = base
+        fits = [b for b in sorted(candidates)
+                if not any(_clash(r, b, p) for r in live for p in meeting)]
+        base = min(fits, key=lambda b: (_slack(item, b, meeting), b)) if tightest else fits[0]
+        where[item.key] = base
         placed += [r.shifted(base, 0) for r in item.rects]
     return placed
+
+
+def _slack(item: _Item, base: int, meeting: list[Rect]) -> int:
+    """Free bytes between the item's top at `base` and the next rectangle above that is
+    live with it (unbounded above everything: the last resort)."""
+    top = base + item.extent
+    above = [p.offset - top for p in meeting if p.offset >= top]
+    return min(above, default=1 << 62)
 
 
 def _clash(r: Rect, base: int, p: Rect) -> bool:
     lo = r.offset + base
     return lo < p.offset + p.size and p.offset < lo + r.size and _meet(r.life, p.life)
-

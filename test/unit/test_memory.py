@@ -168,17 +168,20 @@ def test_interpolation_and_dominance():
 
 
 def addresses(trace, plan):
-    """Every arena buffer's address range, following the bases of the calls."""
-    base: dict[int, int] = {}
-    for f in trace.frames:
-        base[id(f)] = 0 if f.parent is None else base[id(f.parent)] + plan.offsets[f.call]
-    return {i: (base[id(b.frame)] + plan.offsets[b.alloc], align(b.bytes))
-            for i, b in enumerate(trace.buffers) if b.kind == "made"}
+    """Every arena buffer's address range, following the layouts and bases of the calls."""
+    runs = plan.follow(trace)
+    out = {}
+    for i, b in enumerate(trace.buffers):
+        if b.kind == "made":
+            layout, base = runs[id(b.frame)]
+            out[i] = (base + layout.offsets[b.alloc], align(b.bytes))
+    return out
 
 
 @pytest.mark.parametrize("name,b,realization,grad", [
     ("07", 4, MIXED, False), ("07", 4, MIXED, True), ("07", 3, None, True),
-    ("05", 4, None, True), ("deep", 3, None, False), ("deep", 2, None, True)])
+    ("05", 4, None, True), ("deep", 3, None, False), ("deep", 2, None, True),
+    ("scaled", 2, None, False), ("07", 16, None, False)])
 def test_placement_is_sound(name, b, realization, grad):
     trace = trace_of(name, b, realization, grad)
     plan = place(trace)
@@ -195,6 +198,43 @@ def test_placement_is_sound(name, b, realization, grad):
         for (a, n), (c, _) in zip(spans, spans[1:]):
             assert a + n <= c, f"two buffers share bytes at operation {step + 1}"
         assert all(a + n <= need for a, n in spans)
+
+
+def rounded_live_peak(trace) -> int:
+    """The live peak of the arena's buffers, each rounded up to 64 bytes: a lower bound
+    for any arena whose buffers start on 64-byte boundaries."""
+    from presk.kernel_abi.lives import live_bytes
+    return max(live_bytes(trace, lambda b: b.kind == "made", size=lambda b: align(b.bytes)))
+
+
+@pytest.mark.parametrize("name,b,realization,grad,slack", [
+    ("07", 4, MIXED, False, 0), ("07", 4, None, False, 0), ("deep", 5, None, False, 0),
+    ("deep", 64, None, False, 0), ("scaled", 64, None, False, 1 / 128),
+    ("03", 16, None, False, 0), ("05", 4, None, True, 0.05)])
+def test_placed_arena_is_the_rounded_live_peak(name, b, realization, grad, slack):
+    """A fold's callee laid out per parity, its buffers among the caller's: the arena is
+    the rounded live peak (the scaled Tower within 1/128 of it, where the search stops)
+    — against one base for every iteration, which cost one activation more."""
+    trace = trace_of(name, b, realization, grad)
+    need = place(trace).need[trace.entry.sym_name.data]
+    bound = rounded_live_peak(trace)
+    assert bound <= need <= bound * (1 + slack)
+
+
+def test_deep_fold_native_is_the_kernel_interpreter():
+    """16 iterations through the even and odd layouts of the block: native code computes
+    the kernel interpreter's bits, value and gradient."""
+    import numpy as np
+    from presk.runtime.compile import native_program
+    entry = E.prepare(core("deep"), "loss", {"B": 3})
+    rng = np.random.default_rng(5)
+    params = {k: v + rng.normal(0.0, 0.3, v.shape) for k, v in E.weights(entry, 5, None).items()}
+    for grad in (False, True):
+        call = entry_call(core("deep"), "loss", {"B": 3}, params, E.inputs(entry, 6, None),
+                          None, True, grad)
+        want = KernelInterpreter(call.pipeline.kernel).run(call.host, call.inputs)
+        got = native_program(call.pipeline.kernel).entry(call.host)(call.inputs)
+        assert [g.tobytes() for g in got] == [w.tobytes() for w in want], grad
 
 
 # ---- `--step`: the training step as presk train makes it ----

@@ -52,7 +52,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func, llvm, scf
 from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, Float32Type, Float64Type,
-    IntegerType, ModuleOp, UnitAttr, UnrealizedConversionCastOp, i16, i64)
+    IntegerType, ModuleOp, StringAttr, UnitAttr, UnrealizedConversionCastOp, i16, i64)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (GreedyRewritePatternApplier, PatternRewriteWalker,
@@ -62,6 +62,7 @@ from xdsl.rewriter import InsertPoint
 from presk.conversion.std_to_llvm.callees import declare_external_callees
 from presk.dialects import kernel as K
 from presk.kernel_abi.arena import ArenaPlan, aliased_kernels
+from presk.kernel_abi.placement import Layout, Target
 from presk.kernel_abi.calling import entry_symbol, host_symbol, kernel_symbol
 
 from .threads import spawners
@@ -221,10 +222,13 @@ def _arena_at(e: Emitter, op: Operation, offset: int) -> SSAValue:
 
 @dataclass
 class ArenaToPointers(RewritePattern):
-    """`alloc` at its fixed offset; `mark` and `release` vanish; a `call` hands its
-    callee the arena past the live buffers."""
+    """`alloc` at its fixed offset; `mark` and `release` vanish; a `call` runs its
+    callee's layout at its base, which for a call in a fold may differ between the even
+    and the odd iterations (presk/kernel_abi/placement.py): then an `scf.if` on the
+    iteration's parity picks one."""
 
     offsets: dict[Operation, int]
+    calls: dict[Operation, tuple[Target, Target]]
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if isinstance(op, K.ReleaseOp):
@@ -240,8 +244,35 @@ class ArenaToPointers(RewritePattern):
             rewriter.replace(op, [], [as_buffer(e, p, op.result.type)])
         elif isinstance(op, K.CallOp):
             e = emit_before(op, rewriter)
-            args = [e.ptr(a) for a in op.arguments] + [_arena_at(e, op, self.offsets[op])]
-            rewriter.replace(op, func.CallOp(host_symbol(op.callee_name), args, []))
+            args = [e.ptr(a) for a in op.arguments]
+            even, odd = self.calls[op]
+            if even == odd:
+                _call_layout(e, op, args, even)
+            else:
+                branches = [Region(Block()), Region(Block())]
+                for region, t in zip(branches, (odd, even)):
+                    b = Emitter(rewriter, InsertPoint.at_end(region.block))
+                    _call_layout(b, op, args, t)
+                    b(scf.YieldOp())
+                e(scf.IfOp(_odd_iteration(e, op), [], *branches))
+            rewriter.erase(op)
+
+
+def _call_layout(e: Emitter, op: K.CallOp, args: list[SSAValue], t: Target) -> None:
+    e(func.CallOp(host_symbol(t.layout), [*args, _arena_at(e, op, t.base)], []))
+
+
+def _odd_iteration(e: Emitter, call: K.CallOp) -> SSAValue:
+    """Whether the fold around `call` runs an odd iteration (counted from its first): the
+    fold's index less its lower bound, bit 0 (the fold may already be an `scf.for`)."""
+    loop = call.parent_op()
+    if isinstance(loop, K.FoldOp):
+        index, lower = loop.index, e.index(loop.lower.data)
+    else:
+        assert isinstance(loop, scf.ForOp), "a call with two layouts is in a fold"
+        index, lower = loop.body.block.args[0], loop.lb
+    step = e(arith.SubiOp(index, lower))
+    return e(arith.CmpiOp(e(arith.AndIOp(step, e.index(1))), e.index(0), "ne"))
 
 
 class LaunchToCall(RewritePattern):
@@ -340,6 +371,36 @@ def _walk(patterns: list[RewritePattern], module: ModuleOp) -> None:
                          apply_recursively=False).rewrite_module(module)
 
 
+def _layouts_as_hosts(module: ModuleOp, plan: ArenaPlan
+                      ) -> tuple[dict[Operation, int], dict[Operation, tuple[Target, Target]]]:
+    """A copy of the host for each layout that is not a host's own (a fold's callee at
+    even or odd iterations), named after the layout; every alloc's offset and every
+    call's targets, keyed by the ops of the hosts and of the copies."""
+    offsets: dict[Operation, int] = {}
+    calls: dict[Operation, tuple[Target, Target]] = {}
+
+    def take(layout: Layout, host: K.HostOp) -> None:
+        for op in K.host_ops(host):
+            if isinstance(op, K.AllocOp):
+                offsets[op] = layout.offsets[op]
+            elif isinstance(op, K.CallOp):
+                calls[op] = layout.calls[op]
+
+    for name, host in plan.hosts.items():
+        take(plan.layouts[name], host)
+    for layout in plan.variants():
+        host = plan.hosts[layout.host]
+        copy = host.clone()
+        copy.sym_name = StringAttr(layout.name)
+        copy.entry = None
+        module.body.block.insert_op_after(copy, host)
+        mapping = dict(zip(K.host_ops(host), K.host_ops(copy)))
+        take(Layout(layout.name, layout.host,
+                    offsets={mapping[o]: n for o, n in layout.offsets.items()},
+                    calls={mapping[o]: t for o, t in layout.calls.items()}), copy)
+    return offsets, calls
+
+
 @dataclass(frozen=True)
 class ConvertKernelToStdPass(ModulePass):
     """PSK-Kernel → func, scf, arith and llvm pointers (see the module's docstring)."""
@@ -348,11 +409,12 @@ class ConvertKernelToStdPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         plan = ArenaPlan(op)
+        offsets, calls = _layouts_as_hosts(op, plan)
         aliased = aliased_kernels(op)
         threads = spawners(op, kernel_symbol)
         _walk([KernelToFunc(aliased), HostToFunc()], op)
         op.body.block.add_ops(threads)
         _walk([ForToScf(), YieldToScf(), LoadToLLVM(), StoreToLLVM(), ScalarToArith(),
-               LaunchToCall(), ArenaToPointers(plan.offsets),
+               LaunchToCall(), ArenaToPointers(offsets, calls),
                ElementwiseHostOps(), AtToGEP(), FoldToScf()], op)
         declare_external_callees(op)
