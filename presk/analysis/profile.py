@@ -65,8 +65,11 @@ class Model:
     spawn: float
     work: dict[str, float]
     math: dict[str, float]
+    step: float  # one dependent step of a sum (an add's latency)
+    scalar_output: float  # a contraction's output computed alone (not in a tile)
     loads: dict[str, float]
     bandwidth: dict[str, float]  # l2, l3, mem
+    efficiency: float  # what each further worker of a split adds (1: a whole worker)
     p: float  # how the terms combine: (Σ tᵢᵖ)^(1/p)
     u: float  # median relative error on the held-out points
     u90: float  # their 90th percentile
@@ -187,8 +190,8 @@ _MACHINE = {"cpu": "string", "workers": "natural", "workers_from": "string",
             "l1": "natural", "l2": "natural", "l3": "natural", "l3_shared_by": "natural",
             "vector_registers": "natural", "vector_bytes": "natural",
             "cache_line": "natural"}
-_MODEL_NUMBERS = ("launch", "spawn", "p", "u", "u90", "rho")
-_MODEL_TABLES = {"work": ("f64", "f32"), "math": ("f64", "f32"), "loads": TYPES,
+_MODEL_NUMBERS = ("launch", "spawn", "step", "scalar_output", "efficiency", "p", "u", "u90", "rho")
+_MODEL_TABLES = {"work": ("f64", "f32"), "math": ("f64", "f32"), "loads": (*TYPES, "tile"),
                  "bandwidth": ("l2", "l3", "mem")}
 
 
@@ -267,13 +270,16 @@ def profile_tables(profile: Profile) -> list[tuple[str, list[tuple[str, str]]]]:
     model = [
         ("Launching a kernel (λ)", _seconds(k.launch)),
         ("Starting a split launch (spawn)", _seconds(k.spawn)),
+        ("A split's further worker adds", f"{k.efficiency:.2f} of a worker"),
         ("Bandwidth from L2, L3, memory",
          ", ".join(f"{bw[n] / 1e9:.3g}" for n in ("l2", "l3", "mem")) + " GB/s"),
         ("An arithmetic op, f64 / f32", f"{_seconds(k.work['f64'])} / {_seconds(k.work['f32'])}"),
         ("A math-library call, f64 / f32",
          f"{_seconds(k.math['f64'])} / {_seconds(k.math['f32'])}"),
-        ("A load, f64 / f32 / bf16",
-         " / ".join(_seconds(k.loads[t]) for t in TYPES)),
+        ("A dependent step of a sum", _seconds(k.step)),
+        ("A load, f64 / f32 / bf16", " / ".join(_seconds(k.loads[t]) for t in TYPES)),
+        ("A register tile's load", _seconds(k.loads["tile"])),
+        ("A contraction's output computed alone", _seconds(k.scalar_output)),
         ("Terms combined by", f"a p-norm, p = {k.p:.3g}"),
         ("Its error on the calibration (u)",
          f"{k.u:.3f} (median), {k.u90:.3f} (90th percentile), on {k.held_out} held-out "

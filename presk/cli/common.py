@@ -83,6 +83,13 @@ def add_recording_arguments(group: Any, what: str) -> None:
                        help="with --grad: what the forward sweep keeps for the reverse one")
 
 
+def add_plan_argument(parser: Any) -> None:
+    """--plan: the layout plan `presk plan` wrote for this recording (presk-plan/1)."""
+    parser.add_argument("--plan", metavar="PLAN",
+                        help="a layout plan (@plan.json, from `presk plan` for the same entry, "
+                        "dims and realization): each kernel in its planned layout, same bits")
+
+
 def output_file(path: str) -> str:
     """An argparse `type` for a file a command writes: refused at once (one line, exit 2)
     when it is a device, a directory, a fifo or a socket, or its directory is missing or

@@ -9,7 +9,7 @@ import argparse
 from typing import Any
 
 from ..pipeline import differentiate, load_core, parse_dims, prepare, prepare_entry, reached
-from .common import UsageError, output_file, reported, warn
+from .common import UsageError, add_plan_argument, output_file, reported, warn
 from .print_pipeline import add_flag, print_pipeline
 from .runs import cotangent_seed, print_header, save, show
 
@@ -88,6 +88,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("presk run: --time applies to --engine native")
     if args.cotangent is not None and not args.grad:
         raise UsageError("presk run: --cotangent applies to --grad")
+    if args.plan and args.engine in ("f64", "mpfr"):
+        raise UsageError(f"presk run: --plan applies to --engine native or kernel, not "
+                         f"{args.engine}")
     if args.realize and args.engine in ("f64", "mpfr"):
         raise UsageError(f"presk run: --realize applies to --engine native or kernel, not "
                          f"{args.engine}")
@@ -168,6 +171,7 @@ def add_run(sub: Any) -> None:
                    help="native (machine code compiled through LLVM, the default), kernel "
                    "(the loop nests of PSK-Kernel interpreted: the same bits), f64 (IEEE "
                    "binary64 on PSK-Core) or mpfr (exact)")
+    add_plan_argument(p)
     p.add_argument("--realize", metavar="REALIZATION",
                    help="with --engine native or kernel: the realization (a path, @path or "
                    "inline JSON, format presk-realization/1); absent: all f64")

@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     module, entry, params, values = prepare_run(args)
     try:
         result = export_c(module, args.entry, entry.dims, params, values, args.output,
-                          args.realize, args.grad, args.remat)
+                          args.realize, args.grad, args.remat, getattr(args, "plan", None))
     except OSError as exc:
         raise UsageError(f"presk export: cannot write into {args.output}: "
                          f"{exc.strerror or exc}") from None

@@ -13,7 +13,7 @@ import argparse
 import importlib
 from typing import Any
 
-from .common import add_recording_arguments
+from .common import add_plan_argument, add_recording_arguments
 from .print_pipeline import add_flag, print_pipeline
 
 TARGETS = {"c": "export_c", "pytorch": "export_pytorch"}
@@ -35,8 +35,13 @@ def add_export(sub: Any) -> None:
                    "pytorch: one Python module per .psk file")
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="the directory to write (created; files in it are replaced)")
-    c = p.add_argument_group("with --target c")
+    t = p.add_argument_group("with --target pytorch")
+    t.add_argument("--train", action="store_true",
+                   help="also DIR/train.py, the file's training run for torchrun (DDP), and "
+                   "DIR/init.safetensors, its initial weights at --seed")
+    c = p.add_argument_group("with --target c (--realize, --entry, --dim also with pytorch)")
     add_recording_arguments(c, "export")
+    add_plan_argument(c)
     c.add_argument("--seed", type=int, default=0,
                    help="seed of the weights and inputs `make check` runs on")
     c.add_argument("--weights", help="a safetensors file of parameters keyed by path")

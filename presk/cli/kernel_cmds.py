@@ -29,7 +29,7 @@ def dump_kernel(args: argparse.Namespace) -> int:
     dims = parse_dims(getattr(args, "dim", None) or [])
     pipe = kernel_pipeline(module, args.entry, dims, getattr(args, "realize", None),
                            getattr(args, "fuse", True), getattr(args, "grad", False),
-                           getattr(args, "remat", "store"))
+                           getattr(args, "remat", "store"), getattr(args, "plan", None))
     if getattr(args, "format", "listing") == "mlir":
         print(pipe.kernel)
     else:
@@ -45,7 +45,8 @@ def run_kernel_cmd(args: argparse.Namespace) -> int:
     run = run_kernel(module, args.entry, entry.dims, params, values,
                      getattr(args, "realize", None), grad=getattr(args, "grad", False),
                      remat=getattr(args, "remat", "store"),
-                     cotangent=getattr(args, "seed_value", None))
+                     cotangent=getattr(args, "seed_value", None),
+                     plan=getattr(args, "plan", None))
     print_run(args, entry.dims, f"the kernel interpreter under "
               f"{run.pipeline.realization_name} ({run.stats.launches} launches)", run.result)
     return 0

@@ -15,7 +15,8 @@ from . import (
     sensitivity_cmds, solve_cmds, train_cmds,
 )
 from .common import (
-    UsageError, elaborate_or_report, exit_code, printable_streams, reported,
+    UsageError, add_plan_argument, elaborate_or_report, exit_code, printable_streams,
+    reported,
 )
 from .print_pipeline import add_flag, print_pipeline
 
@@ -97,6 +98,7 @@ def _add_dump(sub: Any) -> None:
                    "as `presk run --grad --engine kernel` runs it)")
     realize_cmds.add_to_dump(p)
     sensitivity_cmds.add_to_dump(p)
+    add_plan_argument(p)
     add_flag(p)
     p.set_defaults(run=cmd_dump)
 
@@ -104,6 +106,16 @@ def _add_dump(sub: Any) -> None:
 def _add_memory(sub: Any) -> None:
     from .memory_cmd import add_memory  # the command's module imports nothing heavy at top
     add_memory(sub)
+
+
+def _add_profile(sub: Any) -> None:
+    from .profile_cmd import add_profile
+    add_profile(sub)
+
+
+def _add_plan(sub: Any) -> None:
+    from .plan_cmd import add_plan
+    add_plan(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for add in (_add_check, _add_dump, core_cmds.add_run, core_cmds.add_init,
                 precision_cmds.add_calibrate, solve_cmds.add_solve, export_cmds.add_export,
-                _add_memory, train_cmds.add_train, data_cmd.add_parser, fpcore_cmd.add_import_fpcore):
+                _add_memory, _add_profile, _add_plan, train_cmds.add_train, data_cmd.add_parser, fpcore_cmd.add_import_fpcore):
         add(sub)
     return parser
 

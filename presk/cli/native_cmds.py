@@ -35,7 +35,8 @@ def run_native_cmd(args: argparse.Namespace) -> int:
     run = run_native(module, args.entry, entry.dims, params, values,
                      getattr(args, "realize", None), getattr(args, "grad", False),
                      getattr(args, "remat", "store"),
-                     cotangent=getattr(args, "seed_value", None))
+                     cotangent=getattr(args, "seed_value", None),
+                     plan=getattr(args, "plan", None))
     print_run(args, entry.dims, f"native code under {run.call.pipeline.realization_name}",
               run.result)
     if getattr(args, "time", False):

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from .common import UsageError, reported, warn
+from .common import UsageError, add_plan_argument, reported, warn
 
 
 def add_train(sub: Any) -> None:
@@ -34,6 +34,7 @@ def add_train(sub: Any) -> None:
                    help="what the gradient's forward sweep keeps for the reverse one")
     p.add_argument("--realize", metavar="REALIZATION",
                    help="the realization of the objective (a path, @path or inline JSON)")
+    add_plan_argument(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights")
     p.add_argument("--weights", help="initial weights: a safetensors file keyed by path")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -107,7 +108,8 @@ def _trainer(args, core, training, directory: str):
     try:
         trainer = Trainer.create(core, training, directory, seed=args.seed,
                                  weights=args.weights, realization=args.realize,
-                                 remat=args.remat, epochs=args.epochs, steps=args.steps)
+                                 remat=args.remat, epochs=args.epochs, steps=args.steps,
+                                 plan=args.plan)
     except (DataError, WeightsError) as exc:
         raise UsageError(f"presk train: {exc}") from None
     if not args.resume and trainer.checkpoint_dir and checkpoints(trainer.checkpoint_dir):

@@ -29,7 +29,7 @@ from typing import Callable, NoReturn
 
 from ..pipeline import kernel_pipeline, load_core, output_names, parse_dims, parse_mlir
 from .common import (
-    ProgramError, UsageError, add_recording_arguments, exit_code, printable_streams, reported,
+    ProgramError, UsageError, add_plan_argument, add_recording_arguments, exit_code, printable_streams, reported,
     warn,
 )
 
@@ -68,7 +68,7 @@ def recorded(module, args: argparse.Namespace):
     if not args.entry:
         raise UsageError(f"presk-translate: --to {args.to} needs --entry, e.g. --entry loss")
     pipe = kernel_pipeline(module, args.entry, parse_dims(args.dim), args.realize, True,
-                           args.grad, args.remat)
+                           args.grad, args.remat, args.plan)
     return pipe.kernel, output_names(pipe.realize)
 
 
@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--output", help="write here instead of to standard output")
     entry = parser.add_argument_group("with --to llvm or c")
     add_recording_arguments(entry, "translate")
+    add_plan_argument(entry)
     entry.add_argument("--optimized", action="store_true",
                        help="the IR after LLVM's O2 for this machine")
     return exit_code(lambda: _translate(parser.parse_args(argv)), "presk-translate")

@@ -112,26 +112,46 @@ class Export:
     trees: dict[str, tuple[int, int]]  # a function's parameter tree: (tensors, reals)
 
 
+@dataclass
+class Realized:
+    """A realization as the export applies it: the storage type (`f64`, `f32`, `bf16`) of
+    every value the recorded entry computes, by its Core site (followers and carried
+    values as convert-psk-core-to-realize decided them), and of every parameter, by path
+    in the tree of the module `root` (the entry's parameter tree)."""
+
+    entry: str
+    name: str  # `f64+9sites+4params`
+    root: str  # the Presk module of the entry's tree
+    sites: dict[str, str]  # a site recorded in several types (a carried value) is left out
+    params: dict[str, str]
+
+
+_TORCH_DTYPE = {"f64": "torch.float64", "f32": "torch.float32", "bf16": "torch.bfloat16"}
+_COMPUTE = {"f64": "f64", "f32": "f32", "bf16": "f32"}  # bf16 is a storage type
+
+
 def pytorch_sources(source, name: str = "model") -> dict[str, str]:
     """File name → Python text for a Program (one file per .psk file) or a PSK-Core
     ModuleOp (one file, `_<name>.py`: Core does not record files)."""
     return pytorch_export(source, name).sources
 
 
-def pytorch_export(source, name: str = "model", *, program=None) -> Export:
+def pytorch_export(source, name: str = "model", *, program=None,
+                   realized: Realized | None = None) -> Export:
     """The export of a Program, or of a ModuleOp (lowered from `program` when given, whose
-    files and default arguments it then follows)."""
+    files and default arguments it then follows). With `realized`, each parameter is
+    stored and each site computed in its type (docs/export_pytorch.md)."""
     if isinstance(source, ModuleOp):
         module = source
     else:
         from presk.frontend.lower import lower_program
         module, program = lower_program(source), source
-    files = _program_files(program) if program is not None else None
+    files = program_files(program) if program is not None else None
     defaults = _program_defaults(program) if program is not None else {}
-    return _Exporter(module, files, defaults, name).run()
+    return _Exporter(module, files, defaults, name, realized).run()
 
 
-def _program_files(program) -> list[FileSpec]:
+def program_files(program) -> list[FileSpec]:
     return [FileSpec(f.basename, python_module_name(f.basename), list(f.modules),
                      [fn.name for fn in f.fns.values()]) for f in program.files]
 
@@ -149,7 +169,9 @@ def _program_defaults(program) -> dict[str, dict[str, float]]:
 
 class _Exporter:
     def __init__(self, module: ModuleOp, files: list[FileSpec] | None,
-                 defaults: dict[str, dict[str, float]], name: str):
+                 defaults: dict[str, dict[str, float]], name: str,
+                 realized: Realized | None = None):
+        self.realized = realized
         self.decls = {op.sym_name.data: op for op in module.ops
                       if isinstance(op, C.ModuleDeclOp)}
         self.funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, C.FuncOp)}
@@ -234,7 +256,33 @@ class _FileEmitter:
             body += ["", ""] + self._class(name)
         for name in self.spec.functions:
             body += ["", ""] + _FunctionEmitter(self, self.x.funcs[name], None).lines()
-        return "\n".join(self._header() + body) + "\n"
+        return "\n".join(self._header() + self._realized() + body) + "\n"
+
+    def _realized(self) -> list[str]:
+        """Under a realization: the root module's PARAMETER_DTYPES, the entry's file's
+        SITE_DTYPES (what each site computes in and stores), and the helper that hands a
+        submodule its parameters' dtypes."""
+        r = self.x.realized
+        if r is None:
+            return []
+        lines: list[str] = []
+        if r.root in self.spec.classes:
+            lines += ["", "", f"# {r.name}: each parameter's dtype, by its path in {r.root}",
+                      "PARAMETER_DTYPES = {"]
+            lines += [f"    {p!r}: {_TORCH_DTYPE[t]}," for p, t in r.params.items()] + ["}"]
+        if r.entry in self.spec.functions:
+            lines += ["", "", f"# {r.name}: the dtype each site of `{r.entry}` stores its "
+                      "value in (bf16 computed in float32)", "SITE_DTYPES = {"]
+            lines += [f"    {p!r}: {_TORCH_DTYPE[t]}," for p, t in r.sites.items()] + ["}"]
+        if any(isinstance(e, C.UseDeclOp) for c in self.spec.classes
+               for e in self.x.decls[c].entries):
+            lines += ["", "", "def _below(dtypes: dict[str, torch.dtype], field: str) -> "
+                      "dict[str, torch.dtype]:",
+                      '    """The dtypes of the submodule `field`\'s parameters, by path below '
+                      'it."""',
+                      '    return {k[len(field) + 1:]: v for k, v in dtypes.items() '
+                      'if k.startswith(field + ".")}']
+        return lines
 
     # ---- references to what another file defines ----
     def ref(self, name: str) -> str:
@@ -244,6 +292,16 @@ class _FileEmitter:
             return name
         self.imports.add(home.module)
         return f"{home.module}.{name}"
+
+    def _dtype_doc(self) -> list[str]:
+        r = self.x.realized
+        if r is None:
+            return ["The dtype is the parameters' and inputs': float64 computes as Presk's f64",
+                    "interpreter."]
+        return [f"Realized ({r.name}, recorded for `{r.entry}`): each parameter is stored in its",
+                "type (PARAMETER_DTYPES) and each operation reads its operands converted to",
+                "its site's type and computes in it (SITE_DTYPES; bf16 computed in float32,",
+                "then stored), as Presk's realized loop nests do."]
 
     def _header(self) -> list[str]:
         spec = self.spec
@@ -256,8 +314,8 @@ class _FileEmitter:
             " ".join(what),
             "Each statement computes one PSK-Core operation; its comment gives the site",
             "(`presk dump --stage core`) and the Presk type. A tensor's dims are its type's",
-            "axes in order, after the leading dims its `...` stands for. The dtype is the",
-            "parameters' and inputs': float64 computes as Presk's f64 interpreter.",
+            "axes in order, after the leading dims its `...` stands for.",
+            *self._dtype_doc(),
             '"""',
             "",
             "from __future__ import annotations",
@@ -304,9 +362,14 @@ class _FileEmitter:
 
     def _init(self, decl: C.ModuleDeclOp, dims: list[str]) -> list[str]:
         sig = "".join(f"{d}: int, " for d in dims)
+        realized = self.x.realized
+        typed = ", dtypes: dict[str, torch.dtype] | None = None" if realized else ""
         lines = [f"def __init__(self, {sig}*, stack: tuple[int, ...] = (), "
-                 "dtype: torch.dtype | None = None) -> None:",
+                 f"dtype: torch.dtype | None = None{typed}) -> None:",
                  "    super().__init__()"]
+        if realized is not None:  # each parameter's dtype by its path below this module
+            default = "PARAMETER_DTYPES" if decl.sym_name.data == realized.root else "{}"
+            lines.append(f"    dtypes = {default} if dtypes is None else dtypes")
         if dims:
             lines.append(f"    {', '.join('self.' + d for d in dims)} = {', '.join(dims)}")
         env = dict(zip(decl.dim_names, dims))
@@ -321,21 +384,24 @@ class _FileEmitter:
             args = [_size_expr(s, env) for s in t.dim_sizes]
             counts = [_size_expr(s, env) for s in t.stack_counts]
             stack = f"(*stack, {', '.join(counts)})" if counts else "stack"
+            typed = f", dtypes=_below(dtypes, {name!r})" if self.x.realized else ""
             value = f"{self.ref(t.module_name)}({''.join(a + ', ' for a in args)}" \
-                    f"stack={stack}, dtype=dtype)"
+                    f"stack={stack}, dtype=dtype{typed})"
             return [_assign_member(name, value, "add_module")]
         assert isinstance(e, C.ParamDeclOp) and isinstance(t, C.TensorAttr)
         own = [_size_expr(a.size, env) for a in t.shape.axes]
         # a ℝ[] parameter: `stack` itself, a tuple (torch.ones(*()) is a TypeError)
         shape = ", ".join(["*stack", *own]) if own else "stack"
         init = e.init.data if e.init is not None else "zeros"
+        dt = f"dtypes.get({name!r}, dtype)" if self.x.realized else "dtype"
         try:
-            pre, value = self._initializer(init, shape, own)
+            pre, value = self._initializer(init, shape, own, dt)
         except ExportError as err:
             raise ExportError(f"{decl.sym_name.data}.{name}: {err}") from None
         return pre + [_assign_member(name, f"nn.Parameter({value})", "register_parameter")]
 
-    def _initializer(self, text: str, shape: str, own: list[str]) -> tuple[list[str], str]:
+    def _initializer(self, text: str, shape: str, own: list[str], dt: str = "dtype"
+                     ) -> tuple[list[str], str]:
         """The tensor an initializer makes (torch's generator, Presk's distribution and
         fans: the last two axes of one copy)."""
         m = re.fullmatch(r"(\w+)(?:\((.*)\))?", text.strip())
@@ -345,9 +411,9 @@ class _FileEmitter:
         for part in filter(None, (p.strip() for p in (m.group(2) or "").split(","))):
             key, _, value = part.partition("=")
             args[key.strip()] = float(value)
-        empty = f"torch.empty({shape}, dtype=dtype)"
+        empty = f"torch.empty({shape}, dtype={dt})"
         if kind in ("zeros", "ones"):
-            return [], f"torch.{kind}({shape}, dtype=dtype)"
+            return [], f"torch.{kind}({shape}, dtype={dt})"
         if kind == "normal":
             return [], f"{empty}.normal_({args.get('mean', 0.0)!r}, {args.get('std', 1.0)!r})"
         if kind == "uniform":
@@ -415,6 +481,8 @@ def _indent(lines: list[str], levels: int) -> list[str]:
 # each element-wise function's spelling, by its Core op's name (the table's rows)
 _SPELLING = {f"psk_core.{f.name}": f.torch for f in ops.rows(core=True)}
 _OPERATORS = {name for name, spelling in _SPELLING.items() if spelling.startswith("{a} ")}
+# ops that carry a value (a call's, a fold's, a field's, a tuple's): no type of their own
+_CARRIERS = (C.CallOp, C.FoldOp, C.FieldOp, C.GetOp, C.TupleOp, C.ReturnOp)
 _REDUCE = {C.SumOp: "{x}.sum({d})", C.MeanOp: "{x}.mean({d})", C.MaxOp: "{x}.amax({d})",
            C.MinOp: "{x}.amin({d})"}
 
@@ -430,6 +498,8 @@ class _FunctionEmitter:
         self.names: dict[SSAValue, str] = {}
         self.weak = _weak_values(func)
         self.needs_dtype = False
+        self.known: dict[SSAValue, str] = {}  # a value's storage type, where it is known
+        self.tensor_dtype: str | None = None  # the dtype of a realized site's constant
 
     # ---- names ----
     def _fresh(self, preferred: str | None, number: str) -> str:
@@ -534,9 +604,47 @@ class _FunctionEmitter:
             return [f"return {self.v(op.value)}  # {site}"]
         if isinstance(op, C.FoldOp):
             return self._fold(op, site)
+        element = self._site_type(op, site)
+        if element is None:
+            rhs = self._rhs(op, site)
+            result = op.results[0]
+            return [f"{self._bind(result, op)} = {rhs}  # {site} {type_text(result.type)}"]
+        return self._realized_op(op, site, element)
+
+    # ---- under a realization ----
+    def _site_type(self, op: Operation, site: str) -> str | None:
+        """The type a computing op's site has under the realization (None: no realization,
+        a site the entry does not reach, or a carried value: it keeps what it carries)."""
+        r = self.file.x.realized
+        if r is None or isinstance(op, _CARRIERS):
+            return None
+        return r.sites.get(site)
+
+    def _realized_op(self, op: Operation, site: str, element: str) -> list[str]:
+        """`x_f32 = x.to(torch.float32)` for each tensor operand not known to have the
+        op's compute type (as convert-psk-core-to-realize inserts a convert), the op in
+        that type, its result rounded to bf16 where that is its storage."""
+        compute = _COMPUTE[element]
+        lines, saved = [], {}
+        for operand in dict.fromkeys(op.operands):
+            if not isinstance(operand.type, C.TensorAttr) or operand in self.weak \
+                    or self.known.get(operand) == compute:
+                continue
+            name = self._fresh(f"{self.v(operand)}_{compute}", site.rsplit("%", 1)[-1])
+            lines.append(f"{name} = {self.v(operand)}.to({_TORCH_DTYPE[compute]})  "
+                         f"# {site} convert")
+            saved[operand], self.names[operand] = self.names[operand], name
+        self.tensor_dtype = _TORCH_DTYPE[compute]
         rhs = self._rhs(op, site)
+        self.tensor_dtype = None
+        self.names.update(saved)
+        if element == "bf16":
+            rhs = f"({rhs}).to(torch.bfloat16)"
         result = op.results[0]
-        return [f"{self._bind(result, op)} = {rhs}  # {site} {type_text(result.type)}"]
+        if result not in self.weak:
+            self.known[result] = element
+        return lines + [f"{self._bind(result, op)} = {rhs}  # {site} {type_text(result.type)}"
+                        f" in {element}"]
 
     def _rhs(self, op: Operation, site: str) -> str:
         if isinstance(op, C.ConstantOp):
@@ -577,6 +685,8 @@ class _FunctionEmitter:
                           "before differentiation: torch autograd takes its gradients)")
 
     def _tensor(self, value: str) -> str:
+        if self.tensor_dtype is not None:  # a realized site's own type
+            return f"torch.tensor({value}, dtype={self.tensor_dtype})"
         self.needs_dtype = True
         return f"torch.tensor({value}, dtype=dt)"
 

@@ -1,4 +1,10 @@
-"""The C target: an entry recorded exactly as `run_native` records it (call.py
+"""The export targets' recordings.
+
+The PyTorch target under a realization (`pytorch_realized`): the entry recorded as
+`presk run` records it, and the type of every value it computes read off the recorded
+PSK-Realize module by Core site — what presk/emit/pytorch.py casts to.
+
+The C target: an entry recorded exactly as `run_native` records it (call.py
 `entry_call`), run once as native code, and written as a C program
 (presk/emit/c_program.py) with that run's data: `inputs/<file>.bin` (what the native
 entry read, in each buffer's storage type) and `expected/<file>.bin` (what it wrote), so
@@ -60,3 +66,33 @@ def export_c(core_module, entry: str, dims: dict[str, int], params: dict[str, An
         write_into(out_dir, relative, content)
     return CExport(files, data, program_shape(kernel), call.pipeline.realization_name, call,
                    names)
+
+
+def pytorch_realized(core_module, entry: str, dims: dict[str, int], realization):
+    """The realization as the PyTorch export applies it (presk.emit.pytorch.Realized): the
+    storage type of each site of the recorded entry (the value of the last op of the site
+    that is no convert, in every instance; a site recorded in several types is left out —
+    the export then converts where it is read) and of each parameter by path."""
+    from ..dialects import core as C
+    from ..dialects import realize as R
+    from ..emit.pytorch import Realized
+    from .load import prepare
+    from .record import record_entry
+    prepared = prepare(core_module, entry, dims)
+    realize, real = record_entry(core_module, entry, dims, realization, fuse=False)
+    types: dict[str, set[str]] = {}
+    for func in realize.ops:
+        last: dict[str, str] = {}
+        for op in func.walk():
+            site = op.attributes.get("site")
+            if site is None or isinstance(op, R.ConvertOp) or not op.results \
+                    or not isinstance(op.results[0].type, R.RTensorType):
+                continue
+            last[site.data] = R.element_name(op.results[0].type.element)
+        for s, e in last.items():
+            types.setdefault(s, set()).add(e)
+    tree = next((t for t in prepared.func.function_type.inputs.data
+                 if isinstance(t, C.ParamsAttr)), None)
+    return Realized(entry, real.summary(), tree.module_name if tree is not None else "",
+                    {s: next(iter(e)) for s, e in sorted(types.items()) if len(e) == 1},
+                    {f.path: real.param_type(f.path) for f in prepared.fields})

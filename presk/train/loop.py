@@ -64,9 +64,10 @@ class Trainer:
     @classmethod
     def create(cls, core_module, training: TrainingInfo, directory: str, *, seed: int = 0,
                weights: str | None = None, realization=None, remat: str = "store",
-               epochs: int | None = None, steps: int | None = None) -> Trainer:
+               epochs: int | None = None, steps: int | None = None,
+               plan=None) -> Trainer:
         objective = NativeObjective(core_module, training.objective.name, training.dims,
-                                    realization, remat)
+                                    realization, remat, plan=plan)
         stream = Stream.from_info(training.data, training.sample_type, training.batch_type)
         total = steps if steps is not None else \
             (epochs if epochs is not None else training.epochs) * stream.steps_per_epoch

@@ -245,12 +245,14 @@ def load_plan(spec: str) -> Plan:
 
 
 def first_sites(module: ModuleOp) -> dict[str, tuple[str, int]]:
-    """Each kernel's (first launch's site, launches in the module's hosts)."""
+    """Each kernel's (the first site its first launch computes — a dot+add's is the
+    dot's —, its launch ops in the module's hosts)."""
     out: dict[str, tuple[str, int]] = {}
     for host in K.hosts(module).values():
         for op in K.host_ops(host):
             if isinstance(op, K.LaunchOp):
-                site, n = out.get(op.callee_name, (op.site.data, 0))
+                first = op.site.data if op.fused is not None else op.site_list[0]
+                site, n = out.get(op.callee_name, (first, 0))
                 out[op.callee_name] = (site, n + 1)
     return out
 

@@ -1,0 +1,215 @@
+"""The layout cost model: a launch of a PSK-Kernel nest at a point of its layout space,
+priced in seconds by a machine profile's constants (presk/analysis/profile.py).
+
+A prediction has seven terms, each a count read from the nest times a fitted constant:
+
+* λ — launching the kernel (one per launch);
+* spawn — starting and joining the threads of a split launch (one per split launch);
+* work — its arithmetic: ops computed in f64 and in f32, and math-library calls, each at
+  its type's rate, and the dependent steps of its sums (a loop carrying a sum over more
+  than UNROLLED iterations waits for each add: priced at an add's latency), and for a
+  contraction each output computed alone (as written, or outside its tiles: its sum
+  started, finished and stored by itself);
+* loads — its loads and stores, by storage type (a bf16 load widens, a store rounds);
+* L2, L3, mem — the bytes it moves from the level that holds them: its buffers once (the
+  level their total fits in; nothing when they fit in L1) and, for a contraction, the
+  other operand re-read for every row of tiles (and the first for every column), from
+  the level that operand fits in.
+
+A register tile [R, C] (tile_contraction.py) runs the main part of the outputs — R rows ×
+C columns at a time, C in vectors of the machine's width — with 2R·v vector ops and R + v
+loads per tile and k step (v = the vectors C lanes take) in place of 2RC scalar ops and
+2RC loads; the rest of the outputs (rows past R·⌊I/R⌋, columns past C·⌊J/C⌋) as written.
+A split over n workers divides the work, loads and traffic by 1 + e·(n − 1), e the
+split's efficiency the calibration measures (1 when each worker is a free core; less on
+a machine whose cores other work shares).
+
+The terms combine by a p-norm, (Σ tᵢᵖ)^(1/p): p = 1 adds them (nothing overlaps), a
+larger p lets the largest hide the others (a roofline is p → ∞). "Bound by" names the
+largest term. The constants are fitted by `presk profile calibrate`
+(presk/pipeline/profile.py `fit_model`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from presk.dialects import kernel as K
+from presk.transforms.plan_layout import Point, contraction_sides, is_contraction
+
+from .profile import Machine, Model
+
+TERMS = ("λ", "spawn", "work", "loads", "L2", "L3", "mem")
+
+# The columns of the feature matrix, each multiplied by one fitted constant; TERM_OF says
+# which term each feeds.
+FEATURES = ("launch", "spawn", "arith_f64", "arith_f32", "math_f64", "math_f32",
+            "steps", "load_f64", "load_f32", "load_bf16", "tile_loads", "scalar_outputs",
+            "bytes_l2", "bytes_l3", "bytes_mem")
+TERM_OF = (0, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 2, 4, 5, 6)
+
+UNROLLED = 16
+"""A loop carrying a sum over at most this many iterations is unrolled whole by LLVM, so
+its adds join the surrounding parallel loop's work; a longer one is a chain of dependent
+steps, each waiting for the last (`steps`, priced at an add's latency)."""
+
+_ARITH = (K.AddOp, K.SubOp, K.MulOp, K.DivOp, K.NegOp, K.MinOp, K.MaxOp, K.CastOp)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What one launch of a nest as written executes, and the bytes of its buffers."""
+
+    arith: dict[str, float]  # compute type → ops
+    math: dict[str, float]
+    steps: float  # iterations of carried loops longer than UNROLLED (dependent steps)
+    loads: dict[str, float]  # storage type → loads and stores
+    buffer_bytes: tuple[int, ...]  # each argument's bytes
+    sides: tuple[int, int, int] | None  # a contraction's (I, J, K)
+    outer: int  # the outermost loop's trip (what a split divides)
+
+
+def _type(t) -> str:
+    return K.type_name(t)
+
+
+def _walk(block, times: float, c: dict) -> None:
+    for op in block.ops:
+        if isinstance(op, K.ForOp):
+            if op.inits and op.trip > UNROLLED:
+                c["steps"] += times * op.trip
+            _walk(op.body.block, times * op.trip, c)
+        elif isinstance(op, _ARITH):
+            c["arith"][_type(op.results[0].type)] += times
+        elif isinstance(op, K.MathOp):
+            c["math"][_type(op.results[0].type)] += times
+        elif isinstance(op, (K.LoadOp, K.StoreOp)):
+            c["loads"][_type(op.buffer.type.element)] += times
+
+
+def count(kernel: K.KernelOp) -> Counts:
+    """The counts of one launch of `kernel` as written."""
+    c = {"arith": {"f64": 0.0, "f32": 0.0}, "math": {"f64": 0.0, "f32": 0.0},
+         "loads": {"f64": 0.0, "f32": 0.0, "bf16": 0.0}, "steps": 0.0}
+    _walk(kernel.body.block, 1.0, c)
+    sizes = [t.size * (2 if _type(t.element) == "bf16" else 8 if _type(t.element) == "f64"
+                       else 4) for t in kernel.arg_types]  # type: ignore[attr-defined]
+    sides = None
+    if is_contraction(kernel) and (ij := contraction_sides(kernel)) is not None:
+        outputs = math.prod(kernel.arg_types[-1].shape)  # type: ignore[attr-defined]
+        macs = c["arith"]["f64"] + c["arith"]["f32"]
+        sides = (ij[0], ij[1], max(1, round(macs / 2 / max(outputs, 1))))
+    loops = [op for op in kernel.body.block.ops if isinstance(op, K.ForOp)]
+    outer = loops[0].trip if len(loops) == 1 and not loops[0].inits else 1
+    return Counts(c["arith"], c["math"], c["steps"], c["loads"], tuple(sizes), sides, outer)
+
+
+def _level(nbytes: float, machine: Machine) -> int:
+    """0: fits in L1, 1: L2, 2: L3, 3: memory."""
+    if nbytes <= machine.l1:
+        return 0
+    if nbytes <= machine.l2:
+        return 1
+    return 2 if nbytes <= machine.l3 else 3
+
+
+def features(counts: Counts, point: Point, machine: Machine,
+             efficiency: float = 1.0) -> np.ndarray:
+    """The feature row of one launch at `point` (FEATURES); a split's n parts divide the
+    work by 1 + efficiency·(n − 1) (1: each worker a whole one)."""
+    x = np.zeros(len(FEATURES))
+    arith, loads, maths = dict(counts.arith), dict(counts.loads), dict(counts.math)
+    steps, tile_loads, scalar_outputs = counts.steps, 0.0, 0.0
+    if point.tiled and counts.sides is not None:
+        i, j, _ = counts.sides
+        r, cols = min(point.tile[0], i), min(point.tile[1], j)
+        main = (r * (i // r)) * (cols * (j // cols)) / (i * j)
+        esize = 8 if arith["f64"] else 4
+        v = math.ceil(cols * esize / machine.vector_bytes)
+        op_factor = main * (v / cols) + (1 - main)
+        # a tile's loads (R broadcasts and v vectors a k step) are priced apart from a
+        # nest's as written, which stream through vectors LLVM makes itself
+        tile_loads = sum(loads.values()) * main * (r + v) / (2 * r * cols)
+        arith = {t: n * op_factor for t, n in arith.items()}
+        scalar_outputs = i * j * (1 - main)
+        loads = {t: n * (1 - main) for t, n in loads.items()}
+        steps *= main / (r * cols) + (1 - main)  # a tile's R·C sums step together
+    elif counts.sides is not None:
+        # a contraction as written: one output at a time, its k loop's loads priced in
+        # the output's cost (the fit finds them no separate rate)
+        scalar_outputs = counts.sides[0] * counts.sides[1]
+        loads = {t: 0.0 for t in loads}
+    parts = min(point.split, counts.outer) if point.split > 1 else 1
+    if point.tiled and parts > 1:
+        parts = min(parts, math.ceil(counts.outer / point.tile[0]))
+    x[0] = 1.0
+    x[1] = 1.0 if parts > 1 else 0.0
+    parts = 1 + efficiency * (parts - 1)
+    x[2], x[3] = arith["f64"] / parts, arith["f32"] / parts
+    x[4], x[5] = maths["f64"] / parts, maths["f32"] / parts
+    x[6] = steps / parts
+    x[7], x[8], x[9] = loads["f64"] / parts, loads["f32"] / parts, loads["bf16"] / parts
+    x[10], x[11] = tile_loads / parts, scalar_outputs / parts
+    total = float(sum(counts.buffer_bytes))
+    moved = [0.0, 0.0, 0.0, 0.0]
+    moved[_level(total, machine)] += total
+    if counts.sides is not None and len(counts.buffer_bytes) >= 3:
+        i, j, _ = counts.sides
+        r, cols = (min(point.tile[0], i), min(point.tile[1], j)) if point.tiled else (1, 1)
+        lhs, rhs = counts.buffer_bytes[0], counts.buffer_bytes[1]
+        moved[_level(rhs, machine)] += rhs * (math.ceil(i / r) - 1)
+        moved[_level(lhs, machine)] += lhs * (math.ceil(j / cols) - 1)
+    x[12], x[13], x[14] = (m / parts for m in moved[1:])
+    return x
+
+
+def constants(model: Model) -> np.ndarray:
+    """The model's constants in FEATURES order (a bandwidth as seconds per byte)."""
+    return np.array([model.launch, model.spawn, model.work["f64"], model.work["f32"],
+                     model.math["f64"], model.math["f32"], model.step, model.loads["f64"],
+                     model.loads["f32"], model.loads["bf16"], model.loads["tile"],
+                     model.scalar_output,
+                     1 / model.bandwidth["l2"], 1 / model.bandwidth["l3"],
+                     1 / model.bandwidth["mem"]])
+
+
+def terms(x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """The seven terms (TERMS) of feature rows `x` (…, FEATURES) under constants `theta`."""
+    parts = x * theta
+    out = np.zeros(parts.shape[:-1] + (len(TERMS),))
+    for col, term in enumerate(TERM_OF):
+        out[..., term] += parts[..., col]
+    return out
+
+
+def combine(t: np.ndarray, p: float) -> np.ndarray:
+    """(Σ tᵢᵖ)^(1/p) over the last axis."""
+    return np.sum(t ** p, axis=-1) ** (1 / p)
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A point and its prediction: seconds a launch, its terms, the largest's name."""
+
+    point: Point
+    seconds: float
+    terms: tuple[float, ...]
+
+    @property
+    def bound_by(self) -> str:
+        return TERMS[int(np.argmax(self.terms))]
+
+
+def price(kernel: K.KernelOp, points: list[Point], machine: Machine,
+          model: Model) -> list[Priced]:
+    """Each point's prediction, cheapest first (ties: the earlier point of the space)."""
+    counts = count(kernel)
+    theta = constants(model)
+    rows = np.array([features(counts, p, machine, model.efficiency) for p in points])
+    t = terms(rows, theta)
+    total = combine(t, model.p)
+    order = sorted(range(len(points)), key=lambda i: (total[i], i))
+    return [Priced(points[i], float(total[i]), tuple(float(v) for v in t[i])) for i in order]

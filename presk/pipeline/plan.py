@@ -1,0 +1,136 @@
+"""`presk plan`: for each nest of a recorded entry, the point of its layout space the
+profile's cost model predicts fastest (presk/transforms/plan_layout.py for the space and
+the artifact, presk/analysis/cost_model.py for the prices), and — with `measure` — each
+chosen point timed natively beside its prediction.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..analysis.cost_model import Priced, price
+from ..analysis.profile import Profile
+from .errors import InvalidInput
+from .record import kernel_pipeline
+
+
+@dataclass
+class NestChoice:
+    """A nest's priced space, cheapest first, and what the plan records of it."""
+
+    kernel: str
+    site: str
+    title: str
+    operands: tuple[tuple[int, ...], ...]  # inputs, then outputs
+    inputs: int  # how many of the operands are inputs
+    launches: int
+    priced: list[Priced]
+    epilogue: bool  # a contraction finishing with its reader's add
+    measured: float | None = None  # seconds a launch of the chosen point, with --measure
+
+    @property
+    def chosen(self) -> Priced:
+        return self.priced[0]
+
+    def within(self, u: float) -> int:
+        """The points the model cannot tell from the best: predicted ≤ best·(1 + u)."""
+        best = self.chosen.seconds
+        return sum(1 for p in self.priced if p.seconds <= best * (1 + u))
+
+    def shown(self) -> list[tuple[int, Priced]]:
+        """The chosen point, its two runners-up and the best split point (rank, point)."""
+        rows = list(enumerate(self.priced[:3], 1))
+        split = next(((i, p) for i, p in enumerate(self.priced, 1) if p.point.split > 1),
+                     None)
+        if split is not None and split[0] > 3:
+            rows.append(split)
+        return rows
+
+
+@dataclass
+class PlanReport:
+    plan: object  # presk.transforms.plan_layout.Plan
+    nests: list[NestChoice]
+    profile: Profile
+    workers: int
+    workers_from: str
+    kernel_module: object = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def points(self) -> int:
+        return sum(len(n.priced) for n in self.nests)
+
+
+def workers_of(threads: int | None, profile: Profile) -> tuple[int, str]:
+    """The workers a split may use: --threads, else PRESK_THREADS, else the profile's."""
+    if threads is not None:
+        if threads < 1:
+            raise InvalidInput(f"presk: --threads is 1 or more, not {threads}")
+        return threads, f"--threads {threads}"
+    env = os.environ.get("PRESK_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise InvalidInput(f"presk: PRESK_THREADS is a number of threads ≥ 1, not "
+                               f"`{env}`")
+        return int(env), f"PRESK_THREADS={env}"
+    return profile.machine.workers, "the profile's workers"
+
+
+def make_plan(core_module, entry: str, dims: dict[str, int], profile: Profile,
+              profile_name: str, realization=None, grad: bool = False,
+              remat: str = "store", threads: int | None = None) -> PlanReport:
+    """Record the entry, price every point of every nest, and take the cheapest."""
+    from ..dialects import kernel as K
+    from ..transforms.plan_layout import (Plan, PlannedNest, first_sites, layout_space,
+                                          operand_sizes)
+    workers, source = workers_of(threads, profile)
+    from ..emit.kernel_listing import count
+    pipe = kernel_pipeline(core_module, entry, dims, realization, grad=grad, remat=remat)
+    sites = first_sites(pipe.kernel)
+    per_call = count(pipe.kernel).by_kernel
+    nests = []
+    for k in pipe.kernel.ops:
+        if not isinstance(k, K.KernelOp) or k.sym_name.data not in sites:
+            continue
+        site = sites[k.sym_name.data][0]
+        launches = sum(per_call.get(k.sym_name.data, {}).values())
+        priced = price(k, layout_space(k, workers), profile.machine, profile.model)
+        nests.append(NestChoice(k.sym_name.data, site, k.title.data, operand_sizes(k),
+                                len(k.input_args), launches, priced,
+                                k.title.data == "dot+add"))
+    plan = Plan(entry, dict(dims), grad, pipe.realization_name, workers,
+                [PlannedNest(n.kernel, n.site, n.title, n.operands, n.chosen.point,
+                             n.launches, n.chosen.seconds) for n in nests], profile_name)
+    return PlanReport(plan, nests, profile, workers, source, pipe.kernel)
+
+
+def measure_plan(report: PlanReport) -> None:
+    """Time each nest's chosen point natively (minimum of samples): `NestChoice.measured`."""
+    from ..dialects import kernel as K
+    from ..runtime.kernel_timing import time_kernels
+    kernels = {k.sym_name.data: k for k in report.kernel_module.ops
+               if isinstance(k, K.KernelOp)}
+    variants = []
+    for n in report.nests:
+        v = kernels[n.kernel].clone()
+        v.layout = n.chosen.point.attr()
+        variants.append(v)
+    repeats = [int(min(32, max(1, 20e-6 / max(n.chosen.seconds, 1e-9)))) for n in report.nests]
+    for n, t in zip(report.nests, time_kernels(variants, repeats)):
+        n.measured = t.seconds
+
+
+def measured_errors(report: PlanReport) -> tuple[float, float, float] | None:
+    """(median, 90th percentile) of |predicted − measured| / measured over the measured
+    nests, and Spearman's ρ between them."""
+    from .profile import errors
+    pairs = [(n.chosen.seconds, n.measured) for n in report.nests
+             if n.measured is not None and n.measured > 0]
+    if not pairs:
+        return None
+    pred, meas = (np.array(v) for v in zip(*pairs))
+    return errors(pred, meas)

@@ -1,0 +1,337 @@
+"""`presk profile calibrate`: measure this machine and fit the layout cost model.
+
+The calibration's nests are Presk's own: three small programs (`CALIBRATION`: a
+contraction with an element-wise group and a row reduction, an element-wise group of
+arithmetic, a math function over a tensor) recorded at a grid of sizes, in f64 and in f32,
+converted to PSK-Kernel like any program. Each distinct nest is taken at points of its
+layout space (every split; for a contraction, tiles across the space) and timed natively
+(presk/runtime/kernel_timing.py, all in one compiled module, the minimum of samples).
+
+The fit (`fit_model`): the constants are non-negative, and each point's prediction
+should be close *relative* to its time — the times span five decades and u is a relative
+error — so the rows of the feature matrix are divided by the measured times and the
+constants found by non-negative least squares (Lawson–Hanson) against a column of ones,
+which minimizes Σ ((predicted − measured) / measured)². Then p of the p-norm is chosen on
+a grid, each p's constants refitted from there by projected Gauss–Newton on the same
+relative residuals; the p with the smallest median relative error on the fitted points is
+kept. A share of the points (a quarter, drawn with a fixed seed) is held out of the fit:
+u (median and 90th percentile of |predicted − measured| / measured) and Spearman's ρ
+are computed on them only.
+
+A bandwidth the calibration has no point for (this machine's L3 may be larger than any
+nest it times) gets the next faster level's, and the profile's `fit` says so.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..analysis.profile import Machine, Model, Profile, load_profile, read_machine
+from .errors import InvalidInput
+
+CALIBRATION = """\
+dim N
+dim M
+
+fn cal(x : ℝ[batch: N, model: M], y : ℝ[batch: N, model: M], w : ℝ[M, M]) -> ℝ[] =
+  let a = x · w
+  let b = tanh(y)
+  let c = x * y + a
+  let s = sum(axis model, b * c)
+  mean(s)
+
+fn ew(x : ℝ[batch: N, model: M], y : ℝ[batch: N, model: M]) -> ℝ[batch: N, model: M] =
+  x * y + x - y * y
+
+fn ex(x : ℝ[batch: N, model: M]) -> ℝ[batch: N, model: M] =
+  exp(x)
+"""
+
+FULL_SIZES = [(4, 4), (16, 64), (64, 16), (64, 256), (1024, 16), (1024, 64), (256, 128)]
+QUICK_SIZES = [(32, 16), (512, 64)]
+MAX_MACS = 1 << 22  # a contraction of more multiply-adds is not timed at every point
+P_GRID = (1.0, 1.05, 1.1, 1.2, 1.35, 1.5, 2.0)
+EFFICIENCY_GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One timed point: its kernel's description and counts, the point, the time."""
+
+    nest: str
+    counts: object  # presk.analysis.cost_model.Counts
+    point: object  # presk.transforms.plan_layout.Point
+    seconds: float
+
+
+# --------------------------------------------------------------------------------------
+# The nests
+# --------------------------------------------------------------------------------------
+
+
+def _all_f32(realize_module) -> str:
+    """The realization that stores every value of the entry in f32."""
+    import json
+    sites = sorted({op.attributes["site"].data for op in realize_module.walk()
+                    if "site" in op.attributes and op.results})
+    return json.dumps({"format": "presk-realization/1", "sites": {s: "f32" for s in sites}})
+
+
+def calibration_kernels(quick: bool) -> list:
+    """The distinct kernels of the calibration programs at every size and type."""
+    from ..dialects import kernel as K
+    from .load import load_core
+    from .record import kernel_pipeline
+    with tempfile.TemporaryDirectory(prefix="presk-calibrate-") as d:
+        path = os.path.join(d, "calibration.psk")
+        Path(path).write_text(CALIBRATION, encoding="utf-8")
+        core, _ = load_core(path)
+    seen: dict[str, object] = {}
+    for n, m in QUICK_SIZES if quick else FULL_SIZES:
+        for entry in ("cal", "ew", "ex"):
+            if entry == "cal" and n * m * m > MAX_MACS * 4:
+                continue
+            pipe = kernel_pipeline(core, entry, {"N": n, "M": m})
+            for real in (None, _all_f32(pipe.realize)):
+                if real is not None:
+                    pipe = kernel_pipeline(core, entry, {"N": n, "M": m}, real)
+                for k in pipe.kernel.ops:
+                    if isinstance(k, K.KernelOp):
+                        key = str(k.clone()).replace(k.sym_name.data, "k", 1)
+                        seen.setdefault(key, k)
+    return list(seen.values())
+
+
+def calibration_points(kernel, workers: int, quick: bool) -> list:
+    """The points a kernel is timed at: its whole space, a contraction's tiles thinned to
+    five (two with `quick`): each timed point is compiled, and compiling is most of the
+    calibration's time."""
+    from ..analysis.cost_model import count
+    from ..transforms.plan_layout import layout_space
+    space = layout_space(kernel, workers)
+    if quick and math.prod(kernel.arg_types[-1].shape) < 4096:
+        space = [p for p in space if p.split == 1]  # the larger size prices a split
+    if count(kernel).sides is None:
+        return space
+    keep = {(), (2, 4), (4, 4), (4, 16), (8, 8)} if not quick else {(), (4, 8)}
+    return [p for p in space if p.tile in keep]
+
+
+def _repeats(seconds_guess: float) -> int:
+    """Launches per timed call: enough that a call is ~20 µs (at most 32)."""
+    return int(min(32, max(1, 20e-6 / max(seconds_guess, 1e-9))))
+
+
+def measure(quick: bool, machine: Machine, progress: Callable[[str, int, int], None]
+            | None = None, cache: bool = True) -> list[Sample]:
+    """Time every calibration point on this machine."""
+    from ..analysis.cost_model import count, features
+    from ..runtime.kernel_timing import time_kernels
+    kernels = calibration_kernels(quick)
+    variants, rows, names, keys = [], [], [], []
+    for k in kernels:
+        c = count(k)
+        for point in calibration_points(k, machine.workers, quick):
+            v = k.clone()
+            v.layout = point.attr()
+            variants.append(v)
+            x = features(c, point, machine)
+            rows.append(x)
+            names.append(f"{k.title.data} {[list(t.shape) for t in k.arg_types]}")
+            keys.append((c, point))
+    # a first guess of each time: 1 ns an op or load, 10 ns a math call
+    guess = [float(x[2:4].sum() + x[7:12].sum()) * 1e-9 + float(x[4:6].sum()) * 1e-8
+             + float(x[6]) * 2e-9 for x in rows]
+    if progress:
+        progress("compiling", 0, len(variants))
+    times = time_kernels(variants, [_repeats(g) for g in guess], cache=cache,
+                         progress=(lambda i: progress("timing", i + 1, len(variants)))
+                         if progress else None)
+    return [Sample(n, c, p, t.seconds) for n, (c, p), t in zip(names, keys, times)]
+
+
+# --------------------------------------------------------------------------------------
+# The fit
+# --------------------------------------------------------------------------------------
+
+
+def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 500) -> np.ndarray:
+    """argmin ‖a·x − b‖₂ over x ≥ 0 (Lawson–Hanson's active set)."""
+    m, n = a.shape
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    w = a.T @ (b - a @ x)
+    for _ in range(iterations):
+        if passive.all() or w[~passive].max(initial=-np.inf) <= 1e-12 * max(1.0, abs(w).max()):
+            break
+        j = int(np.argmax(np.where(passive, -np.inf, w)))
+        passive[j] = True
+        while True:
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(a[:, passive], b, rcond=None)[0]
+            if (z[passive] > 0).all():
+                x = z
+                break
+            neg = passive & (z <= 0)
+            alpha = np.min(x[neg] / (x[neg] - z[neg]))
+            x = x + alpha * (z - x)
+            passive &= x > 1e-300
+            x[~passive] = 0.0
+        w = a.T @ (b - a @ x)
+    return x
+
+
+def _predict(x: np.ndarray, theta: np.ndarray, p: float) -> np.ndarray:
+    from ..analysis.cost_model import combine, terms
+    return combine(terms(x, theta), p)
+
+
+def _refit(x: np.ndarray, y: np.ndarray, theta: np.ndarray, p: float,
+           steps: int = 30) -> np.ndarray:
+    """Projected Gauss–Newton on the relative residuals pred/y − 1 at this p."""
+    from ..analysis.cost_model import TERM_OF, terms
+    owner = np.array(TERM_OF)
+    for _ in range(steps):
+        t = terms(x, theta)
+        pred = np.sum(t ** p, axis=1) ** (1 / p)
+        safe_t = np.where(t > 0, t, 0.0)
+        # ∂pred/∂θ_c = pred^(1−p) · t_term(c)^(p−1) · x_c
+        jac = (pred[:, None] ** (1 - p)) * (safe_t[:, owner] ** (p - 1)) * x
+        jac[:, (x == 0).all(axis=0)] = 0.0
+        r = pred / y - 1
+        j = jac / y[:, None]
+        step = np.linalg.lstsq(j, -r, rcond=None)[0]
+        best, best_cost = theta, float(np.sum(r ** 2))
+        for scale in (1.0, 0.5, 0.25, 0.1):
+            trial = np.maximum(theta + scale * step, 0.0)
+            cost = float(np.sum((_predict(x, trial, p) / y - 1) ** 2))
+            if cost < best_cost:
+                best, best_cost = trial, cost
+                break
+        if best is theta:
+            break
+        theta = best
+    return theta
+
+
+def errors(pred: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """(median, 90th percentile) of |pred − y| / y, and Spearman's ρ."""
+    rel = np.abs(pred - y) / y
+    return float(np.median(rel)), float(np.percentile(rel, 90)), spearman(pred, y)
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation (ranks by order; ties are rare in timings)."""
+    if len(a) < 2:
+        return 1.0
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    c = np.corrcoef(ra, rb)[0, 1]
+    return float(c) if math.isfinite(c) else 0.0
+
+
+def fit_model(samples: list[Sample], machine: Machine, seed: int = 0,
+              held_share: float = 0.25) -> Model:
+    """The constants fitted on most samples, u and ρ on the rest (module docstring)."""
+    from ..analysis.cost_model import features
+    usable = [s for s in samples if s.seconds > 0]
+    y = np.array([s.seconds for s in usable])
+    rng = np.random.default_rng(seed)
+    held = np.zeros(len(y), dtype=bool)
+    held[rng.permutation(len(y))[:max(1, round(held_share * len(y)))]] = True
+    yf = y[~held]
+
+    def rows(e: float) -> np.ndarray:
+        return np.array([features(s.counts, s.point, machine, e) for s in usable])
+
+    def fitted_error(x: np.ndarray, theta: np.ndarray, p: float) -> float:
+        return float(np.median(np.abs(_predict(x[~held], theta, p) / yf - 1)))
+
+    # the split's efficiency e on a grid at p = 1 (NNLS), then p on a grid at that e
+    tries = [(e, rows(e)) for e in EFFICIENCY_GRID]
+    scored = [(fitted_error(x, nnls(x[~held] / yf[:, None], np.ones(len(yf))), 1.0), e, x)
+              for e, x in tries]
+    _, efficiency, x = min(scored, key=lambda t: t[0])
+    theta0 = nnls(x[~held] / yf[:, None], np.ones(len(yf)))
+    best = None
+    for p in P_GRID:
+        theta = _refit(x[~held], yf, theta0.copy(), p) if p > 1 else theta0
+        u_fit = fitted_error(x, theta, p)
+        if best is None or u_fit < best[0]:
+            best = (u_fit, p, theta)
+    _, p, theta = best
+    u, u90, rho = errors(_predict(x[held], theta, p), y[held])
+    notes = []
+    bw = {}
+    for name, col, faster in (("l2", 12, None), ("l3", 13, "l2"), ("mem", 14, "l3")):
+        if theta[col] > 0 and (x[:, col] > 0).any():
+            bw[name] = 1 / theta[col]
+        else:
+            bw[name] = bw[faster] if faster else 1e12
+            notes.append(f"no point measured {name} traffic"
+                         + (f": {name} = {faster}'s bandwidth" if faster else
+                            ": 1000 GB/s stands in"))
+    fit = ("NNLS on relative residuals (rows ÷ measured time); the split's efficiency and "
+           "p by grids, p's constants refitted by projected Gauss–Newton; the minimum of "
+           "5 samples a point")
+    if notes:
+        fit += "; " + "; ".join(notes)
+    return Model(launch=float(theta[0]), spawn=float(theta[1]),
+                 work={"f64": float(theta[2]), "f32": float(theta[3])},
+                 math={"f64": float(theta[4]), "f32": float(theta[5])},
+                 step=float(theta[6]),
+                 loads={"f64": float(theta[7]), "f32": float(theta[8]),
+                        "bf16": float(theta[9]), "tile": float(theta[10])},
+                 scalar_output=float(theta[11]),
+                 bandwidth=bw, efficiency=float(efficiency), p=float(p), u=u, u90=u90, rho=rho, points=len(y),
+                 held_out=int(held.sum()), fit=fit)
+
+
+def calibrate(quick: bool, progress=None, cache: bool = True) -> tuple[Profile, float]:
+    """This machine's profile, and the seconds the calibration took."""
+    start = time.perf_counter()
+    machine = read_machine()
+    samples = measure(quick, machine, progress, cache)
+    model = fit_model(samples, machine)
+    took = time.perf_counter() - start
+    made = {"quick": quick, "seconds": round(took, 1), "host": platform.node(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "load": round(os.getloadavg()[0], 2)}
+    return Profile(machine, model, made), took
+
+
+# --------------------------------------------------------------------------------------
+# The cached profile of this machine
+# --------------------------------------------------------------------------------------
+
+
+def cached_profile_path(machine: Machine | None = None) -> Path:
+    """Where this CPU's calibrated profile is kept: <the cache>/profiles/<cpu>.json."""
+    from ..runtime.cache import cache_dir
+    machine = machine or read_machine()
+    return cache_dir() / "profiles" / f"{machine.key()}.json"
+
+
+def profile_for(spec: str | None) -> tuple[Profile, str]:
+    """The profile `spec` names, else this machine's cached one; (profile, its name).
+    InvalidInput, one line, when there is none."""
+    from ..analysis.profile import ProfileError
+    try:
+        if spec:
+            return load_profile(spec), spec.lstrip("@")
+        path = cached_profile_path()
+        if not path.exists():
+            raise InvalidInput("presk: no profile of this machine: run `presk profile "
+                               f"calibrate` (it is kept in {path}) or give --profile FILE")
+        return load_profile(str(path)), str(path)
+    except ProfileError as exc:
+        raise InvalidInput(str(exc) if str(exc).startswith("presk") else
+                           f"presk: {exc}") from None

@@ -1,0 +1,90 @@
+"""Timing single PSK-Kernel nests natively: the measurements `presk profile calibrate`
+fits the cost model to, and `--measure` sets beside its predictions.
+
+`time_kernels(kernels)` puts each kernel (a copy, under its own layout) into one module
+with a host per kernel, marked entry, that launches it `repeats` times back to back on
+the same buffers, and one baseline host that launches a one-element kernel once; the
+module is compiled once. A launch's time is (the host's time − the baseline's) / repeats:
+what the call from Python, the argument checks and the entry's prologue cost is taken
+out, so what remains is the launches a program's host makes. Each time is the minimum
+over samples (`time_call`): on a machine shared with other work the minimum is the one
+estimate that noise only raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import Float64Type, ModuleOp, StringAttr, UnitAttr
+
+from ..dialects import kernel as K
+from .timing import time_call
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    seconds: float  # a launch, the baseline taken out (never below 0)
+    repeats: int  # launches per timed call
+
+
+def _baseline() -> K.KernelOp:
+    t = K.BufferType.get(Float64Type(), 1)
+    kernel = K.KernelOp("base", [t, t], 1, "copy")
+    block = kernel.body.block
+    loop = K.ForOp(0, 1)
+    block.add_op(loop)
+    value = K.LoadOp(block.args[0], [loop.induction])
+    loop.body.block.add_ops([value, K.StoreOp(value.result, block.args[1],
+                                              [loop.induction]), K.YieldOp()])
+    return kernel
+
+
+def harness(kernels: Sequence[K.KernelOp], repeats: Sequence[int]) -> ModuleOp:
+    """The timing module: kernels `t<i>`, hosts `h<i>` (entries), and `h_base`."""
+    module = ModuleOp([])
+    hosts = []
+    for i, (kernel, n) in enumerate([*zip(kernels, repeats), (_baseline(), 1)]):
+        name = f"t{i}" if i < len(kernels) else "t_base"
+        copy = kernel.clone()
+        copy.sym_name = StringAttr(name)
+        copy.parts = None
+        module.body.block.add_op(copy)
+        host = K.HostOp(f"h{i}" if i < len(kernels) else "h_base", "timing",
+                        list(kernel.arg_types), kernel.output_count)
+        host.entry = UnitAttr()
+        for _ in range(n):
+            host.body.block.add_op(K.LaunchOp(name, list(host.args), f"timing/%{i}"))
+        hosts.append(host)
+    module.body.block.add_ops(hosts)
+    return module
+
+
+def _inputs(entry, rng: np.random.Generator) -> list[np.ndarray]:
+    """Values in [0.5, 1.5] (every math function is defined there), as stored."""
+    from ..analysis.kernel_interpret import to_storage
+    return [to_storage(rng.uniform(0.5, 1.5, size=b.shape), b.element)
+            for b in entry.sig.inputs]
+
+
+def time_kernels(kernels: Sequence[K.KernelOp], repeats: Sequence[int], samples: int = 5,
+                 min_seconds: float = 0.004, cache: bool = True,
+                 progress=None) -> list[KernelTime]:
+    """Each kernel's time a launch (see the module docstring); `progress(i)` after each."""
+    from .compile import native_program
+    program = native_program(harness(kernels, repeats), cache=cache)
+    rng = np.random.default_rng(0)
+
+    def timed(host: str) -> float:
+        entry = program.entry(host)
+        step = entry.bind(_inputs(entry, rng))
+        return time_call(step, samples, min_seconds).minimum
+
+    base = timed("h_base")
+    out = []
+    for i, n in enumerate(repeats):
+        out.append(KernelTime(max(timed(f"h{i}") - base, 0.0) / n, n))
+        if progress is not None:
+            progress(i)
+    return out

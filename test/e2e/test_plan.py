@@ -1,0 +1,105 @@
+"""`presk plan`: with the frozen profile, the tutorial's loss at B = 4 under the mixed
+realization is planned as test/golden/plan_loss.txt holds (9 nests, the contraction
+tiled [4, 4]); the chosen point of every nest is the cheapest its terms predict, the
+table's figures are the model's (recomputed here from the profile's constants and the
+nest's counts); the plan file applies to `presk run --plan` with the default's bits;
+every point of every nest of the tutorial and of a scaled Tower computes the default's
+bits."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PRESK = str(ROOT / ".venv" / "bin" / "presk")
+FROZEN = "test/fixtures/profile-frozen.json"
+ARGS = ["plan", "tutorial/07_train.psk", "--entry", "loss", "--dim", "B=4", "--realize",
+        "@test/fixtures/realization_mixed.json", "--profile", FROZEN]
+
+
+def _presk(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PRESK, *args], capture_output=True, text=True, cwd=ROOT,
+                          env={"PATH": "/usr/bin:/bin", "PRESK_THREADS": ""})
+
+
+def test_golden():
+    r = _presk(*ARGS)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (ROOT / "test" / "golden" / "plan_loss.txt").read_text()
+    table = [line for line in r.stdout.splitlines() if line.startswith("Linear.apply/%3 ")]
+    assert "tiled, tile [4, 4], split none" in table[0]
+    assert "-- 9 nests," in r.stdout
+
+
+def test_choices_are_the_models(tmp_path):
+    """Each nest's chosen point is the minimum of the model recomputed from the profile."""
+    from presk.analysis.cost_model import combine, constants, count, features, terms
+    from presk.analysis.profile import load_profile
+    from presk.pipeline import kernel_pipeline, load_core
+    from presk.transforms.plan_layout import layout_space, load_plan
+    out = tmp_path / "plan.json"
+    assert _presk(*ARGS, "--out", str(out)).returncode == 0
+    plan = load_plan(str(out))
+    profile = load_profile(str(ROOT / FROZEN))
+    core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
+    pipe = kernel_pipeline(core, "loss", {"B": 4}, "@" + str(ROOT / "test" / "fixtures" /
+                                                               "realization_mixed.json"))
+    theta = constants(profile.model)
+    kernels = {k.sym_name.data: k for k in pipe.kernel.ops if hasattr(k, "layout")}
+    for nest in plan.nests:
+        k = kernels[nest.kernel]
+        space = layout_space(k, plan.workers)
+        c = count(k)
+        seconds = [float(combine(terms(features(c, p, profile.machine,
+                                                profile.model.efficiency), theta),
+                                 profile.model.p)) for p in space]
+        assert nest.point == space[int(np.argmin(seconds))]
+        assert nest.predicted == pytest.approx(min(seconds))
+
+
+def test_run_with_the_plan(tmp_path):
+    out = tmp_path / "plan.json"
+    assert _presk(*ARGS, "--out", str(out)).returncode == 0
+    run = ["run", "tutorial/07_train.psk", "--entry", "loss", "--dim", "B=4", "--realize",
+           "@test/fixtures/realization_mixed.json"]
+    a, b = _presk(*run), _presk(*run, "--plan", f"@{out}")
+    assert a.returncode == 0 and b.returncode == 0, b.stderr
+    assert a.stdout == b.stdout
+    bad = _presk("run", "tutorial/07_train.psk", "--entry", "loss", "--dim", "B=5",
+                 "--realize", "@test/fixtures/realization_mixed.json", "--plan", f"@{out}")
+    assert bad.returncode == 2 and "the plan was made for `loss` at B=4" in bad.stderr
+
+
+def test_bad_profile_flag(tmp_path):
+    bad = tmp_path / "p.json"
+    bad.write_text(json.dumps({"format": "presk-profile/7"}))
+    r = _presk(*ARGS[:-1], str(bad))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.slow
+def test_calibrate_quick(tmp_path):
+    """`presk profile calibrate --quick` writes a profile that reads back, kept for this
+    CPU in the cache directory, with u and ρ computed on its held-out points; `presk plan`
+    without --profile then uses it."""
+    import os
+    from presk.analysis.profile import load_profile
+    env = {"PATH": "/usr/bin:/bin", "PRESK_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "p.json"
+    r = subprocess.run([PRESK, "profile", "calibrate", "--quick", "-o", str(out)],
+                       capture_output=True, text=True, cwd=ROOT, env=env)
+    assert r.returncode == 0, r.stderr
+    p = load_profile(str(out))
+    assert 0 < p.model.held_out < p.model.points and 0 <= p.model.u <= p.model.u90
+    assert f"u = {p.model.u:.3f}" in r.stdout
+    kept = list((tmp_path / "cache" / "profiles").glob("*.json"))
+    assert len(kept) == 1 and kept[0].read_text() == out.read_text()
+    r = subprocess.run([PRESK, *ARGS[:-2]], capture_output=True, text=True, cwd=ROOT,
+                       env=env)
+    assert r.returncode == 0 and f"priced by the profile {kept[0]}" in r.stdout, r.stderr
+    assert os.path.exists(kept[0])

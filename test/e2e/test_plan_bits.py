@@ -1,0 +1,61 @@
+"""A layout never changes bits: every point of the layout space of every nest of the
+tutorial's loss (its value, and its value and gradient) and of the scaled Tower's (bench/
+scaled_tower.psk at B = 8, D = 256: its contractions 8 × 256 × 256) is compiled beside the
+nest in its default layout, all in one module (presk/runtime/kernel_timing.py's harness),
+run on the same inputs, and its outputs compared bit for bit with the default's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from presk.dialects import kernel as K
+from presk.pipeline import kernel_pipeline, load_core
+from presk.transforms.plan_layout import Point, layout_space
+
+ROOT = Path(__file__).resolve().parents[2]
+MIXED = "@" + str(ROOT / "test" / "fixtures" / "realization_mixed.json")
+
+
+def _every_point_same_bits(pipe, workers: int = 2) -> int:
+    from presk.analysis.kernel_interpret import to_storage
+    from presk.runtime.compile import native_program
+    from presk.runtime.kernel_timing import harness
+    variants, owner = [], []
+    for k in pipe.kernel.ops:
+        if not isinstance(k, K.KernelOp):
+            continue
+        for point in [Point(), *layout_space(k, workers)]:
+            v = k.clone()
+            v.layout = point.attr()
+            variants.append(v)
+            owner.append((k.sym_name.data, point))
+    program = native_program(harness(variants, [1] * len(variants)))
+    rng = np.random.default_rng(7)
+    inputs: dict[str, list] = {}
+    reference: dict[str, list[bytes]] = {}
+    for i, (name, point) in enumerate(owner):
+        entry = program.entry(f"h{i}")
+        if name not in inputs:
+            inputs[name] = [to_storage(rng.uniform(0.5, 1.5, b.shape), b.element)
+                            for b in entry.sig.inputs]
+        got = [o.tobytes() for o in entry(inputs[name])]
+        if point == Point():
+            reference[name] = got
+        assert got == reference[name], f"{name} at {point.text()}"
+    return len(owner)
+
+
+@pytest.mark.parametrize("grad", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_tutorial(grad):
+    core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
+    assert _every_point_same_bits(kernel_pipeline(core, "loss", {"B": 4}, MIXED,
+                                                  grad=grad)) > 20
+
+
+@pytest.mark.slow
+def test_scaled_tower():
+    core, _ = load_core(str(ROOT / "bench" / "scaled_tower.psk"))
+    assert _every_point_same_bits(kernel_pipeline(core, "loss", {"B": 8})) > 40
