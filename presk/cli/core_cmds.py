@@ -10,6 +10,7 @@ from typing import Any
 
 from ..pipeline import differentiate, load_core, parse_dims, prepare, prepare_entry, reached
 from .common import UsageError, add_plan_argument, output_file, reported, warn
+from .optimize_cmds import add_opt
 from .print_pipeline import add_flag, print_pipeline
 from .runs import cotangent_seed, print_header, save, show
 
@@ -105,7 +106,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..analysis import entry as E
     from ..analysis.interpret import Interpreter
     from ..analysis.numbers import number_system
-    module, _ = load_core(args.file, warn)
+    from .optimize_cmds import load_core_opt
+    module, _ = load_core_opt(args)
     differentiate(module, [args.entry] if args.grad else [], args.remat)
     entry, params, values = prepare_entry(module, args.entry, parse_dims(args.dim), args.seed,
                                           args.weights, args.inputs)
@@ -194,6 +196,7 @@ def add_run(sub: Any) -> None:
                    "of the result's shape; required for a tensor result (default 1 for ℝ[])")
     p.add_argument("--remat", choices=["store", "recompute"], default="store",
                    help="with --grad: what the forward sweep keeps for the reverse one")
+    add_opt(p)
     add_flag(p)
     p.set_defaults(run=cmd_run)
 

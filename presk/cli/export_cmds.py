@@ -14,6 +14,7 @@ import importlib
 from typing import Any
 
 from .common import add_plan_argument, add_recording_arguments
+from .optimize_cmds import add_opt
 from .print_pipeline import add_flag, print_pipeline
 
 TARGETS = {"c": "export_c", "pytorch": "export_pytorch"}
@@ -47,4 +48,5 @@ def add_export(sub: Any) -> None:
     c.add_argument("--weights", help="a safetensors file of parameters keyed by path")
     c.add_argument("--inputs", help="a safetensors file of inputs keyed by argument path")
     add_flag(p)
+    add_opt(p)
     p.set_defaults(run=cmd_export)

@@ -17,7 +17,9 @@ TRAIN_FILE, INIT_FILE = "train.py", "init.safetensors"  # presk/emit/pytorch_tra
 @reported
 def run(args: argparse.Namespace) -> int:
     from ..emit.pytorch import ExportError, pytorch_export, summary_line
+    from .optimize_cmds import optimized
     module, program = load_core(args.file, warn)
+    optimized(module, args, args.entry)
     stem = os.path.splitext(os.path.basename(args.file))[0]
     realized = _realized(args, module, program) if args.realize else None
     try:

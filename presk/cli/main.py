@@ -50,6 +50,9 @@ def cmd_dump(args: argparse.Namespace) -> int:
         return print_pipeline(args)
     if args.stage in ("core", "vjp"):
         return core_cmds.dump_core(args)
+    if args.stage == "opt":
+        from .optimize_cmds import dump_opt
+        return reported(dump_opt)(args)
     if args.stage == "realize":
         return realize_cmds.dump_realize(args)
     if args.stage == "kernel":
@@ -59,7 +62,7 @@ def cmd_dump(args: argparse.Namespace) -> int:
         from .sensitivity_cmds import dump_sensitivity
         return dump_sensitivity(args)
     if args.entry or args.format != "listing":
-        raise UsageError("presk dump: --entry and --format apply to --stage core, vjp, "
+        raise UsageError("presk dump: --entry and --format apply to --stage core, opt, vjp, "
                          "realize, kernel and sensitivity")
     program = elaborate_or_report(args.file)
     from ..frontend.summary import elab_listing
@@ -81,11 +84,15 @@ def _add_dump(sub: Any) -> None:
     p = sub.add_parser("dump", help="print the program at a stage of the compiler")
     p.add_argument("file", help="the program's main .psk file")
     p.add_argument("--stage", required=True,
-                   choices=["elab", "core", "vjp", "realize", "kernel", "sensitivity"],
+                   choices=["elab", "core", "opt", "vjp", "realize", "kernel", "sensitivity"],
                    help="elab: the elaborated program and its module instances; core: the "
-                   "program in PSK-Core; vjp: the entry's reverse sweep; realize: the entry "
+                   "program in PSK-Core; opt: PSK-Core after the e-graph optimizer, and the rewrites it "
+                   "used (with --entry: measured on its f64 run at --dim, --seed); vjp: the entry's reverse sweep; realize: the entry "
                    "recorded at --dim values under --realize, with its fusion groups; kernel: "
                    "its loop nests and host; sensitivity: ‖∂L/∂v‖₁ at each site")
+    p.add_argument("--budget", type=float, metavar="B",
+                   help="with --stage opt: the relative error budget the accuracy term "
+                   "counts bits against (docs/egraph.md)")
     p.add_argument("--entry", help="with --stage core: only the functions this one reaches; "
                    "with --stage vjp: the function to differentiate")
     p.add_argument("--format", choices=["listing", "mlir"], default="listing",

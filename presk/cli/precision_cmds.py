@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .optimize_cmds import add_opt
 from . import box_cmds
 from .common import ProgramError, UsageError, output_file, reported, warn
 
@@ -38,6 +39,7 @@ def add_calibrate(sub: Any) -> None:
     p.add_argument("--out", metavar="ENVELOPE", type=output_file,
                    help="write the envelope (JSON) here")
     box_cmds.add_range_flags(p)
+    add_opt(p)
     p.set_defaults(run=cmd_calibrate)
 
 
@@ -48,8 +50,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..analysis.weights import WeightsError
     from ..pipeline import load_core, parse_dims
 
+    from .optimize_cmds import load_core_opt
     dims = parse_dims(args.dim)
-    module, _ = load_core(args.file, warn)
+    module, _ = load_core_opt(args)
     weights, inputs = args.weights, args.inputs
     if args.range or args.ranges:
         weights, inputs = box_cmds.box_midpoint(args, module, dims)

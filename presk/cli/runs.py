@@ -7,14 +7,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..pipeline import load_core, parse_dims, prepare_entry
+from ..pipeline import parse_dims, prepare_entry
 from .common import UsageError, warn
 
 
 def prepare_run(args: argparse.Namespace):
     """The Core module, the prepared entry, its parameters and inputs for `presk run`;
     with --grad, the cotangent seed in `args.seed_value` (presk.analysis.entry.cotangent)."""
-    module, _ = load_core(args.file, warn)
+    from .optimize_cmds import load_core_opt
+    module, _ = load_core_opt(args)
     entry, params, values = prepare_entry(module, args.entry, parse_dims(args.dim),
                                           args.seed, getattr(args, "weights", None),
                                           getattr(args, "inputs", None))

@@ -16,6 +16,7 @@ import argparse
 import math
 from typing import Any
 
+from .optimize_cmds import add_opt
 from . import box_cmds
 from .common import ProgramError, UsageError, output_file, reported, warn
 
@@ -47,6 +48,7 @@ def add_solve(sub: Any) -> None:
                    "(--range/--ranges) is under the budget: every input of the box, not the "
                    "sample (presk/analysis/certify.py)")
     box_cmds.add_range_flags(p)
+    add_opt(p)
     p.set_defaults(run=cmd_solve)
 
 
@@ -96,7 +98,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
         have = ", ".join(f"{k}={v}" for k, v in envelope.dims.items()) or "none"
         raise UsageError(f"presk: the envelope was measured at dims {have}, not "
                          + (", ".join(f"{k}={v}" for k, v in dims.items()) or "none"))
+    from .optimize_cmds import optimized
     module, _ = load_core(args.file, warn)
+    optimized(module, args, args.entry)  # as calibrate --opt did, for the same sites
     try:
         entry = E.prepare(module, args.entry, dims)
         params = E.weights(entry, args.seed, args.weights)

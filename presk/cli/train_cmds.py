@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from .common import UsageError, add_plan_argument, reported, warn
+from .optimize_cmds import add_opt, optimized
 
 
 def add_train(sub: Any) -> None:
@@ -39,6 +40,7 @@ def add_train(sub: Any) -> None:
     p.add_argument("--weights", help="initial weights: a safetensors file keyed by path")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--plot", metavar="DIR", help="only redraw DIR/loss.png from DIR/log.csv")
+    add_opt(p)
     p.set_defaults(run=cmd_train)
 
 
@@ -95,7 +97,9 @@ def _load(args: argparse.Namespace):
     if name not in runs:
         raise UsageError(f"presk train: no training run `{name}` (the runs: "
                          f"{', '.join(runs)})")
-    return program, lower_to_core(program, args.file), runs[name]
+    core = lower_to_core(program, args.file)
+    optimized(core, args)  # no entry: the cost is time alone (docs/egraph.md)
+    return program, core, runs[name]
 
 
 def _trainer(args, core, training, directory: str):

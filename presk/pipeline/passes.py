@@ -48,6 +48,11 @@ def _differentiate() -> type[ModulePass]:
     return DifferentiatePass
 
 
+def _egraph_opt() -> type[ModulePass]:
+    from ..transforms.egraph import EGraphOptPass
+    return EGraphOptPass
+
+
 def _core_to_realize() -> type[ModulePass]:
     from ..conversion.core_to_realize import ConvertCoreToRealizePass
 
@@ -99,6 +104,7 @@ def _std_to_llvm(cls: str) -> Callable[[], type[ModulePass]]:
 # Passes join this table as they land: name → a function returning the pass class.
 PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "psk-differentiate": _differentiate,
+    "psk-egraph-opt": _egraph_opt,
     "convert-psk-core-to-realize": _core_to_realize,
     "psk-fuse": _fuse,
     "convert-psk-realize-to-kernel": _realize_to_kernel,
@@ -123,9 +129,10 @@ def pass_errors() -> tuple[type[BaseException], ...]:
     from ..conversion.realize_to_kernel import KernelConversionError
     from ..limits import ResourceError
     from ..transforms.differentiate import DifferentiationError
+    from ..transforms.egraph import OptimizerError
     from ..transforms.plan_layout import PlanError
     return (RecordError, RealizationError, KernelConversionError, NativeLoweringError,
-            DifferentiationError, ResourceError, PlanError)
+            DifferentiationError, ResourceError, PlanError, OptimizerError)
 
 
 def make_pass(name: str, **options: object) -> ModulePass:
