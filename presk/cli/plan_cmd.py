@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from .common import UsageError, add_recording_arguments, output_file
+from .optimize_cmds import add_opt, optimized
 
 _TERMS_HEAD = (f"{'':<3}{'predicted':>10}" + "".join(f"{t:>10}" for t in
                ("λ", "spawn", "work", "loads", "L2", "L3", "mem")) + "  bound by")
@@ -82,6 +83,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise UsageError("presk plan: --entry is required")
     profile, name = profile_for(args.profile)
     core, _ = load_core(args.file)
+    optimized(core, args, args.entry)  # --opt: plan the optimized program (docs/egraph.md)
     report = make_plan(core, args.entry, parse_dims(args.dim), profile, name, args.realize,
                        args.grad, args.remat, args.threads)
     plan = report.plan
@@ -117,4 +119,5 @@ def add_plan(sub: Any) -> None:
     p.add_argument("--measure", action="store_true",
                    help="time each nest's chosen point natively beside its prediction")
     p.add_argument("--out", type=output_file, help="write the plan (presk-plan/1) here")
+    add_opt(p)
     p.set_defaults(run=cmd_plan)

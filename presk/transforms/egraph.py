@@ -18,7 +18,8 @@ the class is first needed (so the rebuilt body stays in order). A node's cost is
 
 - time: the operations it does and the bytes it moves, `ops + bytes / 4` (one operation
   per element for an exact IEEE op, 16 for a math-library function, a dot's 2·k per
-  output, …): the machine model's predicted time takes its place once a profile exists;
+  output, …) — the machine model of `presk plan` prices PSK-Kernel loop nests after
+  lowering, not Core ops, so it is not used here;
 - bits: the bits it loses to cancellation or to its condition number, log₂ max(1, κ)
   averaged over its elements, κ measured on a probe (the original function run in f64 on
   the entry's inputs; `Probe`); without a probe, 0 — so `presk-opt` alone optimizes time.
