@@ -25,7 +25,9 @@ element, not one per term. A form with more than CAP symbols merges each site's 
 into one fresh symbol (sound: a fresh symbol claims no correlation).
 
 Scalar programs are refined by bisecting the box (the leaf with the largest bound first,
-along its widest input): the bound is the largest over the leaves.
+along its widest input): the bound is the largest over the leaves. The first leaf's pass
+is written to a tape of rule calls (`_Tape`) that the other leaves replay on their own
+inputs: the same forms, without walking the program again.
 
 One file, though long: the `Form` algebra, the per-function rules (`rule`) and the
 bisection driver (`analyze`) share the outward-rounding helpers and `State`, and none is
@@ -962,9 +964,124 @@ def _interval_array(lo: np.ndarray, hi: np.ndarray, ty: str = "f64", path: str =
     return out
 
 
+TAPE = True  # replay the first pass's rule calls for the other leaves (see `_Tape`)
+
+
+class _Tape:
+    """The rule calls of one pass over a program of scalars, in order, with where each
+    operand came from (an input, an earlier result, a literal) and the (type, site) each
+    ran under, and the values each site records. The interpreter's ops and their order
+    do not depend on the values (no branch on data: the rules decide inside), so the
+    other leaves replay it on their own inputs, the forms computed by the same rules —
+    the interpreter's walking left out. Anything the tape cannot follow (a tensor, a
+    call outside unary/binary/constant/powi/heaviside) makes it `ok = False`: the
+    interpreter then runs every leaf."""
+
+    def __init__(self, inputs: list) -> None:
+        self.ok = True
+        self.slot = {id(f): i for i, f in enumerate(inputs)}
+        self.keep = list(inputs)  # alive while recording: ids stay unique
+        self.steps: list[tuple] = []
+        self.out: list[int] = []
+
+    def _ref(self, v):
+        if isinstance(v, np.ndarray) and v.shape == ():
+            v = v.item()
+        if isinstance(v, Form):
+            i = self.slot.get(id(v))
+            if i is None:
+                self.ok = False
+            return ("slot", i)
+        if isinstance(v, (float, int)) and not isinstance(v, bool):
+            return ("literal", v)
+        self.ok = False
+        return None
+
+    def _new(self, v) -> None:
+        if isinstance(v, np.ndarray) and v.shape == ():
+            v = v.item()
+        if not isinstance(v, Form):
+            self.ok = False
+            return
+        self.slot[id(v)] = len(self.keep)
+        self.keep.append(v)
+
+    def call(self, kind: str, args: tuple, extra, result):
+        if self.ok:
+            refs = tuple(self._ref(a) for a in args)
+            self.steps.append((kind, S.t, S.site, refs, extra))
+            self._new(result)
+        return result
+
+    def record(self, site: str, t: str, value) -> None:
+        if self.ok:
+            flat: list = []
+            _flatten(value, flat)
+            self.steps.append(("record", t, site, tuple(self._ref(f) for f in flat), None))
+
+    def outputs(self, flat: list) -> None:
+        self.out = [self._ref(f)[1] if self.ok else 0 for f in flat]
+        self.keep = [None] * len(self.keep)  # the slots' count; the forms let go
+
+    def replay(self, inputs: list) -> list:
+        numbers = _numbers()
+        vals = list(inputs) + [None] * (len(self.keep) - len(inputs))
+        n = len(inputs)
+        for kind, t, site, refs, extra in self.steps:
+            args = [vals[r[1]] if r[0] == "slot" else r[1] for r in refs]
+            S.t, S.site = t, site
+            if kind == "record":
+                _record(site, t, args[0] if len(args) == 1 else tuple(args))
+                continue
+            if kind == "constant":
+                v = numbers.constant(extra)
+            elif kind == "unary":
+                v = numbers.unary(extra, args[0])
+            elif kind == "binary":
+                v = numbers.binary(extra, args[0], args[1])
+            elif kind == "powi":
+                v = numbers.powi(args[0], extra)
+            else:
+                v = numbers.heaviside(args[0], extra)
+            vals[n] = v.item() if isinstance(v, np.ndarray) else v
+            n += 1
+        return [vals[i] for i in self.out]
+
+
+class _Taping:
+    """The number system, its calls written to a tape."""
+
+    def __init__(self, inner, tape: _Tape) -> None:
+        self.inner, self.tape = inner, tape
+
+    def context(self):
+        return self.inner.context()
+
+    def constant(self, value):
+        return self.tape.call("constant", (), value, self.inner.constant(value))
+
+    def unary(self, name, x):
+        return self.tape.call("unary", (x,), name, self.inner.unary(name, x))
+
+    def binary(self, name, a, b):
+        return self.tape.call("binary", (a, b), name, self.inner.binary(name, a, b))
+
+    def powi(self, x, n):
+        return self.tape.call("powi", (x,), n, self.inner.powi(x, n))
+
+    def heaviside(self, x, at_zero):
+        return self.tape.call("heaviside", (x,), at_zero, self.inner.heaviside(x, at_zero))
+
+    def __getattr__(self, name):  # any other call: the tape cannot follow it
+        self.tape.ok = False
+        return getattr(self.inner, name)
+
+
 def _run_once(core_module, entry: str, prepared, realization: Realization, types,
-              params: dict, values: dict, ranges: Ranges, centered: bool = True):
-    """One pass over one box: the output's forms (flat) and the state."""
+              params: dict, values: dict, ranges: Ranges, centered: bool = True,
+              tapes: list | None = None):
+    """One pass over one box: the output's forms (flat) and the state. `tapes`: [] to
+    record this pass's tape into, [tape] to replay it instead of interpreting."""
     from ..dialects import core as C
     from . import entry as E
     from .interpret import Interpreter, Tree
@@ -972,6 +1089,7 @@ def _run_once(core_module, entry: str, prepared, realization: Realization, types
     global S
     S = State(centered=centered)
     numbers = _numbers()
+    tape = None
 
     class Running(Interpreter):
         def step(self, op, args, dims=None, prefix=None):
@@ -985,6 +1103,8 @@ def _run_once(core_module, entry: str, prepared, realization: Realization, types
                 S.t, S.site = old
             if site is not None and not isinstance(op, (C.ConstantOp,)):
                 _record(site, t, value)
+                if tape is not None:
+                    tape.record(site, t, value)
             return value
 
     args = E.arguments(prepared, numbers, params, {k: np.zeros(s) for k, s in
@@ -1018,9 +1138,20 @@ def _run_once(core_module, entry: str, prepared, realization: Realization, types
             for a, name, t in zip(args, prepared.func.arg_name_list,
                                   prepared.func.function_type.inputs.data)]
     S.t = "f64"
+    inputs: list = []
+    _flatten(tuple(args), inputs)
+    if tapes:  # a tape of this program: replayed on this box's inputs
+        return tapes[0].replay(inputs), S
+    if tapes is not None and not S.centered:
+        tape = _Tape(inputs)
+        numbers = _Taping(numbers, tape)
     out = Running(core_module, numbers).run(entry, args, prepared.dims)
     flat: list = []
     _flatten(out, flat)
+    if tape is not None:
+        tape.outputs(flat)
+        if tape.ok:
+            tapes.append(tape)
     return flat, S
 
 
@@ -1153,9 +1284,12 @@ def analyze(core_module, entry: str, dims: dict[str, int], realization: Realizat
     # a few scalars: bisection does what the centered forms would, cheaper
     centered = len(scalars) > 8 or bool(ranges.params)
 
+    tapes: list = []  # the root's pass, replayed for the other leaves (`_Tape`)
+
     def leaf(box: dict) -> _Leaf:
         flat, state = _run_once(core_module, entry, prepared, realization, types, params,
-                                values, Ranges(box, ranges.params), centered)
+                                values, Ranges(box, ranges.params), centered,
+                                tapes if TAPE else None)
         b = max((f.e for f in flat), default=ZERO)
         return _Leaf(b, box, flat, state)
 

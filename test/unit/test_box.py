@@ -347,3 +347,37 @@ def test_every_core_function_of_the_table_has_a_box_rule():
     missing = [f.name for f in ops.rows(core=True)
                if f.name not in B.RULES and not isinstance(f.compute, ops.Composite)]
     assert not missing, f"no box rule (presk/analysis/box.py RULES) for {missing}"
+
+
+@pytest.mark.parametrize("name", ["sphere", "logexp", "sine", "turbine1"])
+def test_the_replayed_tape_gives_the_interpreters_result(name, tmp_path, monkeypatch):
+    """The leaves after the first replay its tape of rule calls (box._Tape) instead of
+    interpreting the program again: the same bound, ranges, shares and problems."""
+    module, core, box = _import(name, tmp_path)
+
+    def run(tape: bool):
+        monkeypatch.setattr(B, "TAPE", tape)
+        r = B.analyze(module, core.name, {}, Realization(), box, {}, {}, max_leaves=48)
+        return (r.bound, r.leaves, r.lo, r.hi, r.contributions, r.excluded, r.problems,
+                [(s.site, s.type, s.lo, s.hi, s.error) for s in r.sites])
+    assert run(True) == run(False)
+
+
+def test_the_tape_follows_kinks_powers_and_functions(tmp_path, monkeypatch):
+    src = ("fn f_each(x : ℝ[...], y : ℝ[...]) -> ℝ[...] =\n"
+           "  let r = relu(x - y) * (x ^ 3) + max(x, y) + sigmoid(y) + abs(x) / (1.0 + y * y)\n"
+           "  r\n\nfn f(x : ℝ[], y : ℝ[]) -> ℝ[] =\n  f_each(x, y)\n")
+    psk = tmp_path / "kinks.psk"
+    psk.write_text(src, encoding="utf-8")
+    module, _ = load_core(str(psk))
+    box = B.Ranges({"x": (np.array(-1.0), np.array(2.0)), "y": (np.array(-0.5), np.array(1.0))},
+                   {})
+    out, replays = {}, []
+    replay = B._Tape.replay
+    monkeypatch.setattr(B._Tape, "replay", lambda t, i: replays.append(1) or replay(t, i))
+    for tape in (True, False):
+        monkeypatch.setattr(B, "TAPE", tape)
+        r = B.analyze(module, "f", {}, Realization(), box, {}, {}, max_leaves=40)
+        out[tape] = (r.bound, r.lo, r.hi, r.contributions)
+    assert out[True] == out[False] and 0 < out[True][0] < math.inf
+    assert len(replays) > 30  # the tape was replayed, not given up
