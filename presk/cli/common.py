@@ -3,7 +3,9 @@ diagnostics printed the way the user reads them, and the flags that record an en
 
 from __future__ import annotations
 
+import argparse
 import functools
+import math
 import sys
 from typing import Any, Callable, TypeVar
 
@@ -117,3 +119,15 @@ def printable_streams() -> None:
             reconfigure = getattr(stream, "reconfigure", None)
             if reconfigure is not None:
                 reconfigure(errors="backslashreplace")
+
+
+def relative_budget(text: str) -> float:
+    """An argparse type: a relative error budget in (0, 1) (`solve --budget`, `dump
+    --stage opt --budget`)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0 or value >= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a budget is a relative error in (0, 1)")
+    return value

@@ -16,7 +16,7 @@ from . import (
 )
 from .common import (
     UsageError, add_plan_argument, elaborate_or_report, exit_code, printable_streams,
-    reported,
+    relative_budget, reported,
 )
 from .print_pipeline import add_flag, print_pipeline
 
@@ -90,7 +90,7 @@ def _add_dump(sub: Any) -> None:
                    "used (with --entry: measured on its f64 run at --dim, --seed); vjp: the entry's reverse sweep; realize: the entry "
                    "recorded at --dim values under --realize, with its fusion groups; kernel: "
                    "its loop nests and host; sensitivity: ‖∂L/∂v‖₁ at each site")
-    p.add_argument("--budget", type=float, metavar="B",
+    p.add_argument("--budget", type=relative_budget, metavar="B",
                    help="with --stage opt: the relative error budget the accuracy term "
                    "counts bits against (docs/egraph.md)")
     p.add_argument("--entry", help="with --stage core: only the functions this one reaches; "

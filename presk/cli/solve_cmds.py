@@ -18,7 +18,7 @@ from typing import Any
 
 from .optimize_cmds import add_opt
 from . import box_cmds
-from .common import ProgramError, UsageError, output_file, reported, warn
+from .common import ProgramError, UsageError, output_file, relative_budget, reported, warn
 
 
 def add_solve(sub: Any) -> None:
@@ -30,7 +30,7 @@ def add_solve(sub: Any) -> None:
                    help="a dim's value, e.g. --dim B=4 (repeatable; default: the envelope's)")
     p.add_argument("--precision", required=True, metavar="ENVELOPE",
                    help="the envelope (presk calibrate --out): a path, @path or inline JSON")
-    p.add_argument("--budget", required=True, type=_budget,
+    p.add_argument("--budget", required=True, type=relative_budget,
                    help="the error allowed, relative to the output's magnitude, e.g. 1e-3")
     p.add_argument("--sites", type=int, default=30, metavar="N",
                    help="rows of the decisions table (default 30)")
@@ -50,16 +50,6 @@ def add_solve(sub: Any) -> None:
     box_cmds.add_range_flags(p)
     add_opt(p)
     p.set_defaults(run=cmd_solve)
-
-
-def _budget(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0 or value >= 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: a budget is a relative error in (0, 1)")
-    return value
 
 
 @reported
