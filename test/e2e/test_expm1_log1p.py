@@ -57,3 +57,12 @@ def test_the_rows_are_smooth_builtins(source: Path, name: str) -> None:
     run = subprocess.run([PRESK, "check", "--summary", str(source)], capture_output=True,
                          text=True)
     assert run.returncode == 0, run.stderr
+
+
+def test_the_pytorch_export_matches_the_f64_interpreter(tmp_path: Path) -> None:
+    """torch.expm1 and torch.log1p in the export, value and gradient."""
+    pytest.importorskip("torch")
+    from test_export_pytorch import compare_entry
+    source = tmp_path / "acc.psk"
+    source.write_text(SOURCE)
+    compare_entry(source, "acc", "_acc", "Acc", [], "random", tmp_path)
