@@ -1,4 +1,4 @@
-"""`presk memory FILE --entry E --dim … [--realize R] [--grad] [--symbolic | --step]`.
+"""`presk memory FILE --entry E --dim … [--realize R] [--grad] [--plan P] [--symbolic | --step]`.
 
 What one call of an entry needs in memory, counted from its recorded PSK-Kernel host
 (presk/analysis/memory.py), never a process's resident size; `--symbolic` the same as
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .common import UsageError, add_recording_arguments, reported, warn
+from .common import UsageError, add_plan_argument, add_recording_arguments, reported, warn
 
 if TYPE_CHECKING:
     from ..pipeline.memory import MemoryReport
@@ -34,8 +34,9 @@ def format_count(entry: str, dims: dict[str, int], rep: MemoryReport) -> list[st
     c = rep.count
     trace = c.trace
     at = f" at {_dims_text(dims)}" if dims else ""
-    lines = [f"presk memory: `{entry}`{at} in {rep.realization_name}: {len(trace.steps)} "
-             f"operations, {trace.launches} launches"]
+    planned = ", its kernels in the plan's layouts" if rep.planned else ""
+    lines = [f"presk memory: `{entry}`{at} in {rep.realization_name}{planned}: "
+             f"{len(trace.steps)} operations, {trace.launches} launches"]
     elems = sum(c.parameter_elements.values())
     per = ", ".join(f"{n} in {t}" for t, n in sorted(c.parameter_elements.items()))
     lines.append(f"  parameters  {c.parameters} bytes: {elems} elements" +
@@ -60,8 +61,22 @@ def format_count(entry: str, dims: dict[str, int], rep: MemoryReport) -> list[st
     lines.append(f"  placed      {rep.placed} bytes beside the inputs: every buffer at an "
                  f"offset by its life, rounded to 64 ({_times(rep.placed, base)} the live "
                  f"peak; {rep.rounded_peak} with each buffer rounded to 64)")
+    lines += _format_packing(c, rep)
     lines += _format_boxes(entry, c)
     return lines
+
+
+def _format_packing(c, rep: MemoryReport) -> list[str]:
+    """The launches' packed operands, when some launch packs or a plan is given."""
+    p = rep.packing
+    if not p.by_kernel:
+        return ["  packed      0 bytes: no launch copies an operand beside the arena"] \
+            if rep.planned else []
+    s = c.trace.steps[p.peak_step]
+    kernels = ", ".join(f"{k} {n}" for k, n in p.by_kernel.items())
+    return [f"  packed      {p.most} bytes at most in one launch: tiled kernels copy an "
+            f"operand j-last beside the arena ({kernels}); with them {p.peak} bytes live "
+            f"at operation {p.peak_step + 1} (`{s.site}`), needs {c.inputs + p.peak}"]
 
 
 def _format_boxes(entry: str, c) -> list[str]:
@@ -202,13 +217,18 @@ def run(args: argparse.Namespace) -> int:
     if args.step and (args.symbolic or args.grad):
         raise UsageError("presk memory: --step counts the value and gradient under both "
                          "--remat policies itself; it takes no --symbolic or --grad")
+    if args.plan and (args.symbolic or args.step):
+        raise UsageError("presk memory: --plan is made for one recording (its entry, dims "
+                         "and realization): it goes with a call's count, not with "
+                         f"--{'symbolic' if args.symbolic else 'step'}")
     if not args.entry and not args.step:
         raise UsageError("presk memory: --entry is needed, e.g. --entry loss")
     module, program = load_core(args.file, warn)
     if args.step:
         return _run_step(args, module, program)
     dims = prepare(module, args.entry, parse_dims(args.dim)).dims
-    rep = memory_report(module, args.entry, dims, args.realize, args.grad, args.remat)
+    rep = memory_report(module, args.entry, dims, args.realize, args.grad, args.remat,
+                        args.plan)
     if not args.symbolic:
         print("\n".join(format_count(args.entry, dims, rep)))
         return 0
@@ -227,6 +247,7 @@ def add_memory(sub: Any) -> None:
                        "in memory, counted from the recorded program")
     p.add_argument("file", help="the program's main .psk file (or a PSK-Core .mlir file)")
     add_recording_arguments(p, "count")
+    add_plan_argument(p)
     p.add_argument("--symbolic", action="store_true",
                    help="the same as polynomials in the entry's dims")
     p.add_argument("--step", action="store_true",

@@ -4,10 +4,11 @@ The entry is recorded and lowered (`kernel_pipeline`), its host walked without c
 (presk/kernel_abi/lives.py `record_trace`), and counted (presk/analysis/memory.py `count`);
 beside the count, the arenas the backends allocate for it and the placement they use.
 
-  memory_trace(core_module, entry, dims, realization=None, grad=False, remat="store")
-      -> (Trace, Pipeline)
-  memory_report(core_module, entry, dims, realization=None, grad=False, remat="store")
-      -> MemoryReport
+  memory_trace(core_module, entry, dims, realization=None, grad=False, remat="store",
+               plan=None) -> (Trace, Pipeline)
+  memory_report(core_module, entry, dims, realization=None, grad=False, remat="store",
+                plan=None) -> MemoryReport
+  launch_packing(kernel_module) -> {kernel: bytes one launch packs beside the arena}
 """
 
 from __future__ import annotations
@@ -20,6 +21,23 @@ from .record import Pipeline, kernel_pipeline
 
 
 @dataclass
+class Packing:
+    """What launches allocate beside the arena as native code runs them: a tiled kernel
+    copies each operand it reads along j with j not last (malloc'd, j-last, freed at the
+    launch's end; every part of a split kernel packs its own). `by_kernel` the bytes one
+    launch of each such kernel packs; `peak` the most live at once with the buffers (the
+    count's live bytes plus the launch's packing), at `peak_step`."""
+
+    by_kernel: dict[str, int]
+    peak: int
+    peak_step: int
+
+    @property
+    def most(self) -> int:
+        return max(self.by_kernel.values(), default=0)
+
+
+@dataclass
 class MemoryReport:
     count: Any  # presk.analysis.memory.Count
     placed: int  # the placed arena (presk.kernel_abi.placement), beside the inputs
@@ -27,32 +45,76 @@ class MemoryReport:
     native_arena: int  # what the native backend allocates
     c_arena: int  # <FN>_ARENA_BYTES of `presk export --target c`
     realization_name: str
+    packing: Packing
+    planned: bool  # the kernels in a plan's layouts (presk-plan/1)
 
 
 def memory_trace(core_module, entry: str, dims: dict[str, int], realization=None,
-                 grad: bool = False, remat: str = "store") -> tuple[Any, Pipeline]:
-    """The entry's recorded host walked (the `Trace`), and the pipeline that made it."""
+                 grad: bool = False, remat: str = "store",
+                 plan=None) -> tuple[Any, Pipeline]:
+    """The entry's recorded host walked (the `Trace`), and the pipeline that made it (its
+    kernels in `plan`'s layouts when one is given)."""
     from ..kernel_abi.lives import MemoryCountError, record_trace
-    pipe = kernel_pipeline(core_module, entry, dims, realization, grad=grad, remat=remat)
+    pipe = kernel_pipeline(core_module, entry, dims, realization, grad=grad, remat=remat,
+                           plan=plan)
     try:
         return record_trace(pipe.kernel), pipe
     except MemoryCountError as exc:
         raise InvalidInput(f"presk memory: {exc}") from None
 
 
+def launch_packing(kernel_module) -> dict[str, int]:
+    """The bytes one launch of each kernel packs (0 left out), as the native pipeline
+    lowers it: psk-kernel-split first (on a copy), then each tiled nest's packed operands
+    (presk/conversion/kernel_to_std/tile_contraction.py, which emits the copies)."""
+    from xdsl.context import Context
+
+    from ..conversion.kernel_to_std.tile_contraction import packed_arguments
+    from ..dialects import kernel as K
+    from ..transforms.kernel_split import KernelSplitPass
+    module = kernel_module.clone()
+    KernelSplitPass().apply(Context(), module)
+    kernels = K.kernels(module)
+
+    def own(kernel) -> int:
+        return sum(kernel.args[i].type.bytes for i in packed_arguments(kernel))
+
+    out = {}
+    for name, kernel in K.kernels(kernel_module).items():
+        split = kernels[name].parts
+        n = (sum(own(kernels[p.root_reference.data]) for p in split) if split is not None
+             else own(kernels[name]))
+        if n:
+            out[name] = n
+    return out
+
+
+def _packing(trace, live: list[int], kernel_module) -> Packing:
+    from ..dialects import kernel as K
+    by_kernel = launch_packing(kernel_module)
+    total = [n + (by_kernel.get(s.op.callee_name, 0) if isinstance(s.op, K.LaunchOp) else 0)
+             for n, s in zip(live, trace.steps)]
+    peak = max(total, default=0)
+    return Packing(by_kernel, peak, total.index(peak) if total else 0)
+
+
 def memory_report(core_module, entry: str, dims: dict[str, int], realization=None,
-                  grad: bool = False, remat: str = "store") -> MemoryReport:
-    """The count of one call, the arenas native and C allocate, and the placement."""
+                  grad: bool = False, remat: str = "store", plan=None) -> MemoryReport:
+    """The count of one call, the arenas native and C allocate, the placement, and what
+    the launches pack beside the arena; the kernels in `plan`'s layouts when one is given
+    (a Plan or `@plan.json`, made by `presk plan` for this recording)."""
     from ..analysis.memory import count
     from ..emit.c_program import entry_c
     from ..kernel_abi.arena import entry_signatures
     from ..kernel_abi.calling import align
     from ..kernel_abi.lives import live_bytes
     from ..kernel_abi.placement import place
-    trace, pipe = memory_trace(core_module, entry, dims, realization, grad, remat)
+    trace, pipe = memory_trace(core_module, entry, dims, realization, grad, remat, plan)
     name = trace.entry.sym_name.data
     native = {s.host: s.arena_bytes for s in entry_signatures(pipe.kernel)}[name]
     rounded = live_bytes(trace, lambda b: b.kind == "made", size=lambda b: align(b.bytes))
-    return MemoryReport(count(trace), place(trace).need[name], max(rounded, default=0),
+    counted = count(trace)
+    return MemoryReport(counted, place(trace).need[name], max(rounded, default=0),
                         native, entry_c(pipe.kernel).sig.arena_bytes,
-                        pipe.realization_name)
+                        pipe.realization_name, _packing(trace, counted.live, pipe.kernel),
+                        plan is not None)

@@ -101,6 +101,50 @@ def test_usage_errors_are_one_line():
     assert r.returncode == 2 and "--dim B=N" in r.stderr
 
 
+def malloc_bytes(kernel_module) -> int:
+    """What the lowered module mallocs in one run of each kernel function, read off the
+    llvm dialect (every `malloc` there packs an operand; nothing else allocates)."""
+    from presk.runtime.compile import llvm_dialect_module
+    module, _ = llvm_dialect_module(kernel_module.clone())
+    return sum(op.operands[0].owner.properties["value"].value.data for op in module.walk()
+               if op.name == "llvm.call"
+               and op.properties["callee"].string_value() == "malloc")
+
+
+@pytest.mark.slow
+def test_plan_sets_what_launches_pack(tmp_path):
+    """`presk memory --plan`: the kernels in the plan's layouts, and the bytes the launches
+    pack beside the arena (one per tiled kernel, one per part of a split one) equal the
+    mallocs of the lowered module, with the plan and without it."""
+    from presk.pipeline.memory import memory_report
+    out = tmp_path / "plan.json"
+    made = subprocess.run([PRESK, "plan", str(PROGRAMS["scaled"]), "--entry", "loss",
+                           "--dim", "B=64", "--grad", "--profile",
+                           str(ROOT / "test" / "fixtures" / "profile-frozen.json"),
+                           "--threads", "4", "--out", str(out)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    for plan in (None, f"@{out}"):
+        rep = memory_report(core("scaled"), "loss", {"B": 64}, None, True, "store", plan)
+        pipe = kernel_pipeline(core("scaled"), "loss", {"B": 64}, None, grad=True, plan=plan)
+        assert sum(rep.packing.by_kernel.values()) == malloc_bytes(pipe.kernel) > 0, plan
+        assert rep.count.peak <= rep.packing.peak <= rep.count.peak + rep.packing.most
+        assert rep.planned == (plan is not None)
+    r = subprocess.run([PRESK, "memory", str(PROGRAMS["scaled"]), "--entry", "loss",
+                        "--dim", "B=64", "--grad", "--plan", f"@{out}"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "its kernels in the plan's layouts" in r.stdout.splitlines()[0]
+    assert f"  packed      {rep.packing.most} bytes at most in one launch" in r.stdout
+    for extra in ("--symbolic", "--step"):
+        bad = subprocess.run([PRESK, "memory", str(PROGRAMS["scaled"]), "--entry", "loss",
+                              "--dim", "B=64", "--plan", f"@{out}", extra],
+                             capture_output=True, text=True)
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and extra in bad.stderr
+    other = subprocess.run([PRESK, "memory", str(PROGRAMS["scaled"]), "--entry", "loss",
+                            "--dim", "B=8", "--plan", f"@{out}"], capture_output=True, text=True)
+    assert other.returncode == 2 and "the plan was made for" in other.stderr
+
+
 def measured_peak(name: str, b: int, realization=None, remat: str | None = None) -> int:
     """The interpreter's own measure of the live bytes, on the seed's weights and inputs
     (with `remat`: of the value and gradient under it)."""

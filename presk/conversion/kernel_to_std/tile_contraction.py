@@ -361,6 +361,29 @@ def _permuted(t: K.BufferType, order: list[int]) -> K.BufferType:
 # --------------------------------------------------------------------------------------
 
 
+def packed_loads(nest: Nest) -> list[K.LoadOp]:
+    """The first load of each buffer the tiles read along j where j is not its last axis:
+    the buffers packed (copied j-last) once per launch."""
+    out: dict[SSAValue, K.LoadOp] = {}
+    for op in nest.j_loop.body.walk():
+        if isinstance(op, K.LoadOp) and nest.j in op.indices \
+                and op.indices[-1] is not nest.j and op.buffer not in out:
+            out[op.buffer] = op
+    return list(out.values())
+
+
+def packed_arguments(kernel: K.KernelOp) -> list[int]:
+    """The kernel's arguments a launch packs (malloc'd copies beside the arena, freed at
+    the launch's end): none unless its layout is `tiled` and its nest tiles."""
+    if kernel.layout.kind.data != "tiled":
+        return []
+    nest = find_nest(kernel.body.block, kernel.layout)
+    if nest is None:
+        return []
+    index = {a: i for i, a in enumerate(kernel.args)}
+    return [index[op.buffer] for op in packed_loads(nest)]
+
+
 def pack_order(nest: Nest, op: K.LoadOp) -> list[int]:
     """The axis order of the copy: the buffer's axes with j's moved last."""
     p = list(op.indices).index(nest.j)
@@ -413,13 +436,11 @@ def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter) -
     top = make_emit(InsertPoint.before(outermost))
     packed: dict[SSAValue, tuple[SSAValue, list[int]]] = {}
     frees: list[SSAValue] = []
-    for op in nest.j_loop.body.walk():
-        if isinstance(op, K.LoadOp) and nest.j in op.indices \
-                and op.indices[-1] is not nest.j and op.buffer not in packed:
-            order = pack_order(nest, op)
-            copy, mem = emit_pack(top, op.buffer, order)
-            packed[op.buffer] = (copy, order)
-            frees.append(mem)
+    for op in packed_loads(nest):
+        order = pack_order(nest, op)
+        copy, mem = emit_pack(top, op.buffer, order)
+        packed[op.buffer] = (copy, order)
+        frees.append(mem)
     _emit_tiles(nest, deps, packed, make_emit)
     _remainders(nest, rewriter)
     end = make_emit(InsertPoint.before(ret))
