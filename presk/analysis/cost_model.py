@@ -10,9 +10,12 @@ A prediction has seven terms, each a count read from the nest times a fitted con
   than UNROLLED iterations waits for each add: priced at an add's latency), and for a
   contraction each output computed alone (as written, or outside its tiles: its sum
   started, finished and stored by itself);
-* loads — its loads and stores, by storage type (a bf16 load widens, a store rounds);
-* L2, L3, mem — the bytes it moves from the level that holds them: its buffers once (the
-  level their total fits in; nothing when they fit in L1) and, for a contraction, the
+* loads — its loads and stores, by storage type (a bf16 load widens, a store rounds),
+  a register tile's apart (its broadcasts and vectors, and its accumulators' loads and
+  stores when R·v + v + 1 vectors do not fit the machine's registers);
+* L2, L3, mem — the bytes it moves from the level that holds them: its buffers once (from
+  the level the call's whole working set fits in — what else the call touches evicts
+  them between launches —; nothing when it fits in L1) and, for a contraction, the
   other operand re-read for every row of tiles (and the first for every column), from
   the level that operand fits in.
 
@@ -117,9 +120,11 @@ def _level(nbytes: float, machine: Machine) -> int:
 
 
 def features(counts: Counts, point: Point, machine: Machine,
-             efficiency: float = 1.0) -> np.ndarray:
+             efficiency: float = 1.0, resident: int = 0) -> np.ndarray:
     """The feature row of one launch at `point` (FEATURES); a split's n parts divide the
-    work by 1 + efficiency·(n − 1) (1: each worker a whole one)."""
+    work by 1 + efficiency·(n − 1) (1: each worker a whole one). `resident`: the bytes a
+    call of the program touches — a nest's buffers come from the level that holds them
+    all (in a calibration, where a nest runs alone, its own)."""
     x = np.zeros(len(FEATURES))
     arith, loads, maths = dict(counts.arith), dict(counts.loads), dict(counts.math)
     steps, tile_loads, scalar_outputs = counts.steps, 0.0, 0.0
@@ -133,6 +138,11 @@ def features(counts: Counts, point: Point, machine: Machine,
         # a tile's loads (R broadcasts and v vectors a k step) are priced apart from a
         # nest's as written, which stream through vectors LLVM makes itself
         tile_loads = sum(loads.values()) * main * (r + v) / (2 * r * cols)
+        if r * v + v + 1 > machine.vector_registers:
+            # R·v accumulators, v loaded vectors and a broadcast do not fit the registers:
+            # the accumulators spill, a load and a store each a k step
+            macs = (arith["f64"] + arith["f32"]) / 2
+            tile_loads += 2 * r * v * macs * main / (r * cols)
         arith = {t: n * op_factor for t, n in arith.items()}
         scalar_outputs = i * j * (1 - main)
         loads = {t: n * (1 - main) for t, n in loads.items()}
@@ -155,7 +165,7 @@ def features(counts: Counts, point: Point, machine: Machine,
     x[10], x[11] = tile_loads / parts, scalar_outputs / parts
     total = float(sum(counts.buffer_bytes))
     moved = [0.0, 0.0, 0.0, 0.0]
-    moved[_level(total, machine)] += total
+    moved[_level(max(total, resident), machine)] += total
     if counts.sides is not None and len(counts.buffer_bytes) >= 3:
         i, j, _ = counts.sides
         r, cols = (min(point.tile[0], i), min(point.tile[1], j)) if point.tiled else (1, 1)
@@ -204,11 +214,13 @@ class Priced:
 
 
 def price(kernel: K.KernelOp, points: list[Point], machine: Machine,
-          model: Model) -> list[Priced]:
-    """Each point's prediction, cheapest first (ties: the earlier point of the space)."""
+          model: Model, resident: int = 0) -> list[Priced]:
+    """Each point's prediction, cheapest first (ties: the earlier point of the space);
+    `resident` as `features` takes it."""
     counts = count(kernel)
     theta = constants(model)
-    rows = np.array([features(counts, p, machine, model.efficiency) for p in points])
+    rows = np.array([features(counts, p, machine, model.efficiency, resident)
+                     for p in points])
     t = terms(rows, theta)
     total = combine(t, model.p)
     order = sorted(range(len(points)), key=lambda i: (total[i], i))

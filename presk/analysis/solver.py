@@ -16,7 +16,10 @@ a budget relative to its output, checked against the exact reference.
   entry, every launch's buffers (read and written), every fill's destination, times the
   runs of its host, counted on the kernel module the pipeline builds under the realization (the host's conversions are not
   launches and are not counted: a narrowed value read by a wider kernel is charged at the
-  kernel's type). A roofline model can replace it.
+  kernel's type). `TimeCost` (`presk solve --profile P`): the seconds a call takes as
+  the profile's cost model predicts them, every launch at its planned point and the
+  host's conversions, copies and fills included — so a parameter converted on every call
+  is worth narrowing where its readers compute.
 - **Estimate.** Σ s · r(type) over the decisions and the followers, s = ‖∂L/∂v‖₁ (MPFR
   reverse sweeps; for a tensor result the largest over its elements) and r the envelope's
   largest rounding error of the site's values in the type (0 for f64; u(type) · max|v|
@@ -140,6 +143,32 @@ class TrafficCost:
         if key not in self._cache:
             self._cache[key] = traffic(self.recordings.get(realization).kernel,
                                        self.conversions)
+        return self._cache[key]
+
+
+class TimeCost:
+    """Seconds per call of the entry, predicted by a machine profile: each launch at its
+    nest's planned (cheapest) point and the host's conversions, copies and fills, from
+    the kernel module under the realization (presk/pipeline/plan.py `call_seconds`)."""
+
+    unit = "s"
+
+    def __init__(self, core_module, entry: str, dims: dict[str, int], profile,
+                 recordings: Recordings | None = None, workers: int | None = None):
+        self.recordings = recordings or Recordings(core_module, entry, dims)
+        self.profile, self.workers = profile, workers
+        self._cache: dict[tuple, float] = {}
+
+    @property
+    def pipelines(self) -> int:
+        return len(self.recordings)
+
+    def cost(self, realization: Realization) -> float:
+        from ..pipeline.plan import call_seconds
+        key = _key(realization)
+        if key not in self._cache:
+            self._cache[key] = call_seconds(self.recordings.get(realization).kernel,
+                                            self.profile, self.workers)
         return self._cache[key]
 
 
@@ -350,7 +379,7 @@ def read_types(realize_module, paths: set[str], inputs: dict[str, str],
 def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float,
           params: dict[str, np.ndarray] | None = None, values: dict[str, np.ndarray] | None = None,
           seed: int = 0, bits: int = 128, cost_model: CostModel | None = None,
-          theta: float = THETA, max_rounds: int = 64) -> Solution:
+          theta: float = THETA, max_rounds: int = 64, profile=None) -> Solution:
     from ..pipeline import run_kernel
     from ..conversion.core_to_realize import site_types
     from ..dialects import core as C
@@ -370,6 +399,8 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     magnitude = _magnitude(sens.value)
     absolute = budget * magnitude
     recordings = Recordings(core_module, entry, dims)
+    if cost_model is None and profile is not None:
+        cost_model = TimeCost(core_module, entry, dims, profile, recordings)
     model = cost_model or TrafficCost(core_module, entry, dims, recordings=recordings)
 
     names = reached(core_module, entry)

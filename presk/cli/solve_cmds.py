@@ -41,6 +41,10 @@ def add_solve(sub: Any) -> None:
     p.add_argument("--inputs", help="inputs (safetensors, by argument path; default: the "
                    "envelope's file, or drawn from the seed)")
     p.add_argument("--bits", type=int, default=128, help="MPFR precision (default 128)")
+    p.add_argument("--profile", metavar="PROFILE",
+                   help="price a realization in seconds a call, as this machine profile's "
+                   "cost model predicts it (launches at their planned layouts, the host's "
+                   "conversions and copies included); absent: bytes moved")
     p.add_argument("--out", metavar="REALIZATION", type=output_file,
                    help="write the realization (JSON) here")
     p.add_argument("--certify", action="store_true",
@@ -89,6 +93,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
         raise UsageError(f"presk: the envelope was measured at dims {have}, not "
                          + (", ".join(f"{k}={v}" for k, v in dims.items()) or "none"))
     from .optimize_cmds import optimized
+    profile = None
+    if args.profile:
+        from ..pipeline.profile import profile_for
+        profile, _ = profile_for(args.profile)
     module, _ = load_core(args.file, warn)
     optimized(module, args, args.entry)  # as calibrate --opt did, for the same sites
     try:
@@ -97,7 +105,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         values = E.inputs(entry, args.seed, args.inputs)  # the envelope's (calibrate
         # --range's midpoint, the box's own sample, for --certify) unless given
         solution = solve(module, args.entry, dims, envelope, args.budget, params, values,
-                         args.seed, args.bits)
+                         args.seed, args.bits, profile=profile)
     except (WeightsError, SolveError, SensitivityError) as exc:
         raise UsageError(f"presk: {exc}") from None
     print(report(solution, args.sites))

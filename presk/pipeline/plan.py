@@ -80,6 +80,12 @@ def workers_of(threads: int | None, profile: Profile) -> tuple[int, str]:
     return profile.machine.workers, "the profile's workers"
 
 
+def resident_bytes(kernel_module) -> int:
+    """The bytes one call of the entry touches: its arguments and its arena."""
+    from ..kernel_abi.arena import entry_signatures
+    return max((s.call_bytes for s in entry_signatures(kernel_module)), default=0)
+
+
 def make_plan(core_module, entry: str, dims: dict[str, int], profile: Profile,
               profile_name: str, realization=None, grad: bool = False,
               remat: str = "store", threads: int | None = None) -> PlanReport:
@@ -98,7 +104,8 @@ def make_plan(core_module, entry: str, dims: dict[str, int], profile: Profile,
             continue
         site = sites[k.sym_name.data][0]
         launches = sum(per_call.get(k.sym_name.data, {}).values())
-        priced = price(k, layout_space(k, workers), profile.machine, profile.model)
+        priced = price(k, layout_space(k, workers), profile.machine, profile.model,
+                       resident_bytes(pipe.kernel))
         nests.append(NestChoice(k.sym_name.data, site, k.title.data, operand_sizes(k),
                                 len(k.input_args), launches, priced,
                                 k.title.data == "dot+add"))
@@ -134,3 +141,71 @@ def measured_errors(report: PlanReport) -> tuple[float, float, float] | None:
         return None
     pred, meas = (np.array(v) for v in zip(*pairs))
     return errors(pred, meas)
+
+
+# --------------------------------------------------------------------------------------
+# A call's predicted time (the solver's cost under a profile)
+# --------------------------------------------------------------------------------------
+
+
+def _moved_elements(op) -> tuple[int, dict[str, int], tuple[int, ...]]:
+    """A host convert/copy/fill as a nest: (elements, loads and stores by type, bytes)."""
+    from ..dialects import kernel as K
+    dest = op.dest.type
+    n = dest.size
+    loads = {"f64": 0, "f32": 0, "bf16": 0}
+    loads[K.type_name(dest.element)] += n
+    sizes = [dest.bytes]
+    if not isinstance(op, K.FillOp):
+        loads[K.type_name(op.source.type.element)] += n
+        sizes.append(op.source.type.bytes)
+    return n, loads, tuple(sizes)
+
+
+def host_op_seconds(op, profile: Profile, resident: int = 0) -> float:
+    """A host conversion, copy or fill priced as the element-wise nest it is (a load, a
+    store and, for a conversion, one op an element), as written."""
+    from ..analysis.cost_model import Counts, combine, constants, features, terms
+    from ..dialects import kernel as K
+    from ..transforms.plan_layout import Point
+    n, loads, sizes = _moved_elements(op)
+    arith = {"f64": 0.0, "f32": float(n) if isinstance(op, K.ConvertOp) else 0.0}
+    counts = Counts(arith, {"f64": 0.0, "f32": 0.0}, 0.0, {k: float(v) for k, v in
+                    loads.items()}, sizes, None, n)
+    x = features(counts, Point(), profile.machine, profile.model.efficiency, resident)
+    return float(combine(terms(x, constants(profile.model)), profile.model.p))
+
+
+def call_seconds(kernel_module, profile: Profile, workers: int | None = None) -> float:
+    """The predicted time of one call of the entry: every launch at its kernel's
+    cheapest point (the plan's), and the host's conversions, copies and fills, each times
+    the runs of its host."""
+    from ..dialects import kernel as K
+    from ..emit.kernel_listing import host_runs
+    from ..transforms.plan_layout import layout_space
+    workers = workers or profile.machine.workers
+    kernels = K.kernels(kernel_module)
+    best: dict[str, float] = {}
+    resident = resident_bytes(kernel_module)
+
+    def launch(name: str) -> float:
+        if name not in best:
+            k = kernels[name]
+            best[name] = price(k, layout_space(k, workers), profile.machine,
+                               profile.model, resident)[0].seconds
+        return best[name]
+
+    def block(b, times: int) -> float:
+        total = 0.0
+        for op in b.ops:
+            if isinstance(op, K.LaunchOp):
+                total += times * launch(op.callee_name)
+            elif isinstance(op, (K.ConvertOp, K.CopyOp, K.FillOp)):
+                total += times * host_op_seconds(op, profile, resident)
+            elif isinstance(op, K.FoldOp):
+                total += block(op.body.block, times * max(op.upper.data - op.lower.data, 0))
+        return total
+
+    hosts = K.hosts(kernel_module)
+    return sum(block(hosts[name].body.block, runs)
+               for name, runs in host_runs(kernel_module).items() if runs)

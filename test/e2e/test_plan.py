@@ -51,12 +51,15 @@ def test_choices_are_the_models(tmp_path):
                                                                "realization_mixed.json"))
     theta = constants(profile.model)
     kernels = {k.sym_name.data: k for k in pipe.kernel.ops if hasattr(k, "layout")}
+    from presk.pipeline.plan import resident_bytes
+    resident = resident_bytes(pipe.kernel)
     for nest in plan.nests:
         k = kernels[nest.kernel]
         space = layout_space(k, plan.workers)
         c = count(k)
         seconds = [float(combine(terms(features(c, p, profile.machine,
-                                                profile.model.efficiency), theta),
+                                                profile.model.efficiency, resident),
+                                       theta),
                                  profile.model.p)) for p in space]
         assert nest.point == space[int(np.argmin(seconds))]
         assert nest.predicted == pytest.approx(min(seconds))
@@ -103,3 +106,28 @@ def test_calibrate_quick(tmp_path):
                        env=env)
     assert r.returncode == 0 and f"priced by the profile {kept[0]}" in r.stdout, r.stderr
     assert os.path.exists(kept[0])
+
+
+def test_call_seconds():
+    """A call's predicted time is its launches, each at its plan's point times the call's
+    launches of it, plus the host's conversions, copies and fills (here the mixed
+    realization's: its bf16 and f32 parameters converted where a kernel reads them wider
+    or narrower than stored)."""
+    from presk.analysis.profile import load_profile
+    from presk.dialects import kernel as K
+    from presk.emit.kernel_listing import host_runs
+    from presk.pipeline import kernel_pipeline, load_core
+    from presk.pipeline.plan import call_seconds, host_op_seconds, make_plan, resident_bytes
+    profile = load_profile(str(ROOT / FROZEN))
+    core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
+    mixed = "@" + str(ROOT / "test" / "fixtures" / "realization_mixed.json")
+    report = make_plan(core, "loss", {"B": 4}, profile, "frozen", mixed)
+    pipe = kernel_pipeline(core, "loss", {"B": 4}, mixed)
+    launches = sum(n.launches * n.chosen.seconds for n in report.nests)
+    resident = resident_bytes(pipe.kernel)
+    hosts = K.hosts(pipe.kernel)
+    host = sum(runs * host_op_seconds(op, profile, resident)
+               for name, runs in host_runs(pipe.kernel).items()
+               for op in hosts[name].body.walk()
+               if isinstance(op, (K.ConvertOp, K.CopyOp, K.FillOp)))
+    assert call_seconds(pipe.kernel, profile) == pytest.approx(launches + host)
