@@ -347,7 +347,6 @@ class Compiled:
 
         from .analysis import entry as E
         from .pipeline import compile_call, entry_call
-        from .runtime.buffers import empty, to_f64
         self.entry, self.dims, self.grad = entry, dims, grad
         prepared = program._prepare(entry, dims)
         self.paths = [f.path for f in prepared.fields]
@@ -362,16 +361,26 @@ class Compiled:
             self.native_program, self.native = compile_call(call, cache)
         self.call, self.result_shape = call, shape
         self.realization_name = call.pipeline.realization_name
-        sig = self.native.sig
+        self._plan_inputs(prepared)
+        self._plan_outputs()
+        self._call = self.native.function
+        self._argv_address = ctypes.addressof(self._argv)
+        self._arena = self.native.arena.ctypes.data
+
+    def _plan_inputs(self, prepared) -> None:
+        """The input slots in the order a call gathers them (the parameters by path, then
+        the arguments' leaves), their getters, and argv pointing at the entry's own
+        buffers (the cotangent's holding 1)."""
+        import ctypes
+        call, sig = self.call, self.native.sig
         slots = {b.name: _Slot(b.name, b.shape, b.element, i, a)
                  for i, (b, a) in enumerate(zip(sig.inputs, call.inputs))}
-        # The slots in the order a call gathers them: the parameters, the arguments' leaves.
-        param_names = [n for n in slots if n not in prepared.inputs
-                       and n.partition(".")[2] in set(self.paths)]
-        by_path = {n.partition(".")[2]: slots[n] for n in param_names}
+        by_path = {n.partition(".")[2]: slot for n, slot in slots.items()
+                   if n not in prepared.inputs and n.partition(".")[2] in set(self.paths)}
         for path, slot in by_path.items():
             slot.name = path  # named as the caller's key (`θ.w` is the entry's name)
-        leaves = [(path, (k, *index)) for k, (name, t) in enumerate(_value_arguments(prepared))
+        arguments = _value_arguments(prepared)
+        leaves = [(path, (k, *index)) for k, (name, t) in enumerate(arguments)
                   for path, index in _leaf_paths(name, t)]
         self._slots = [by_path[p] for p in self.paths] + [slots[p] for p, _ in leaves]
         self._where = ["parameter"] * len(self.paths) + ["argument"] * len(leaves)
@@ -379,28 +388,31 @@ class Compiled:
         self._get_params = operator.itemgetter(*self.paths) if len(self.paths) > 1 else \
             (lambda p, k=self.paths[0]: (p[k],)) if self.paths else (lambda p: ())
         self._get_leaves = [_getter(index) for _, index in leaves]
-        self._n_args = len(_value_arguments(prepared))
-        self._n_params = len(self.paths)
+        self._n_args, self._n_params = len(arguments), len(self.paths)
         self._last: list[object] = [None] * len(self._slots)  # read in place at the last call
         self._pointers = [0] * len(self._slots)  # a tensor's data pointer then (1: an array)
         self._torch_in = self._torch_out = False  # a tensor read in place; tensors given
-        self._cotangent = slots[sig.inputs[-1].name] if grad else None
-        self._one = call.inputs[-1].ctypes.data if grad else 0
-        # A tensor result has no bound seed: the first call must give one.
-        self._seed_moved = bool(shape)
+        self._cotangent = slots[sig.inputs[-1].name] if self.grad else None
+        self._one = call.inputs[-1].ctypes.data if self.grad else 0
+        self._seed_moved = bool(self.result_shape)  # a tensor result: the caller seeds it
+        self._argv = (ctypes.c_void_p * len(sig.args))(*[a.ctypes.data for a in call.inputs])
+
+    def _plan_outputs(self) -> None:
+        """The output buffers (bound once, after the inputs in argv) and how a call reads
+        them: the value a Python float (ℝ[]) or a new array, the gradient new arrays — a
+        copy, or bf16 and f32 widened exactly to float64."""
+        from .runtime.buffers import empty, to_f64
+        sig, names = self.native.sig, self.call.output_names
         self.outputs = [empty(b) for b in sig.outputs]
-        self._argv = (ctypes.c_void_p * len(sig.args))(
-            *[a.ctypes.data for a in [*call.inputs, *self.outputs]])
-        names = call.output_names
-        self._result = self.outputs[names.index("result")]
-        # the results as new float64 arrays: a copy, or bf16 and f32 widened exactly
+        for k, out in enumerate(self.outputs):
+            self._argv[len(sig.inputs) + k] = out.ctypes.data
         self._convert = np.ndarray.copy if all(b.element == "f64" for b in sig.outputs) \
             else to_f64
         self._grads = [(p, self.outputs[names.index(f"grad.{p}")]) for p in self.paths] \
-            if grad else []
-        self._call = self.native.function
-        self._argv_address = ctypes.addressof(self._argv)
-        self._arena = self.native.arena.ctypes.data
+            if self.grad else []
+        r = self._result = self.outputs[names.index("result")]
+        self._value = (r.item if r.dtype == np.float64 else lambda: float(to_f64(r))) \
+            if r.ndim == 0 else functools.partial(self._convert, r)
 
     @property
     def parameters(self) -> list[str]:
@@ -495,10 +507,10 @@ class Compiled:
         return PreskError(f"presk: the arguments of `{self.entry}` do not fit it")
 
     def _results(self):
-        r, convert = self._result, self._convert
-        value = float(convert(r)) if r.ndim == 0 else convert(r)
+        value = self._value()
         if not self.grad:
             return _as_torch(value) if self._torch_out else value
+        convert = self._convert
         grads = {p: convert(g) for p, g in self._grads}
         if self._torch_out:
             return _as_torch(value), {p: _as_torch(g) for p, g in grads.items()}

@@ -15,6 +15,7 @@ from safetensors.numpy import load_file
 
 import presk
 from presk.cli.main import main
+from solved_tutorial import tutorial_solved
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = str(ROOT / "tutorial" / "07_train.psk")
@@ -30,6 +31,7 @@ def cli(*args: str) -> None:
     assert main(list(args)) == 0
 
 
+@pytest.mark.slow
 def test_init_and_run(prog, tmp_path, capsys) -> None:
     cli("init", TUTORIAL, "--entry", "loss", "--dim", "B=4", "-o", str(tmp_path / "w.st"))
     params = prog.init("loss", B=4)
@@ -51,23 +53,23 @@ def test_init_and_run(prog, tmp_path, capsys) -> None:
 
 
 @pytest.mark.slow
-def test_calibrate_and_solve(prog, tmp_path, monkeypatch, capsys) -> None:
+def test_calibrate_and_solve(tmp_path, monkeypatch, capsys) -> None:
     from presk.analysis.envelope import save_envelope
     from presk.analysis.realization import save_realization
     monkeypatch.chdir(tmp_path)
     cli("calibrate", "--precision", TUTORIAL, "--entry", "loss", "--dim", "B=4",
         "--out", "env.json")
-    envelope = prog.calibrate("loss", B=4)
+    _, envelope, solution = tutorial_solved()  # prog.calibrate, prog.solve (shared)
     save_envelope(envelope, "env-api.json")
     assert Path("env-api.json").read_bytes() == Path("env.json").read_bytes()
     cli("solve", TUTORIAL, "--precision", "env.json", "--budget", "1e-3", "--out", "real.json")
-    solution = prog.solve(envelope, budget=1e-3)
     assert solution.inside
     save_realization(solution.realization, "real-api.json")
     assert Path("real-api.json").read_bytes() == Path("real.json").read_bytes()
     capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_train_and_resume(prog, tmp_path, capsys) -> None:
     """The tutorial's run (320 steps, a checkpoint every 50 and at the end) by `presk
     train` and by `prog.train`: the same log and checkpoints, byte for byte; then the

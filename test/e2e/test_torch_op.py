@@ -41,6 +41,7 @@ def leaves(params: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
     return {p: torch.nn.Parameter(torch.from_numpy(v.copy())) for p, v in params.items()}
 
 
+@pytest.mark.slow
 def test_gradcheck_on_the_tutorial_loss(prog) -> None:
     op = ptorch.function(prog, "loss", B=4)
     params = prog.init("loss", B=4)
