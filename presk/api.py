@@ -22,6 +22,7 @@ line would print (`file:line:col: error[E…]: …` with the line and a caret, o
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import operator
 import os
@@ -295,7 +296,7 @@ class _Slot:
     def take(self, value: object, argv, where: str) -> int:
         """Point argv at `value` in place when it fits (its pointer returned: a tensor's
         data pointer, 1 for an array), else convert it into the buffer (0 returned)."""
-        torch_value = _is_torch(value)
+        torch_value = type(value) is not np.ndarray and _is_torch(value)
         array = _torch_storage(value) if torch_value else value
         if not isinstance(array, np.ndarray):
             if isinstance(array, (int, float)) and not isinstance(array, bool):
@@ -306,8 +307,9 @@ class _Slot:
         if array.shape != self.shape:
             raise PreskError(f"presk: {where} `{self.name}` has shape {list(array.shape)}, "
                              f"the entry takes {list(self.shape)}")
-        if array.dtype == self.dtype and array.flags.c_contiguous and array.flags.aligned:
-            argv[self.index] = array.ctypes.data
+        flags = array.flags
+        if array.dtype == self.dtype and flags.c_contiguous and flags.aligned:
+            argv[self.index] = _address(array)
             self.keep = array if torch_value else None
             return value.data_ptr() if torch_value else 1  # type: ignore[attr-defined]
         if array.dtype == np.uint16 and not (torch_value or self.element == "bf16"):
@@ -321,6 +323,15 @@ class _Slot:
         argv[self.index] = self.pointer
         self.keep = None
         return 0
+
+
+def _address(array: np.ndarray) -> int:
+    """A C-contiguous array's data pointer: through the buffer protocol where it is
+    writable (a third of what `ndarray.ctypes.data` costs), else by `ctypes.data`."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError):  # read-only
+        return array.ctypes.data
 
 
 def _getter(index: tuple[int, ...]):
@@ -343,8 +354,6 @@ class Compiled:
 
     def __init__(self, program: Program, entry: str, dims: dict[str, int], realization,
                  grad: bool, remat: str, plan, cache: bool):
-        import ctypes
-
         from .analysis import entry as E
         from .pipeline import compile_call, entry_call
         self.entry, self.dims, self.grad = entry, dims, grad
@@ -371,7 +380,6 @@ class Compiled:
         """The input slots in the order a call gathers them (the parameters by path, then
         the arguments' leaves), their getters, and argv pointing at the entry's own
         buffers (the cotangent's holding 1)."""
-        import ctypes
         call, sig = self.call, self.native.sig
         slots = {b.name: _Slot(b.name, b.shape, b.element, i, a)
                  for i, (b, a) in enumerate(zip(sig.inputs, call.inputs))}
@@ -465,19 +473,20 @@ class Compiled:
                 self._check_nesting(args, self._leaves[k - len(self.paths)])
             pointers[k] = slot.take(value, argv, self._where[k])
             last[k] = value if pointers[k] else None
-        self._torch_in = any(p > 1 for p in pointers)
-        self._torch_out = bool(self.paths) and _is_torch(given[0])
+        self._torch_in = max(pointers, default=0) > 1
+        self._torch_out = bool(self.paths) and type(given[0]) is not np.ndarray \
+            and _is_torch(given[0])
 
     def _check_nesting(self, args: tuple, leaf: tuple[str, tuple[int, ...]]) -> None:
         """A PreskError where the arguments lack the tuple the leaf `path` sits in."""
         path, index = leaf
         value = args[index[0]]
         for depth, i in enumerate(index[1:], 1):
-            where = ".".join(path.split(".")[:depth])
-            if not isinstance(value, (tuple, list)):
-                raise PreskError(f"presk: argument `{path}`: the entry takes a tuple at "
-                                 f"`{where}`, got a {type(value).__name__}")
-            if len(value) <= i:
+            if not isinstance(value, (tuple, list)) or len(value) <= i:
+                where = ".".join(path.split(".")[:depth])
+                if not isinstance(value, (tuple, list)):
+                    raise PreskError(f"presk: argument `{path}`: the entry takes a tuple at "
+                                     f"`{where}`, got a {type(value).__name__}")
                 raise PreskError(f"presk: argument `{path}`: the tuple `{where}` has "
                                  f"{len(value)} element(s)")
             value = value[i]

@@ -77,6 +77,10 @@ def test_fitting_arrays_are_read_in_place(prog, args) -> None:
     after = f(params, (x, y))
     assert after != before
     assert after == float(reference(prog, params, (x, y))["result"])
+    frozen = x.copy()
+    frozen.flags.writeable = False  # read in place too (its pointer by ndarray.ctypes)
+    assert f(params, (frozen, y)) == after
+    assert f._argv[slots["batch.0"]] == frozen.ctypes.data
 
 
 def test_what_does_not_fit_is_converted(prog, args, grad_f) -> None:
