@@ -105,6 +105,8 @@ def _add_dump(sub: Any) -> None:
                    "as `presk run --grad --engine kernel` runs it)")
     realize_cmds.add_to_dump(p)
     sensitivity_cmds.add_to_dump(p)
+    from .optimize_cmds import add_profile
+    add_profile(p)
     add_plan_argument(p)
     add_flag(p)
     p.set_defaults(run=cmd_dump)

@@ -17,6 +17,15 @@ def add_opt(p: Any) -> None:
     p.add_argument("--opt", action="store_true",
                    help="run the e-graph optimizer (psk-egraph-opt) on the program first: "
                    "its rewrites are listed on stderr (docs/egraph.md)")
+    add_profile(p)
+
+
+def add_profile(p: Any) -> None:
+    if "--profile" not in p._option_string_actions:  # noqa: SLF001 — plan has its own
+        p.add_argument("--profile", metavar="PROFILE",
+                       help="with --opt: the machine profile (presk-profile/1) that prices "
+                       "the optimizer's time term; absent: this machine's cached one, else "
+                       "operations and bytes")
 
 
 def optimized(module, args: argparse.Namespace, entry: str | None = None,
@@ -28,7 +37,7 @@ def optimized(module, args: argparse.Namespace, entry: str | None = None,
     from ..pipeline.optimize import optimize
     report = optimize(module, entry, parse_dims(getattr(args, "dim", None) or []),
                       getattr(args, "seed", 0) or 0, getattr(args, "weights", None),
-                      getattr(args, "inputs", None))
+                      getattr(args, "inputs", None), profile=getattr(args, "profile", None))
     if not quiet:
         rules = [f"{e.rule} at {e.site}" for _, e in report.rewrites]
         print(f"presk: --opt: {len(rules)} rewrite{'s' * (len(rules) != 1)}"
@@ -51,7 +60,7 @@ def dump_opt(args: argparse.Namespace) -> int:
     from ..pipeline.optimize import optimize, report_text
     module, _ = load_core(args.file, warn)
     report = optimize(module, args.entry, parse_dims(args.dim), args.seed, None, None,
-                      getattr(args, "budget", None))
+                      getattr(args, "budget", None), profile=getattr(args, "profile", None))
     names = reached(module, args.entry) if args.entry else None
     if args.format == "mlir":
         print(module)

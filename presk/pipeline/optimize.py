@@ -48,13 +48,30 @@ def probe_entry(module, entry: str, dims: Mapping[str, int], seed: int = 0,
     return Probe(recorded, step), prepared.dims
 
 
+def prices(profile: str | None):
+    """(the time term's prices, the profile's name) from the profile `profile` names, else
+    this machine's cached one (`presk profile calibrate`); (None, None) when there is
+    none and none was named: the time term is then operations and bytes."""
+    from ..transforms.egraph import Prices
+    from .profile import cached_profile_path, profile_for
+    if profile is None and not cached_profile_path().exists():
+        return None, None
+    found, name = profile_for(profile)
+    m, machine = found.model, found.machine
+    return Prices(m.work["f64"], m.math["f64"], m.loads["f64"],
+                  tuple(1 / m.bandwidth[k] for k in ("l2", "l3", "mem")),
+                  (machine.l2, machine.l3), m.p), name
+
+
 def optimize(module, entry: str | None = None, dims: Mapping[str, int] | None = None,
              seed: int = 0, weights: str | None = None, inputs: str | None = None,
              budget: float | None = None, node_limit: int | None = None,
-             time_limit: float | None = None):
+             time_limit: float | None = None, profile: str | None = None):
     """Optimize every function of `module` in place; with an entry, the cost's accuracy
-    term measures on its f64 run (egraph.ModuleReport)."""
+    term measures on its f64 run; with a machine profile (named, or this machine's
+    cached one), the time term is its predicted seconds (egraph.ModuleReport)."""
     from ..transforms import egraph as G
+    priced, profile_name = prices(profile)
     probe, run_dims = None, dict(dims or {})
     if entry is not None:
         reached(module, entry)  # an unknown entry is the user's one line
@@ -64,18 +81,21 @@ def optimize(module, entry: str | None = None, dims: Mapping[str, int] | None = 
         probe, probed = probe_entry(module, entry, small, seed, weights, inputs)
         run_dims = {**probed, **run_dims}
     options = G.Options(node_limit or G.DEFAULT_NODE_LIMIT, time_limit or G.DEFAULT_TIME_LIMIT,
-                        G.DEFAULT_ITERATIONS, budget, run_dims)
+                        G.DEFAULT_ITERATIONS, budget, run_dims, priced)
     try:
-        return G.optimize(module, options, probe)
+        report = G.optimize(module, options, probe)
     except G.OptimizerError as exc:
         raise InvalidInput(str(exc)) from None
+    report.priced_by = profile_name
+    return report
 
 
 def report_text(report, functions: list[str] | None = None) -> str:
     """The optimizer's figures per function and the rewrites the result uses."""
-    lines = ["The e-graph optimizer (psk-egraph-opt): cost = time + W·bits, time in "
-             "operations + bytes/4, W = 5 % of the function's time per bit lost "
-             "(docs/egraph.md)", ""]
+    unit = (f"seconds predicted by the profile {report.priced_by}" if report.priced_by
+            else "operations + bytes/4 (no machine profile)")
+    lines = [f"The e-graph optimizer (psk-egraph-opt): cost = time + W·bits, time in {unit}, "
+             "W = 5 % of the function's time per bit lost (docs/egraph.md)", ""]
     lines.append(f"{'function':<28} {'values':>6} {'nodes':>6} {'classes':>7} {'iter':>4} "
                  f"{'stop':<10} {'sat s':>6} {'ext s':>6} {'time before':>12} "
                  f"{'after':>10} {'bits before':>11} {'after':>6}")
@@ -84,15 +104,15 @@ def report_text(report, functions: list[str] | None = None) -> str:
             continue
         lines.append(f"{f.name:<28} {f.values:>6} {f.nodes:>6} {f.classes:>7} "
                      f"{f.iterations:>4} {f.stop:<10} {f.saturate_seconds:>6.3f} "
-                     f"{f.extract_seconds:>6.3f} {f.time_before:>12.0f} {f.time_after:>10.0f} "
+                     f"{f.extract_seconds:>6.3f} {f.time_before:>12.4g} {f.time_after:>10.4g} "
                      f"{f.bits_before:>11.1f} {f.bits_after:>6.1f}")
     rewrites = [(n, e) for n, e in report.rewrites if functions is None or n in functions]
     lines += ["", f"Rewrites used ({len(rewrites)}):"]
     for _, e in rewrites:
         made = ", ".join(e.new_sites) if e.new_sites else "none"
         lines.append(f"  {e.site}  [{e.rule}]  {e.before}  →  {e.after}")
-        lines.append(f"      new sites: {made}; predicted saving {e.saving:.0f} "
-                     f"(time {e.time_saving:+.0f}, bits {e.bits_saving:+.1f})")
+        lines.append(f"      new sites: {made}; predicted saving {e.saving:.4g} "
+                     f"(time {e.time_saving:+.4g}, bits {e.bits_saving:+.1f})")
     if not rewrites:
         lines.append("  none: the program is already the cheapest form the rules reach")
     return "\n".join(lines)

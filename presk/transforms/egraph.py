@@ -16,10 +16,9 @@ the class is first needed (so the rebuilt body stays in order). A node's cost is
 
     cost = time + W · bits
 
-- time: the operations it does and the bytes it moves, `ops + bytes / 4` (one operation
-  per element for an exact IEEE op, 16 for a math-library function, a dot's 2·k per
-  output, …) — the machine model of `presk plan` prices PSK-Kernel loop nests after
-  lowering, not Core ops, so it is not used here;
+- time: its arithmetic ops, math-library calls, elements loaded and stored and bytes
+  moved, priced by a machine profile's constants (`Prices`, as presk/analysis/
+  cost_model.py prices a nest) when one is given, else `ops + 16·calls + bytes/4`;
 - bits: the bits it loses to cancellation or to its condition number, log₂ max(1, κ)
   averaged over its elements, κ measured on a probe (the original function run in f64 on
   the entry's inputs; `Probe`); without a probe, 0 — so `presk-opt` alone optimizes time.
@@ -63,6 +62,7 @@ DEFAULT_NODE_LIMIT = 20000
 DEFAULT_TIME_LIMIT = 1.0
 DEFAULT_ITERATIONS = 30
 BYTES_PER_OP = 4.0  # a byte moved costs a quarter of an operation (ops-and-bytes model)
+LIBRARY_OPS = 16.0  # a math-library call costs 16 operations (ops-and-bytes model)
 BIT_WEIGHT = 1 / 20  # one bit lost is worth 5 % of the function's time
 F32_UNIT = 2.0 ** -24
 NOMINAL_SIZE = 64  # the size a symbolic dim stands at for the cost, without --dim
@@ -478,18 +478,42 @@ class Probe:
 
 
 _SLOW_EXACT = {"div": 4.0, "sqrt": 4.0}  # a divide or a root costs a few multiplies
-_WORK = {"sum": 1.0, "mean": 1.0, "max": 1.0, "min": 1.0, "logsumexp": 18.0}
+_REDUCE_COUNTS = {"sum": (1.0, 0.0), "mean": (1.0, 0.0), "max": (1.0, 0.0),
+                  "min": (1.0, 0.0), "logsumexp": (3.0, 1.0)}  # per input element
 
 
-def _function_work(name: str) -> float:
-    """Operations per element of a row: an IEEE op 1, a library program 16, a composite
-    the sum of what its expression calls."""
+def _function_counts(name: str) -> tuple[float, float]:
+    """(arithmetic ops, math-library calls) per element of a row: an IEEE op is one op (a
+    divide or a root a few), a library program one call, a composite what its expression
+    calls plus one op."""
     compute = ops.row(name).compute
     if isinstance(compute, ops.Exact):
-        return _SLOW_EXACT.get(name, 1.0)
+        return _SLOW_EXACT.get(name, 1.0), 0.0
     if isinstance(compute, ops.Library):
-        return 16.0
-    return 1.0 + sum(_function_work(f) for f in functions_of(compute.expr))
+        return 0.0, 1.0
+    parts = [_function_counts(f) for f in functions_of(compute.expr)]
+    return 1.0 + sum(w for w, _ in parts), sum(m for _, m in parts)
+
+
+@dataclass(frozen=True)
+class Prices:
+    """The machine profile's constants the time term uses when a profile exists (seconds:
+    one arithmetic op, one math-library call, one element loaded or stored; seconds per
+    byte from L2, L3, memory, by the level the bytes fit in; the p of the p-norm that
+    combines the terms), as presk/analysis/cost_model.py prices a loop nest."""
+
+    work: float
+    math: float
+    load: float
+    per_byte: tuple[float, float, float]
+    sizes: tuple[int, int]  # L2, L3 bytes
+    p: float
+
+    def seconds(self, work: float, calls: float, elements: float, moved: float) -> float:
+        level = 0 if moved <= self.sizes[0] else 1 if moved <= self.sizes[1] else 2
+        terms = (work * self.work, calls * self.math, elements * self.load,
+                 moved * self.per_byte[level])
+        return sum(t ** self.p for t in terms) ** (1 / self.p)
 
 
 @dataclass
@@ -500,6 +524,7 @@ class CostModel:
     dims: Mapping[str, int]
     probe: Probe | None = None
     budget: float | None = None
+    prices: Prices | None = None  # a machine profile's; None: ops + bytes/4
     weight: float = 0.0
     _values: dict[str, Any] = field(default_factory=dict)
 
@@ -510,25 +535,29 @@ class CostModel:
         return n * (NOMINAL_SIZE if t.shape.prefix else 1)
 
     def time(self, node: Node, out: C.TensorAttr, kids: Sequence[C.TensorAttr]) -> float:
+        """The node's predicted time: the profile's seconds, or ops + bytes/4."""
         head, p = node.head, node.payload
         if head in ("Leaf", "Num"):
             return 0.0
         n_out = self.elements(out)
         n_in = [self.elements(k) for k in kids]
-        moved = 8.0 * (n_out + sum(n_in)) / BYTES_PER_OP
+        work, calls = 0.0, 0.0
         if head in ("F1", "F2"):
-            work = n_out * _function_work(p[0])
+            w, m = _function_counts(p[0])
+            work, calls = n_out * w, n_out * m
         elif head == "Powi":
             work = n_out * max(1, p[0].bit_length() + bin(p[0]).count("1") - 2)
         elif head == "Red":
-            work = n_in[0] * _WORK[p[0]]
+            w, m = _REDUCE_COUNTS[p[0]]
+            work, calls = n_in[0] * w, n_in[0] * m
         elif head == "Dot":
             last = kids[0].shape.axes[-1].size if kids[0].shape.axes else 1
             k = last if isinstance(last, int) else self.dims.get(last, NOMINAL_SIZE)
             work = 2.0 * n_out * k
-        else:  # a broadcast only moves
-            work = 0.0
-        return work + moved
+        elements = n_out + sum(n_in)  # a broadcast only moves
+        if self.prices is not None:
+            return self.prices.seconds(work, calls, elements, 8.0 * elements)
+        return work + LIBRARY_OPS * calls + 8.0 * elements / BYTES_PER_OP
 
     def bits(self, node: Node, cls: str, kids: Sequence[str],
              evaluate: Callable[[Node, list, str], Any]) -> float:
@@ -929,6 +958,7 @@ class Options:
     iterations: int = DEFAULT_ITERATIONS
     budget: float | None = None  # the relative error budget the solver will be given
     dims: Mapping[str, int] = field(default_factory=dict)  # sizes for the cost
+    prices: Prices | None = None  # a machine profile's constants; None: ops + bytes/4
 
 
 def optimize_function(func: C.FuncOp, options: Options = Options(),
@@ -940,7 +970,7 @@ def optimize_function(func: C.FuncOp, options: Options = Options(),
     start = time.perf_counter()
     known = probe if probe is not None and any(a in probe.values
                                                for a in func.body.block.args) else None
-    model = CostModel(f.types, options.dims, known, options.budget)
+    model = CostModel(f.types, options.dims, known, options.budget, options.prices)
     x = _Extraction(f, sat.graph, model)
     for i, c in enumerate(sat.graph.let_class):
         pos = f.leaf_pos[_leaf_index(f, i)] if f.let_op[i] is None else \
@@ -1053,6 +1083,7 @@ def _live_classes(x: _Extraction, f: _Function) -> set[str]:
 @dataclass
 class ModuleReport:
     functions: list[FunctionReport]
+    priced_by: str | None = None  # the machine profile the time term used, if any
 
     @property
     def rewrites(self) -> list[tuple[str, Explanation]]:

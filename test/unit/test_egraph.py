@@ -177,3 +177,18 @@ def test_without_a_probe_the_cost_is_time_alone() -> None:
         assert any(rule in e.rule for _, e in report.rewrites), report.rewrites
         changed = [f for f in report.functions if f.rewrites]
         assert changed and all(f.time_after < f.time_before for f in changed)
+
+
+def test_with_a_profile_the_time_term_is_its_prediction() -> None:
+    """With a machine profile (the frozen fixture), time is the profile's predicted
+    seconds: the report says so, and the figures are seconds (the same rewrite wins)."""
+    run = subprocess.run([PRESK, "dump", "--stage", "opt", VARIANCE, "--entry", "loss",
+                          "--dim", "B=64", "--profile",
+                          str(ROOT / "test/fixtures/profile-frozen.json")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "time in seconds predicted by the profile" in run.stdout, run.stdout
+    row = re.search(r"^loss +\d+ +\d+ +\d+ +\d+ +\w+ +\S+ +\S+ +(\S+) +(\S+)", run.stdout,
+                    re.M)
+    assert row is not None and 0 < float(row.group(2)) < float(row.group(1)) < 1e-3, run.stdout
+    assert "[variance" in run.stdout
