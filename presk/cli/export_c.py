@@ -54,10 +54,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.entry:
         raise UsageError("presk export: --target c needs --entry, e.g. --entry loss")
     _check_output(args.output)
-    module, entry, params, values = prepare_run(args)
+    module, entry, params, values, pipe = prepare_run(args)
     try:
         result = export_c(module, args.entry, entry.dims, params, values, args.output,
-                          args.realize, args.grad, args.remat, getattr(args, "plan", None))
+                          args.realize, args.grad, args.remat, getattr(args, "plan", None),
+                          pipe)
     except OSError as exc:
         raise UsageError(f"presk export: cannot write into {args.output}: "
                          f"{exc.strerror or exc}") from None

@@ -41,12 +41,12 @@ def dump_kernel(args: argparse.Namespace) -> int:
 def run_kernel_cmd(args: argparse.Namespace) -> int:
     """`presk run FILE --entry E --dim … --engine kernel [--realize …]`: print as `presk
     run` does, with the run's launches."""
-    module, entry, params, values = prepare_run(args)
+    module, entry, params, values, pipe = prepare_run(args)
     run = run_kernel(module, args.entry, entry.dims, params, values,
                      getattr(args, "realize", None), grad=getattr(args, "grad", False),
                      remat=getattr(args, "remat", "store"),
                      cotangent=getattr(args, "seed_value", None),
-                     plan=getattr(args, "plan", None))
+                     plan=getattr(args, "plan", None), pipe=pipe)
     print_run(args, entry.dims, f"the kernel interpreter under "
               f"{run.pipeline.realization_name} ({run.stats.launches} launches)", run.result)
     return 0

@@ -31,12 +31,12 @@ def _us(seconds: float) -> str:
 @reported
 def run_native_cmd(args: argparse.Namespace) -> int:
     """`presk run FILE --entry E [--dim …] [--realize …] [--grad] [--time]`."""
-    module, entry, params, values = prepare_run(args)
+    module, entry, params, values, pipe = prepare_run(args)
     run = run_native(module, args.entry, entry.dims, params, values,
                      getattr(args, "realize", None), getattr(args, "grad", False),
                      getattr(args, "remat", "store"),
                      cotangent=getattr(args, "seed_value", None),
-                     plan=getattr(args, "plan", None))
+                     plan=getattr(args, "plan", None), pipe=pipe)
     print_run(args, entry.dims, f"native code under {run.call.pipeline.realization_name}",
               run.result)
     if getattr(args, "time", False):

@@ -19,6 +19,7 @@ from presk import __version__
 from presk.cli.common import printable_streams
 from presk.pipeline.errors import InvalidInput
 from presk.pipeline.load import parse_error_text, read_mlir_text, verify_error_text
+from presk.pipeline.mlir_guard import MLIRTextError, check_mlir_text
 from presk.pipeline.passes import PRESK_DIALECTS, PRESK_PASSES, pass_errors
 
 __all__ = ["PRESK_DIALECTS", "PRESK_PASSES", "PreskOptMain", "main"]
@@ -84,6 +85,11 @@ class PreskOptMain(xDSLOptMain):
             self.text = data.decode("utf-8")
         except UnicodeDecodeError as exc:  # standard input
             raise OptFailure(f"presk-opt: <stdin>: not UTF-8 (byte at {exc.start})", 2) \
+                from None
+        try:
+            check_mlir_text(self.text)  # what xDSL's parser would hang or fail on
+        except MLIRTextError as exc:
+            raise OptFailure(exc.render(self.args.input_file or "<stdin>", self.text), 1) \
                 from None
         module = super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
         self.parsed = module

@@ -7,20 +7,28 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..pipeline import parse_dims, prepare_entry
+from ..pipeline import draw_arguments, parse_dims, prepare, record_call
 from .common import UsageError, warn
 
 
 def prepare_run(args: argparse.Namespace):
-    """The Core module, the prepared entry, its parameters and inputs for `presk run`;
-    with --grad, the cotangent seed in `args.seed_value` (presk.analysis.entry.cotangent)."""
+    """The Core module, the prepared entry, its parameters and inputs, and the entry
+    recorded down to PSK-Kernel, for `presk run --engine native|kernel` and `presk export
+    --target c`; with --grad, the cotangent seed in `args.seed_value`
+    (presk.analysis.entry.cotangent). The recording comes first: a call whose buffers,
+    arena and arguments do not fit is refused before an argument is drawn."""
+    from ..analysis.entry import argument_bytes
     from .optimize_cmds import load_core_opt
     module, _ = load_core_opt(args)
-    entry, params, values = prepare_entry(module, args.entry, parse_dims(args.dim),
-                                          args.seed, getattr(args, "weights", None),
-                                          getattr(args, "inputs", None))
-    args.seed_value = cotangent_seed(entry, args) if getattr(args, "grad", False) else None
-    return module, entry, params, values
+    entry = prepare(module, args.entry, parse_dims(args.dim))
+    grad = getattr(args, "grad", False)
+    pipe = record_call(module, args.entry, entry.dims, getattr(args, "realize", None), True,
+                       grad, getattr(args, "remat", "store"), getattr(args, "plan", None),
+                       held=argument_bytes(entry))
+    params, values = draw_arguments(entry, args.seed, getattr(args, "weights", None),
+                                    getattr(args, "inputs", None))
+    args.seed_value = cotangent_seed(entry, args) if grad else None
+    return module, entry, params, values, pipe
 
 
 def cotangent_seed(entry, args: argparse.Namespace):

@@ -20,6 +20,7 @@ CODES: dict[str, str] = {
     "E0003": "the file holds no declaration",
     "E0004": "a file cannot be read",
     "E0005": "the program nests too deeply (expressions, calls, modules or imports)",
+    "E0006": "a reserved word used as a name",
     # imports and names
     "E0101": "an imported file does not exist or is not a file",
     "E0102": "an import cycle",

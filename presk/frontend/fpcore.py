@@ -21,9 +21,11 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-KEYWORDS = set("import as dim const module param init use stack fn let assert optimizer "
-               "training checkpoint every steps to stream params axis and or not grad "
-               "value_and_grad real".split())
+from .parser import RESERVED
+
+# Not to be taken by a translated variable: the reserved words, and the builtins that
+# are not functions of reals (a name equal to one would shadow it).
+KEYWORDS = RESERVED | {"grad", "value_and_grad", "real"}
 BUILTINS = set("sqrt exp log tanh sigmoid gelu softplus sin cos relu abs min max sum mean "
                "logsumexp softmax erf".split())
 UNARY = {"sqrt": "sqrt", "exp": "exp", "log": "log", "tanh": "tanh", "sin": "sin",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -12,6 +13,12 @@ from . import ast as A
 from .diagnostics import CompileError, error, source_lines
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
+
+# The grammar's keywords (its quoted words and OPTIMIZER). Lark's contextual lexer would
+# take one as a NAME where no keyword fits (`fn let(…)`); a NAME token spelling one is
+# refused (E0006), so that a keyword means one thing wherever it stands.
+RESERVED: frozenset[str] = frozenset(
+    re.findall(r'"([a-z_]+)"', _GRAMMAR.read_text(encoding="utf-8"))) | {"optimizer"}
 
 _READABLE = {
     "NAME": "a name", "NUMBER": "a number", "INT": "a natural number", "STRING": "a string",
@@ -130,6 +137,12 @@ class _Build(Transformer):
     def _tok(self, tok: Token) -> A.Span:
         return A.Span(self.path, tok.line + self.offset, tok.column,
                       tok.end_line + self.offset, tok.end_column)
+
+    def NAME(self, tok: Token) -> Token:  # noqa: N802 - lark calls a terminal's method by name
+        if tok.value in RESERVED:
+            raise error("E0006", f"`{tok.value}` is a reserved word; it cannot be a name",
+                        self._tok(tok), f"rename it, e.g. `{tok.value}_`")
+        return tok
 
     # ---- file ----
     def start(self, meta, items):

@@ -16,12 +16,12 @@ time, so that `presk check` stays light.
 
 from .call import (
     EntryCall, KernelRun, NativeRun, compile_call, entry_call, entry_inputs, native_passes,
-    output_names, run_kernel, run_native,
+    output_names, record_call, run_kernel, run_native,
 )
 from .errors import InvalidInput, InvalidProgram, PipelineError
 from .load import (
-    elaborate_program, load_core, lower_to_core, parse_dims, parse_mlir, prepare,
-    prepare_entry, reached,
+    draw_arguments, elaborate_program, load_core, lower_to_core, parse_dims, parse_mlir,
+    prepare, prepare_entry, reached,
 )
 from .passes import PRESK_DIALECTS, PRESK_PASSES, make_pass, pipeline_text, run_passes
 from .record import (
@@ -32,9 +32,9 @@ from .record import (
 __all__ = [
     "EntryCall", "InvalidInput", "InvalidProgram", "KernelRun", "NativeRun", "Pipeline",
     "PipelineError", "PRESK_DIALECTS", "PRESK_PASSES", "compile_call", "differentiate",
-    "differentiate_passes", "elaborate_program", "entry_call", "entry_inputs",
+    "differentiate_passes", "draw_arguments", "elaborate_program", "entry_call", "entry_inputs",
     "kernel_passes", "kernel_pipeline", "load_core", "load_realization", "lower_to_core",
     "make_pass", "native_passes", "output_names", "parse_dims", "parse_mlir",
-    "pipeline_text", "prepare", "prepare_entry", "reached", "record_entry",
+    "pipeline_text", "prepare", "prepare_entry", "reached", "record_call", "record_entry",
     "recording_passes", "run_kernel", "run_native", "run_passes",
 ]

@@ -73,18 +73,32 @@ class EntryCall:
         return {n: to_f64(o) for n, o in zip(self.output_names, outputs)}
 
 
+def record_call(core_module, entry: str, dims: dict[str, int], realization=None,
+                fuse: bool = True, grad: bool = False, remat: str = "store", plan=None,
+                held: int = 0) -> Pipeline:
+    """Record `entry` down to PSK-Kernel, and refuse (ResourceError) a call whose buffers
+    and arena, with `held` bytes of its arguments (the f64 arrays drawn or read for it,
+    alive beside its buffers), exceed the memory there is. Recording reads only shapes:
+    call this before drawing the arguments, so that a call too big is refused at once."""
+    from ..kernel_abi.arena import entry_signatures
+    pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat, plan)
+    what = "its buffers and arena" + (", and its arguments in f64" if held else "")
+    for sig in entry_signatures(pipe.kernel):
+        require_memory(sig.call_bytes + held, f"a call of `{sig.host}` ({what})")
+    return pipe
+
+
 def entry_call(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, fuse: bool = True,
                grad: bool = False, remat: str = "store", cotangent=None,
-               plan=None) -> EntryCall:
+               plan=None, pipe: Pipeline | None = None) -> EntryCall:
     """Record `entry` (with `grad`: its value and gradient, the seed `cotangent`, 1 when
-    None) down to PSK-Kernel and prepare the entry host's inputs."""
-    from ..kernel_abi.arena import entry_signatures
+    None) down to PSK-Kernel — or take `pipe`, recorded so by `record_call` — and prepare
+    the entry host's inputs."""
     from ..dialects import realize as R
-    pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat, plan)
+    if pipe is None:  # before a buffer is converted or allocated
+        pipe = record_call(core_module, entry, dims, realization, fuse, grad, remat, plan)
     func = R.entry_func(pipe.realize)
-    for sig in entry_signatures(pipe.kernel):  # before a buffer is converted or allocated
-        require_memory(sig.call_bytes, f"a call of `{sig.host}` (its buffers and arena)")
     if grad:
         values = {**values, func.arg_name_list[-1]: 1.0 if cotangent is None else cotangent}
     inputs = entry_inputs(pipe.realize, params, values)
@@ -104,13 +118,13 @@ class KernelRun:
 def run_kernel(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, fuse: bool = True,
                trace=None, grad: bool = False, remat: str = "store",
-               cotangent=None, plan=None) -> KernelRun:
+               cotangent=None, plan=None, pipe: Pipeline | None = None) -> KernelRun:
     """Run `entry` through the kernel interpreter: the result by path, as float64. With
     `grad`, its value and gradient (the seed `cotangent`, 1 when None): `result` and
     `grad.<path>`, as `presk run --engine f64 --grad` names them."""
     from ..analysis.kernel_interpret import KernelInterpreter
     call = entry_call(core_module, entry, dims, params, values, realization, fuse, grad,
-                      remat, cotangent, plan)
+                      remat, cotangent, plan, pipe)
     interp = KernelInterpreter(call.pipeline.kernel, trace=trace)
     outputs = interp.run(call.host, call.inputs)
     return KernelRun(call.flatten(outputs), outputs, interp.stats, call.pipeline)
@@ -152,11 +166,11 @@ def compile_call(call: EntryCall, cache: bool = True):
 def run_native(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, grad: bool = False,
                remat: str = "store", cache: bool = True, cotangent=None,
-               plan=None) -> NativeRun:
+               plan=None, pipe: Pipeline | None = None) -> NativeRun:
     """Run `entry` (with `grad`: its value and gradient, the seed `cotangent`, 1 when
     None) as machine code."""
     call = entry_call(core_module, entry, dims, params, values, realization, True, grad,
-                      remat, cotangent, plan)
+                      remat, cotangent, plan, pipe)
     program, native = compile_call(call, cache)
     outputs = native(call.inputs)
     return NativeRun(call.flatten(outputs), outputs, call, program, native)

@@ -48,12 +48,12 @@ def write_into(root: str, relative: str, content: str | bytes) -> None:
 
 def export_c(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
              values: dict[str, Any], out_dir: str, realization=None, grad: bool = False,
-             remat: str = "store", plan=None) -> CExport:
+             remat: str = "store", plan=None, pipe=None) -> CExport:
     """Record, run natively, and write the C program with the run's data into out_dir
     (an OSError or presk.emit.c_program.CExportError passes through)."""
     from ..emit.c_program import c_sources, entry_c, program_shape
     call = entry_call(core_module, entry, dims, params, values, realization, True, grad,
-                      remat, plan=plan)
+                      remat, plan=plan, pipe=pipe)
     _, native = compile_call(call)
     outputs = native(call.inputs)
     kernel = call.pipeline.kernel

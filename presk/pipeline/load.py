@@ -67,7 +67,12 @@ def parse_mlir(path: str, all_stages: bool = False):
     from xdsl.utils.exceptions import ParseError, VerifyException
 
     from ..dialects.core import Core
+    from .mlir_guard import MLIRTextError, check_mlir_text
     text = read_mlir_text(path, "presk")
+    try:
+        check_mlir_text(text)  # what xDSL's parser would hang or fail on
+    except MLIRTextError as exc:
+        raise InvalidProgram(exc.render(path, text)) from None
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Core)
@@ -207,15 +212,20 @@ def prepare_entry(module, entry: str, dims: dict[str, int], seed: int = 0,
                   ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """(the prepared entry (presk.analysis.entry.Entry), its parameters by path, its inputs
     by argument path): from the files given, the rest drawn from `seed`."""
+    prepared = prepare(module, entry, dims)
+    return (prepared, *draw_arguments(prepared, seed, weights, inputs))
+
+
+def draw_arguments(prepared, seed: int = 0, weights: str | None = None,
+                   inputs: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the parameters by path, the inputs by argument path) of a prepared entry: from
+    the files given, the rest drawn from `seed`."""
     from ..analysis import entry as E
     from ..analysis.weights import WeightsError
-    prepared = prepare(module, entry, dims)
     try:
-        params = E.weights(prepared, seed, weights)
-        values = E.inputs(prepared, seed, inputs)
+        return E.weights(prepared, seed, weights), E.inputs(prepared, seed, inputs)
     except WeightsError as exc:
         raise InvalidInput(f"presk: {exc}") from None
-    return prepared, params, values
 
 
 def prepare(module, entry: str, dims: dict[str, int]):

@@ -101,7 +101,7 @@ def load(path: str) -> Checkpoint:
 def check_fits(ck: Checkpoint, params: dict[str, np.ndarray]) -> None:
     """A checkpoint that reads whole but was made for another program is refused (one
     line naming its tensor file): its parameters must be the run's, by path, shape and a
-    float dtype, and the optimizer's buffers of a parameter its shape."""
+    float dtype, and the optimizer's buffers of a parameter its shape; every value finite."""
     where = ck.path[: -len(".json")] + ".safetensors" if ck.path else "the checkpoint"
     missing = sorted(set(params) - set(ck.params))
     extra = sorted(set(ck.params) - set(params))
@@ -122,6 +122,11 @@ def check_fits(ck: Checkpoint, params: dict[str, np.ndarray]) -> None:
         if value.shape != want.shape:
             raise CheckpointError(f"{where}: `{key}` has shape {list(value.shape)}, the "
                                   f"run's `{path}` {list(want.shape)}")
+        bad = np.flatnonzero(~np.isfinite(value))
+        if bad.size:  # a run diverged, or the file was edited: no step can follow from it
+            at = [int(i) for i in np.unravel_index(bad[0], value.shape)]
+            raise CheckpointError(f"{where}: `{key}` holds {value.reshape(-1)[bad[0]]} at "
+                                  f"{at} ({bad.size} of {value.size} values not finite)")
 
 
 def checkpoints(directory: str) -> list[str]:

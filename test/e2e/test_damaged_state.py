@@ -167,3 +167,38 @@ def test_inputs_of_a_non_float_dtype(tmp_path: Path):
     save_file({"batch.0": np.zeros((4, 4), dtype=np.int32)}, str(path))
     with pytest.raises(WeightsError, match="input `batch.0` has dtype int32, not a float"):
         E.inputs(entry, 0, str(path))
+
+
+def _files(run: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("value, shown", [(np.nan, "nan"), (-np.inf, "-inf")])
+def test_checkpoint_with_non_finite_values(run: Path, value: float, shown: str):
+    """A parameter or an optimizer buffer that is not finite (a run that diverged, an
+    edited file): the resumed run could only compute NaN — refused, the run untouched."""
+    def poison(t):
+        t["optim.exp_avg_sq.final.γ"] = t["optim.exp_avg_sq.final.γ"].copy()
+        t["optim.exp_avg_sq.final.γ"][1] = value
+    rewrite(newest(run), tensors=poison)
+    before = _files(run)
+    refused(run, "step-00000128.safetensors", f"`optim.exp_avg_sq.final.γ` holds {shown} "
+            "at [1] (1 of 4 values not finite)")
+    assert _files(run) == before
+
+
+def test_checkpoint_of_another_version_or_cut_short(run: Path):
+    """A JSON of another format version, or one cut short, is skipped with a warning for
+    the one before; when every checkpoint is so, the resume is refused, nothing changed."""
+    for path in sorted((run / "ckpt").glob("step-*.json")):
+        text = path.read_text()
+        path.write_text(text.replace("presk-checkpoint/1", "presk-checkpoint/2")
+                        if "50" in path.name else text[:len(text) // 2])
+    before = _files(run)
+    done = train("--resume", "run", cwd=run.parent)
+    assert done.returncode == 2 and done.stderr.splitlines()[-1] == (
+        "presk train: run holds no checkpoint to resume from"), done.stderr
+    assert "checkpoint format version 2 is not supported" in done.stderr
+    assert "using the checkpoint before" in done.stderr
+    assert _files(run) == before

@@ -12,15 +12,20 @@ in a subprocess (for signals and hangs of native code). Its outcome is one of:
   hang        past the time limit
   malformed   an exit code or message outside the forms above
   touched     a node that is not a regular file changed (type or inode)
+  overwritten a command that refused its input changed a file of the user's anyway
 
 The README promises the first three only; the fuzz tests assert that and count each
 outcome per input kind (`COUNTS`, printed at the end of a run and written to
-$PRESK_FUZZ_REPORT when it is set).
+$PRESK_FUZZ_REPORT when it is set). A bad case's input files are saved whole, byte for
+byte, into $PRESK_FUZZ_CASES (default: `fuzz-cases/` beside the report, or a scratch
+folder), one folder per case with `case.json` (kind, outcome, command, message); the
+report lists them, so that any failure can be run again as it was.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -29,6 +34,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import traceback
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -37,6 +43,7 @@ from pathlib import Path
 GOOD = ("ok", "diagnostic", "usage")
 COUNTS: dict[str, Counter] = defaultdict(Counter)
 FAILURES: list[str] = []
+SAVED: list[dict] = []
 BIN = Path(sys.executable).parent
 DIAGNOSTIC = re.compile(r"\S.*:\d+:\d+: (error|warning)\[[EW]\d{4}\]: .+")
 ONE_LINE_ERROR = re.compile(r"(\S+: )?(\S+: )?error: .+|presk[-\w ]*: .+")
@@ -127,30 +134,67 @@ def nodes(paths: list[Path]) -> dict[Path, tuple[int, int]]:
     return {p: (stat.S_IFMT(os.stat(p).st_mode), os.stat(p).st_ino) for p in paths}
 
 
-def record(kind: str, outcome: Outcome, case: str) -> None:
-    """Count the outcome; remember a bad one with its case (the run goes on, so that
-    the counts cover every case; test_fuzz's last test asserts there was none)."""
+def cases_dir() -> Path:
+    """Where bad cases are saved (created on first use)."""
+    named = os.environ.get("PRESK_FUZZ_CASES")
+    if named:
+        path = Path(named)
+    elif os.environ.get("PRESK_FUZZ_REPORT"):
+        path = Path(os.environ["PRESK_FUZZ_REPORT"]).resolve().parent / "fuzz-cases"
+    else:
+        path = Path(tempfile.gettempdir()) / "presk-fuzz-cases"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def save_case(kind: str, outcome: Outcome, case: str, files: dict[str, bytes]) -> Path:
+    """The case's inputs whole, and what happened, in a folder named for their digest."""
+    digest = hashlib.sha256(case.encode("utf-8", "replace"))
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name])
+    folder = cases_dir() / f"{kind}-{outcome.kind}-{digest.hexdigest()[:12]}"
+    folder.mkdir(exist_ok=True)
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    meta = {"kind": kind, "outcome": outcome.kind, "exit": outcome.code, "case": case,
+            "files": sorted(files), "stderr": outcome.err[-4000:]}
+    (folder / "case.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n",
+                                      encoding="utf-8")
+    SAVED.append({"kind": kind, "outcome": outcome.kind, "folder": str(folder)})
+    return folder
+
+
+def record(kind: str, outcome: Outcome, case: str,
+           files: dict[str, bytes] | None = None) -> None:
+    """Count the outcome; remember a bad one with its case, and save its input `files`
+    (name → bytes, as the command read them) whole (the run goes on, so that the counts
+    cover every case; test_fuzz's last test asserts there was none)."""
     COUNTS[kind][outcome.kind] += 1
     if outcome.kind not in GOOD:
-        FAILURES.append(f"[{kind}] {case[:300]!r}\n  {outcome.describe()}")
+        folder = save_case(kind, outcome, case, files or {})
+        FAILURES.append(f"[{kind}] {case[:300]!r} (saved whole in {folder})\n"
+                        f"  {outcome.describe()}")
 
 
 def report() -> str:
     """The counts per input kind and outcome, as a table."""
     kinds = sorted(COUNTS)
     outcomes = ["ok", "diagnostic", "usage", "traceback", "signal", "hang", "malformed",
-                "touched"]
-    lines = [f"{'input kind':<18}" + "".join(f"{o:>11}" for o in outcomes) + f"{'total':>8}"]
+                "touched", "overwritten"]
+    lines = [f"{'input kind':<18}" + "".join(f"{o:>12}" for o in outcomes) + f"{'total':>8}"]
     for k in kinds:
-        lines.append(f"{k:<18}" + "".join(f"{COUNTS[k][o]:>11}" for o in outcomes)
+        lines.append(f"{k:<18}" + "".join(f"{COUNTS[k][o]:>12}" for o in outcomes)
                      + f"{sum(COUNTS[k].values()):>8}")
     total = Counter()
     for k in kinds:
         total.update(COUNTS[k])
-    lines.append(f"{'all':<18}" + "".join(f"{total[o]:>11}" for o in outcomes)
+    lines.append(f"{'all':<18}" + "".join(f"{total[o]:>12}" for o in outcomes)
                  + f"{sum(total.values()):>8}")
     path = os.environ.get("PRESK_FUZZ_REPORT")
     if path:
-        Path(path).write_text(json.dumps({k: dict(v) for k, v in COUNTS.items()}, indent=1)
-                              + "\n")
+        body = {"format": "presk-fuzz-report/2",
+                "counts": {k: dict(v) for k, v in COUNTS.items()},
+                "cases_dir": str(cases_dir()) if SAVED else None, "failures": SAVED}
+        Path(path).write_text(json.dumps(body, indent=1) + "\n")
     return "\n".join(lines)

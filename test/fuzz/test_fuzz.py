@@ -162,12 +162,12 @@ def test_fuzz_programs(data) -> None:
     target.write_bytes(raw)
     try:
         outcome = _presk(["check", str(TRAIN)])
-        H.record("program", outcome, raw.decode("utf-8", "replace"))
+        H.record("program", outcome, raw.decode("utf-8", "replace"), {target.name: raw})
         if outcome.kind == "ok" and data.draw(st.integers(0, 4)) == 0:
             b = data.draw(st.sampled_from(["1", "2", "3"]))
             run = _presk(["run", str(TRAIN), "--entry", "loss", "--dim", f"B={b}",
                           "--engine", "f64"])
-            H.record("program-run", run, raw.decode("utf-8", "replace"))
+            H.record("program-run", run, raw.decode("utf-8", "replace"), {target.name: raw})
     finally:
         target.write_bytes(ORIGINAL[target])
 
@@ -191,10 +191,12 @@ def test_fuzz_mlir(data) -> None:
     raw = data.draw(mutated_text(_core_text()))
     path = WORK / "case.mlir"
     path.write_bytes(raw)
-    H.record("mlir-opt", _opt([str(path)]), raw.decode("utf-8", "replace"))
+    H.record("mlir-opt", _opt([str(path)]), raw.decode("utf-8", "replace"),
+             {path.name: raw})
     if data.draw(st.integers(0, 3)) == 0:
         H.record("mlir-run", _presk(["run", str(path), "--entry", "loss", "--dim", "B=2",
-                                     "--engine", "f64"]), raw.decode("utf-8", "replace"))
+                                     "--engine", "f64"]), raw.decode("utf-8", "replace"),
+                 {path.name: raw})
 
 
 # ---- 3. artifacts: the realization JSON, safetensors weights, data streams ----
@@ -236,7 +238,8 @@ def test_fuzz_realization(data) -> None:
     path = WORK / "realization.json"
     path.write_text(text)
     H.record("realization", _presk(["dump", str(TRAIN), "--stage", "realize", "--entry",
-                                    "loss", "--dim", "B=2", "--realize", f"@{path}"]), text)
+                                    "loss", "--dim", "B=2", "--realize", f"@{path}"]), text,
+             {path.name: text.encode()})
 
 
 _WEIGHTS: list[bytes] = []
@@ -276,7 +279,8 @@ def test_fuzz_weights(data) -> None:
     path = WORK / "w.safetensors"
     path.write_bytes(raw)
     H.record("weights", _presk(["run", str(TRAIN), "--entry", "loss", "--dim", "B=2",
-                                "--engine", "f64", "--weights", str(path)]), how)
+                                "--engine", "f64", "--weights", str(path)]), how,
+             {path.name: raw})
 
 
 PAIRS = (TUTORIAL / "data" / "pairs.psk.d").read_bytes()
@@ -298,7 +302,161 @@ def test_fuzz_data_streams(data) -> None:
         raw = raw[:data.draw(st.integers(0, len(raw)))]
     path = WORK / "pairs.psk.d"
     path.write_bytes(raw)
-    H.record("data", _presk(["data", "show", str(path), "--head", "2"]), how)
+    H.record("data", _presk(["data", "show", str(path), "--head", "2"]), how,
+             {path.name: raw})
+
+
+# ---- checkpoints and log.csv, through `presk train --resume` ----
+
+_RUN: list[Path] = []
+
+
+def _trained_run() -> Path:
+    """A run of 120 steps with its newest checkpoint removed: checkpoints at 50 and 100,
+    a log of 120 rows, so that resuming runs 20 steps (or falls back to step 50)."""
+    if not _RUN:
+        run = WORK / "run0"
+        assert _presk(["train", str(TRAIN), "--steps", "120", "--out", str(run),
+                       "--quiet"]).kind == "ok"
+        for suffix in (".json", ".safetensors"):
+            (run / "ckpt" / f"step-00000120{suffix}").unlink()
+        _RUN.append(run)
+    return _RUN[0]
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+HOSTILE_VALUES = st.sampled_from([None, -1, 0, 1.5, 2**64, "", "x", [], {}, True, 1e308,
+                                  float("nan"), -0.0, "presk-checkpoint/2", 10**30])
+
+
+def _mutate_checkpoint(data, folder: Path) -> str:
+    """One damage to the newest checkpoint of `folder` or to its log; what was done."""
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+
+    from presk.train.checkpoint import _sha256
+    record_path = folder / "ckpt" / "step-00000100.json"
+    tensors_path = folder / "ckpt" / "step-00000100.safetensors"
+    record = json.loads(record_path.read_text())
+    how = data.draw(st.sampled_from(["version", "key", "value", "position", "json-bytes",
+                                     "tensors", "tensor-bytes", "log", "log-rows"]))
+    if how == "version":
+        record["format"] = data.draw(st.sampled_from(
+            ["presk-checkpoint/2", "presk-checkpoint/0", "presk-checkpoint", "", 1, None]))
+    elif how == "key":
+        key = data.draw(st.sampled_from(sorted(record)))
+        if data.draw(st.booleans()):
+            del record[key]
+        else:
+            record[key + data.draw(st.sampled_from(["_", "s", "\u0301"]))] = record.pop(key)
+    elif how == "value":
+        key = data.draw(st.sampled_from(sorted(record)))
+        record[key] = _mutate_json(data, record[key])
+    elif how == "position":
+        key = data.draw(st.sampled_from(sorted(record["data"])))
+        record["data"][key] = data.draw(st.sampled_from([-1, -5, 0, 7, 8, 31, 32, 10**12,
+                                                         2.5, "3", None]))
+    if how in ("version", "key", "value", "position"):
+        try:
+            text = json.dumps(record, allow_nan=True)
+        except (ValueError, RecursionError):
+            text = "{"
+        record_path.write_text(text, encoding="utf-8")
+        return f"{how}: {text[:400]}"
+    if how == "json-bytes":
+        raw = record_path.read_bytes()
+        raw = data.draw(mutated_text(raw.decode("utf-8")))
+        record_path.write_bytes(raw)
+        return how
+    if how == "tensor-bytes":  # the checksum no longer holds: resume falls back to 50
+        raw = tensors_path.read_bytes()
+        raw = raw[:data.draw(st.integers(0, len(raw) - 1))] if data.draw(st.booleans()) \
+            else raw[:8] + bytes([raw[8] ^ 0x20]) + raw[9:]
+        tensors_path.write_bytes(raw)
+        return how
+    if how == "tensors":  # the checksum still holds: the tensors must fit the program
+        tensors = dict(load_file(str(tensors_path)))
+        key = data.draw(st.sampled_from(sorted(tensors)))
+        change = data.draw(st.sampled_from(["rename", "drop", "add", "shape", "dtype",
+                                            "nan", "inf", "scalar"]))
+        value = tensors[key]
+        if change == "rename":
+            tensors[key.replace(".", data.draw(st.sampled_from(["_", ".x.", ".."])), 1)] = \
+                tensors.pop(key)
+        elif change == "drop":
+            del tensors[key]
+        elif change == "add":
+            tensors[data.draw(st.sampled_from(["param.extra", "optim.exp_avg.nowhere",
+                                               "optim.momentum.final.γ", "other"]))] = value
+        elif change == "shape":
+            tensors[key] = np.concatenate([value.reshape(-1), value.reshape(-1)[:1]])
+        elif change == "dtype":
+            tensors[key] = value.astype(data.draw(st.sampled_from(
+                [np.float16, np.float32, np.int32, np.uint8, np.bool_])))
+        elif change in ("nan", "inf"):
+            flat = np.array(value, dtype=value.dtype).reshape(-1)
+            if flat.size and np.issubdtype(flat.dtype, np.floating):
+                flat[data.draw(st.integers(0, flat.size - 1))] = \
+                    np.nan if change == "nan" else -np.inf
+            else:
+                flat = flat.astype(np.float64)
+                flat[...] = np.nan if change == "nan" else np.inf
+            tensors[key] = flat.reshape(value.shape)
+        else:
+            tensors[key] = np.array(value.reshape(-1)[0] if value.size else 0)
+        save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(tensors_path))
+        record["sha256"] = _sha256(str(tensors_path))
+        record_path.write_text(json.dumps(record), encoding="utf-8")
+        return f"tensors: {change} {key}"
+    log = folder / "log.csv"
+    text = log.read_text(encoding="utf-8")
+    if how == "log":
+        log.write_bytes(data.draw(mutated_text(text)))
+        return how
+    rows = text.splitlines(keepends=True)
+    change = data.draw(st.sampled_from(["cut", "drop", "repeat", "nan", "header", "empty"]))
+    i = data.draw(st.integers(1, len(rows) - 1))
+    if change == "cut":
+        rows = rows[:i] + [rows[i][:data.draw(st.integers(0, len(rows[i])))]]
+    elif change == "drop":
+        del rows[i]
+    elif change == "repeat":
+        rows.insert(i, rows[i])
+    elif change == "nan":
+        cells = rows[i].rstrip("\n").split(",")
+        cells[data.draw(st.integers(0, len(cells) - 1))] = data.draw(
+            st.sampled_from(["nan", "inf", "-1", "", "1e999", "x", "9" * 5000]))
+        rows[i] = ",".join(cells) + "\n"
+    elif change == "header":
+        rows[0] = data.draw(st.sampled_from(["step,epoch,loss\n", "", "\ufeffstep,epoch,"
+                                             "loss,lr\n", "lr,loss,epoch,step\n"]))
+    else:
+        rows = []
+    log.write_text("".join(rows), encoding="utf-8")
+    return f"log-rows: {change} at {i}"
+
+
+@examples(3)
+@given(st.data())
+def test_fuzz_checkpoints(data) -> None:
+    """The newest checkpoint (its JSON, its tensors with the checksum made to hold, or
+    cut short) or the run's log.csv damaged, then `presk train --resume`: it resumes (from
+    the checkpoint before a damaged one) or refuses in one line, exit 2, and a refusal
+    leaves every file of the run as it was."""
+    folder = WORK / "run"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(_trained_run(), folder)
+    how = _mutate_checkpoint(data, folder)
+    before = _snapshot(folder)
+    outcome = _presk(["train", str(TRAIN), "--resume", str(folder), "--quiet"])
+    kind = "log" if how.startswith("log") else "checkpoint"
+    if outcome.kind != "ok" and _snapshot(folder) != before:
+        outcome = H.Outcome("overwritten", outcome.code, outcome.err)
+    H.record(kind, outcome, how, {f"run/{k}": v for k, v in before.items()})
 
 
 # ---- 4. flags, with outputs pointed at nodes that are not regular files ----
@@ -402,7 +560,8 @@ def test_fuzz_native(data) -> None:
     path.write_bytes(raw)
     b = data.draw(st.sampled_from(["1", "4", "33", "100000"]))
     H.record("native", H.run_process(["presk", "run", str(path), "--entry", "f", "--dim",
-                                      f"B={b}"], LIMIT), raw.decode("utf-8", "replace"))
+                                      f"B={b}"], LIMIT), raw.decode("utf-8", "replace"),
+             {path.name: raw})
 
 
 def test_fuzz_zz_every_outcome_is_a_promised_one() -> None:

@@ -55,23 +55,41 @@ def test_sizes_beyond_the_machine_refused_with_the_bytes(capsys) -> None:
     assert have is not None and "available on this machine" in err and needed > have
 
 
-def test_sizes_native_call_checked_against_its_arena(monkeypatch, capsys) -> None:
-    """The native and kernel engines check the whole call (buffers and arena, as the
-    entry's signature states it) against the memory there is, before compiling."""
+def _no_drawing(monkeypatch) -> None:
+    """Drawing or reading an argument fails the test: a refusal must come before."""
+    import presk.analysis.entry as E
+
+    def drawn(*args, **kwargs):
+        raise AssertionError("an argument was drawn before the call's memory was checked")
+    monkeypatch.setattr(E, "weights", drawn)
+    monkeypatch.setattr(E, "inputs", drawn)
+
+
+@pytest.mark.parametrize("b", [1000, 33_554_433])
+def test_sizes_native_call_refused_before_inputs_are_drawn(b: int, tmp_path: Path,
+                                                           monkeypatch, capsys) -> None:
+    """The native and kernel engines and the C export check the whole call — its buffers
+    and arena as the entry's signature states them, and the f64 arguments held beside
+    them — against the memory there is, after recording (which reads only shapes) and
+    before an input is drawn (a huge B drew gigabytes of inputs first). At the tutorial's
+    B = 33 554 433 on a machine with 1 byte too few, the refusal names the bytes."""
     import presk.limits as L
     from presk.kernel_abi.arena import entry_signatures
     from presk.pipeline import kernel_pipeline, load_core
     core, _ = load_core(TRAIN)
-    sig = entry_signatures(kernel_pipeline(core, "loss", {"B": 1000}).kernel)[0]
-    # Enough for the arguments (8 bytes per real), not for the call.
-    monkeypatch.setattr(L, "available_memory", lambda: sig.call_bytes - 1)
-    for engine in ("kernel", "native"):
-        code, err = _main(["run", TRAIN, "--entry", "loss", "--dim", "B=1000",
-                           "--engine", engine], capsys)
+    sig = entry_signatures(kernel_pipeline(core, "loss", {"B": b}).kernel)[0]
+    arguments = (2 * b * 4 + 76) * 8  # x, y: [B, 4] each; θ: 76 reals; as f64
+    needed = sig.call_bytes + arguments
+    monkeypatch.setattr(L, "available_memory", lambda: needed - 1)
+    _no_drawing(monkeypatch)
+    for argv in (["run", "--engine", "kernel"], ["run", "--engine", "native"],
+                 ["export", "--target", "c", "-o", str(tmp_path / "c")]):
+        code, err = _main([argv[0], TRAIN, *argv[1:], "--entry", "loss", "--dim", f"B={b}"],
+                          capsys)
         assert code == 2, err
-        assert err == (f"presk: a call of `loss` (its buffers and arena): "
-                       f"{L.format_bytes(sig.call_bytes)} needed, "
-                       f"{L.format_bytes(sig.call_bytes - 1)} available on this machine\n")
+        assert err == (f"presk: a call of `loss` (its buffers and arena, and its arguments "
+                       f"in f64): {L.format_bytes(needed)} needed, "
+                       f"{L.format_bytes(needed - 1)} available on this machine\n")
 
 
 @pytest.mark.parametrize("value, reason", [
@@ -408,3 +426,130 @@ def test_commands_non_finite_weights_in_a_sensitivity_dump(tmp_path: Path, capsy
     from presk.analysis.sensitivity import sci
     assert [sci(x) for x in (np.nan, np.inf, -np.inf, 14.08)] == ["nan", "inf", "-inf",
                                                                   "1.4080e1"]
+
+
+# --------------------------------------------------------------------------------------
+# 6. MLIR text xDSL's parser cannot finish (found by the long fuzz run: 4 hangs)
+# --------------------------------------------------------------------------------------
+
+CORE_LINE = '  psk_core.module @M attributes {dims = ["D"]} {\n  }\n'
+
+
+def _mlir_everywhere(tmp_path: Path, text: str, capsys) -> list[tuple[int, str]]:
+    """The text through presk-opt, presk-translate and presk run: (exit, stderr) each."""
+    from presk.cli import opt
+    p = tmp_path / "case.mlir"
+    p.write_text(text, encoding="utf-8")
+    results = [(opt.main([str(p)]), capsys.readouterr().err)]
+    results.append((translate.main([str(p), "--to", "listing"]), capsys.readouterr().err))
+    results.append(_main(["run", str(p), "--entry", "f", "--engine", "f64"], capsys))
+    return results
+
+
+def test_mlir_parse_hang_unterminated_string(tmp_path: Path, capsys) -> None:
+    """A string not closed on its line hung xDSL's lexer (its string regex nests `+` in
+    `*`: exponential backtracking over the characters before the newline). Refused at the
+    opening quote, the caret under the rest of the line."""
+    text = ('builtin.module {\n  psk_core.module @M attributes {dims = ["D : '
+            '!psk_core.params<RMSNorm{4}>]} {\n  }\n}\n')
+    line = text.splitlines()[1]
+    col = line.index('"D') + 1
+    for code, err in _mlir_everywhere(tmp_path, text, capsys):
+        lines = err.splitlines()
+        assert code == 1 and lines[0] == (f"{tmp_path / 'case.mlir'}:2:{col}: error: a "
+                                          "string literal not closed on its line"), err
+        assert lines[2] == "  | " + " " * (col - 1) + "^" * (len(line) - col + 1)
+
+
+def test_mlir_parse_hang_invalid_escape(tmp_path: Path, capsys) -> None:
+    """An escape MLIR lacks (`\\q`) fails the same regex after the same backtracking."""
+    text = 'builtin.module {\n  psk_core.module @M attributes {dims = ["abcdefgh\\q"]} {\n  }\n}\n'
+    col = text.splitlines()[1].index("\\q") + 1
+    for code, err in _mlir_everywhere(tmp_path, text, capsys):
+        assert code == 1 and err.splitlines()[0].endswith(
+            f":2:{col}: error: `\\q` is no escape of an MLIR string (\\\", \\n, \\t, \\\\ or two "
+            "hex digits)"), err
+
+
+def test_mlir_parse_valid_escapes_still_parse(tmp_path: Path, capsys) -> None:
+    """The guard reads strings as xDSL does: every escape it accepts passes."""
+    from presk.cli import opt
+    p = tmp_path / "ok.mlir"
+    p.write_text('builtin.module {\n  // "an unclosed quote in a comment\n'
+                 '  "test.op"() {s = "a\\"b\\n\\t\\\\\\41 -> (x"} : () -> ()\n}\n')
+    assert opt.main([str(p), "--allow-unregistered-dialect"]) == 0
+    # xDSL prints the escapes as hex: " is 22, newline 0A, tab 09.
+    assert '"a\\22b\\0A\\09\\\\A -> (x"' in capsys.readouterr().out
+
+
+def test_mlir_parse_recursion_deep_brackets(tmp_path: Path, capsys) -> None:
+    """3 000 parentheses around a type ended xDSL's recursive parser in a RecursionError
+    traceback; past 64 levels the text is refused at the 65th bracket."""
+    from presk.pipeline.mlir_guard import MAX_NESTING
+    deep = "(" * 3000 + "f64" + ")" * 3000
+    text = f'builtin.module {{\n  "test.op"() {{n = 2 : {deep}}} : () -> ()\n}}\n'
+    for code, err in _mlir_everywhere(tmp_path, text, capsys):
+        assert code == 1 and err.splitlines()[0].endswith(
+            # the module's { and the attribute's { are two levels: the 63rd ( is the 65th
+            f":2:{text.splitlines()[1].index('((') + MAX_NESTING - 1}: error: brackets nest more than {MAX_NESTING} deep"), err
+    # At the limit, xDSL's parser still finishes (the limit is below its recursion's end).
+    from presk.cli import opt
+    nested = "{a = " * (MAX_NESTING - 3) + "1" + "}" * (MAX_NESTING - 3)
+    p = tmp_path / "limit.mlir"
+    p.write_text(f'builtin.module {{\n  "test.op"() {{z = {nested}}} : () -> ()\n}}\n')
+    assert opt.main([str(p), "--allow-unregistered-dialect"]) == 0, capsys.readouterr().err
+
+
+def test_mlir_parse_numeral_of_5000_digits(tmp_path: Path, capsys) -> None:
+    """Python's int() refuses over 4 300 digits: it was a ValueError traceback."""
+    text = f'builtin.module {{\n  "test.op"() {{n = {"9" * 5000} : i64}} : () -> ()\n}}\n'
+    for code, err in _mlir_everywhere(tmp_path, text, capsys):
+        assert code == 1 and err.splitlines()[0].endswith(
+            f":2:{text.splitlines()[1].index('9') + 1}: error: a number of 5000 digits (at most 1000)"), err
+
+
+# --------------------------------------------------------------------------------------
+# 7. Reserved words as names
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source, where, word", [
+    ("dim B\nfn let(x : ℝ[B]) -> ℝ[] = mean(x)\n", "2:4", "let"),
+    ("fn f(to : ℝ[]) -> ℝ[] = to\n", "1:6", "to"),
+    ("fn f(x : ℝ[]) -> ℝ[] =\n  let steps = x\n  steps\n", "2:7", "steps"),
+    ("dim stream\nfn f(x : ℝ[stream]) -> ℝ[] = sum(x)\n", "1:5", "stream"),
+    ("module M {\n  param init : ℝ[2] init = zeros\n}\n", "2:9", "init"),
+    ("const and : nat = 2\n", "1:7", "and"),
+])
+def test_commands_reserved_words_as_names(tmp_path: Path, source: str, where: str,
+                                          word: str, capsys) -> None:
+    """A keyword where lark's contextual lexer would take it as a name (`fn let(…)` was
+    accepted) is E0006 at the word, with the line, a caret and a hint."""
+    p = tmp_path / "r.psk"
+    p.write_text(source, encoding="utf-8")
+    code, err = _main(["check", str(p)], capsys)
+    lines = err.splitlines()
+    line, col = map(int, where.split(":"))
+    assert code == 1 and lines[0] == (f"{p}:{where}: error[E0006]: `{word}` is a reserved "
+                                      "word; it cannot be a name"), err
+    assert lines[1] == f"{line} | {source.splitlines()[line - 1]}"
+    assert lines[2] == f"{' ' * len(str(line))} | {' ' * (col - 1)}{'^' * len(word)}"
+    assert lines[3] == f"  = hint: rename it, e.g. `{word}_`"
+
+
+def test_commands_reserved_words_are_the_documented_ones() -> None:
+    """docs/language.md lists exactly the grammar's keywords, and every program of the
+    tutorial, the docs' examples' files and the tests still parses."""
+    from presk.frontend.diagnostics import CompileError
+    from presk.frontend.parser import RESERVED, parse_file
+    text = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+    listed = re.search(r"Keywords \(reserved\): `([^`]+)`", text.replace("\n  ", " "))
+    assert listed is not None and set(listed.group(1).split()) == RESERVED
+    for path in [*ROOT.glob("tutorial/*.psk"), *ROOT.glob("test/**/*.psk"),
+                 *ROOT.glob("bench/**/*.psk")]:
+        try:
+            parse_file(str(path), path.read_text(encoding="utf-8"))
+        except CompileError as exc:
+            assert exc.diagnostic.code != "E0006", (path, exc.diagnostic.message)
+        except UnicodeDecodeError:  # fixtures of invalid UTF-8
+            pass

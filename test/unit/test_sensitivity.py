@@ -72,11 +72,11 @@ module Step {
 }
 
 module Net {
-  use steps : stack{2}(Step)
+  use layers : stack{2}(Step)
   use head  : Scale
 
   fn apply(x : ℝ[..., model: D]) -> ℝ[..., model: D] =
-    head.apply(steps.apply(x), 0.25)
+    head.apply(layers.apply(x), 0.25)
 }
 
 fn loss(θ : params Net, batch : (ℝ[batch: B, model: 3], ℝ[batch: B, model: 3])) -> ℝ[] =
