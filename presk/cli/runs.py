@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from ..pipeline import draw_arguments, parse_dims, prepare, record_call
-from .common import UsageError, warn
+from .common import UsageError
 
 
 def prepare_run(args: argparse.Namespace):
