@@ -85,6 +85,8 @@ def _program_function_count(module, program) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.bits is not None and args.engine != "mpfr":
         raise UsageError(f"presk run: --bits applies to --engine mpfr, not {args.engine}")
+    if (args.measure or args.profile) and args.engine != "native":
+        raise UsageError("presk run: --measure and --profile apply to --engine native")
     if args.time and args.engine != "native":
         raise UsageError("presk run: --time applies to --engine native")
     if args.cotangent is not None and not args.grad:
@@ -174,6 +176,12 @@ def add_run(sub: Any) -> None:
                    "(the loop nests of PSK-Kernel interpreted: the same bits), f64 (IEEE "
                    "binary64 on PSK-Core) or mpfr (exact)")
     add_plan_argument(p)
+    p.add_argument("--measure", action="store_true",
+                   help="with --engine native: each kernel timed beside the machine "
+                   "profile's prediction, the call and the host's share, u and ρ")
+    p.add_argument("--profile", metavar="PROFILE",
+                   help="with --measure: the profile (default: this machine's, from "
+                   "`presk profile calibrate`)")
     p.add_argument("--realize", metavar="REALIZATION",
                    help="with --engine native or kernel: the realization (a path, @path or "
                    "inline JSON, format presk-realization/1); absent: all f64")

@@ -41,4 +41,40 @@ def run_native_cmd(args: argparse.Namespace) -> int:
               run.result)
     if getattr(args, "time", False):
         print(_time_line(run))
+    if getattr(args, "measure", False):
+        print("\n".join(_measure_lines(run, args)))
     return 0
+
+
+def _short(seconds: float) -> str:
+    return f"{seconds * 1e9:.1f} ns" if seconds < 1e-6 else _us(seconds)
+
+
+def _measure_lines(run: NativeRun, args: argparse.Namespace) -> list[str]:
+    """--measure: each kernel timed beside the profile's prediction, the call timed, the
+    host's share (the call less its launches), u and ρ over the kernels."""
+    import numpy as np
+
+    from ..pipeline.plan import measure_kernels
+    from ..pipeline.profile import errors, profile_for
+    from ..runtime import time_call
+    profile, name = profile_for(getattr(args, "profile", None))
+    rows = measure_kernels(run.call.pipeline.kernel, profile)
+    call = time_call(run.entry.bind(run.call.inputs), 9, 0.2).minimum
+    lines = [f"measured (the minimum of samples; profile {name}):",
+             f"  {'kernel':<6} {'site':<28} {'launches':>8} {'predicted':>11} "
+             f"{'measured':>11} {'ratio':>6}"]
+    for r in rows:
+        ratio = r.predicted / r.measured if r.measured > 0 else float("inf")
+        lines.append(f"  {r.kernel:<6} {r.site:<28} {r.launches:>8} {_short(r.predicted):>11} "
+                     f"{_short(r.measured):>11} {ratio:>6.2f}")
+    launches = sum(r.launches * r.measured for r in rows)
+    lines.append(f"  a call {_us(call)}: its launches {_us(launches)} (each kernel's time × "
+                 f"its launches), the host {_us(max(call - launches, 0.0))} (conversions, "
+                 "copies, calls, the entry's prologue)")
+    pairs = [(r.predicted, r.measured) for r in rows if r.measured > 0]
+    if len(pairs) >= 2:
+        u, u90, rho = errors(*(np.array(v) for v in zip(*pairs)))
+        lines.append(f"  over this program's {len(pairs)} kernels: u = {u:.3f} (median), "
+                     f"{u90:.3f} (90th percentile), ρ = {rho:.3f}")
+    return lines

@@ -209,3 +209,38 @@ def call_seconds(kernel_module, profile: Profile, workers: int | None = None) ->
     hosts = K.hosts(kernel_module)
     return sum(block(hosts[name].body.block, runs)
                for name, runs in host_runs(kernel_module).items() if runs)
+
+
+# --------------------------------------------------------------------------------------
+# A program's kernels measured (`presk run --measure`)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class KernelMeasure:
+    kernel: str
+    site: str
+    launches: int  # a call's launches
+    predicted: float  # seconds a launch at its layout
+    measured: float
+
+
+def measure_kernels(kernel_module, profile: Profile) -> list[KernelMeasure]:
+    """Each kernel of the module, at the layout it has, predicted by the profile and
+    timed natively (presk/runtime/kernel_timing.py, the minimum of samples)."""
+    from ..dialects import kernel as K
+    from ..emit.kernel_listing import count
+    from ..runtime.kernel_timing import time_kernels
+    from ..transforms.plan_layout import Point, first_sites
+    sites = first_sites(kernel_module)
+    per_call = count(kernel_module).by_kernel
+    resident = resident_bytes(kernel_module)
+    kernels = [k for k in kernel_module.ops if isinstance(k, K.KernelOp)
+               and k.sym_name.data in sites and k.parts is None]
+    predicted = [price(k, [Point.of(k.layout)], profile.machine, profile.model,
+                       resident)[0].seconds for k in kernels]
+    repeats = [int(min(32, max(1, 20e-6 / max(p, 1e-9)))) for p in predicted]
+    times = time_kernels(kernels, repeats)
+    return [KernelMeasure(k.sym_name.data, sites[k.sym_name.data][0],
+                          sum(per_call.get(k.sym_name.data, {}).values()), p, t.seconds)
+            for k, p, t in zip(kernels, predicted, times)]

@@ -131,3 +131,20 @@ def test_call_seconds():
                for op in hosts[name].body.walk()
                if isinstance(op, (K.ConvertOp, K.CopyOp, K.FillOp)))
     assert call_seconds(pipe.kernel, profile) == pytest.approx(launches + host)
+
+
+def test_run_measure():
+    """`presk run --measure`: a row per kernel (its prediction, its time, their ratio), the
+    call and the host's share, u and ρ over the kernels; refused off the native engine."""
+    r = _presk("run", "tutorial/07_train.psk", "--entry", "loss", "--dim", "B=4",
+               "--realize", "@test/fixtures/realization_mixed.json", "--measure",
+               "--profile", FROZEN)
+    assert r.returncode == 0, r.stderr
+    rows = [line.split() for line in r.stdout.splitlines() if line.startswith("  k")
+            and not line.startswith("  kernel")]
+    assert [row[0] for row in rows] == [f"k{i}" for i in range(9)]
+    assert "over this program's 9 kernels: u = " in r.stdout and "a call " in r.stdout
+    bad = _presk("run", "tutorial/07_train.psk", "--entry", "loss", "--dim", "B=4",
+                 "--engine", "kernel", "--measure")
+    assert bad.returncode == 2 and "--measure and --profile apply to --engine native" \
+        in bad.stderr
