@@ -65,27 +65,31 @@ def memory_trace(core_module, entry: str, dims: dict[str, int], realization=None
 
 def launch_packing(kernel_module) -> dict[str, int]:
     """The bytes one launch of each kernel packs (0 left out), as the native pipeline
-    lowers it: psk-kernel-split first (on a copy), then each tiled nest's packed operands
-    (presk/conversion/kernel_to_std/tile_contraction.py, which emits the copies)."""
+    lowers it: each tiled nest's packed operands (presk/kernel_abi/tiles.py; the copies
+    are emitted by presk/conversion/kernel_to_std/tile_contraction.py), once per part when psk-kernel-split
+    divides the kernel (run here on copies of the kernels that pack and split)."""
     from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
 
-    from ..conversion.kernel_to_std.tile_contraction import packed_arguments
+    from ..kernel_abi.tiles import packed_arguments
     from ..dialects import kernel as K
     from ..transforms.kernel_split import KernelSplitPass
-    module = kernel_module.clone()
-    KernelSplitPass().apply(Context(), module)
-    kernels = K.kernels(module)
 
     def own(kernel) -> int:
         return sum(kernel.args[i].type.bytes for i in packed_arguments(kernel))
 
-    out = {}
-    for name, kernel in K.kernels(kernel_module).items():
-        split = kernels[name].parts
-        n = (sum(own(kernels[p.root_reference.data]) for p in split) if split is not None
-             else own(kernels[name]))
-        if n:
-            out[name] = n
+    out = {name: own(k) for name, k in K.kernels(kernel_module).items()}
+    out = {name: n for name, n in out.items() if n}
+    split = [k for name, k in K.kernels(kernel_module).items()
+             if name in out and k.layout.split.data]
+    if split:
+        module = ModuleOp([k.clone() for k in split])
+        KernelSplitPass().apply(Context(), module)
+        kernels = K.kernels(module)
+        for k in split:
+            parts = kernels[k.sym_name.data].parts
+            if parts is not None:
+                out[k.sym_name.data] = sum(own(kernels[p.root_reference.data]) for p in parts)
     return out
 
 

@@ -1,0 +1,98 @@
+"""Which nest a `tiled` kernel runs in register tiles, and which operands it packs.
+
+The register tiles themselves are presk/conversion/kernel_to_std/tile_contraction.py;
+this is what they are built on and what the rest of the compiler may know of them
+without loading the lowering: the nest (`find_nest`: the two innermost parallel loops, or
+None when the tile cannot run the body) and the buffers a launch copies j-last
+(`packed_loads`, `packed_arguments`: malloc'd beside the arena, freed at the launch's
+end), which `presk memory` counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import Block, SSAValue
+
+from ..dialects import kernel as K
+
+
+@dataclass
+class Nest:
+    i_loop: K.ForOp
+    j_loop: K.ForOp
+    rows: int  # R
+    cols: int  # C
+
+    @property
+    def i(self) -> SSAValue:
+        return self.i_loop.induction
+
+    @property
+    def j(self) -> SSAValue:
+        return self.j_loop.induction
+
+    def main_end(self, loop: K.ForOp, step: int) -> int:
+        lower, upper = loop.lower.data, loop.upper.data
+        return lower + (upper - lower) // step * step
+
+
+def find_nest(block: Block, layout: K.LayoutAttr) -> Nest | None:
+    """The two innermost parallel loops of the kernel's nest, or None if the nest is not
+    `for … { for i { for j { body } } }` with a body the tile can run."""
+    loops = [op for op in block.ops if isinstance(op, K.ForOp)]
+    if len(loops) != 1:
+        return None
+    chain = [loops[0]]
+    while True:
+        inner = [op for op in chain[-1].body.block.ops if not isinstance(op, K.YieldOp)]
+        if len(inner) == 1 and isinstance(inner[0], K.ForOp) and not inner[0].inits:
+            chain.append(inner[0])
+        else:
+            break
+    if len(chain) < 2 or any(loop.inits for loop in chain):
+        return None
+    i_loop, j_loop = chain[-2], chain[-1]
+    rows = min(layout.tile.data[0].data, i_loop.trip)
+    cols = min(layout.tile.data[1].data, j_loop.trip)
+    nest = Nest(i_loop, j_loop, rows, cols)
+    if not _runnable(nest) or i_loop.trip < rows or j_loop.trip < cols or cols < 2:
+        return None
+    return nest
+
+
+def _runnable(nest: Nest) -> bool:
+    """Every load names j at most once; every store is at the body's top level and names
+    j; inner loops carry values (a sum)."""
+    for op in nest.j_loop.body.walk():
+        if isinstance(op, (K.LoadOp, K.StoreOp)) and list(op.indices).count(nest.j) > 1:
+            return False
+        if isinstance(op, K.StoreOp) and (op.parent_op() is not nest.j_loop
+                                          or nest.j not in op.indices):
+            return False
+        if isinstance(op, K.ForOp) and not op.inits:
+            return False
+    return True
+
+
+def packed_loads(nest: Nest) -> list[K.LoadOp]:
+    """The first load of each buffer the tiles read along j where j is not its last axis:
+    the buffers packed (copied j-last) once per launch."""
+    out: dict[SSAValue, K.LoadOp] = {}
+    for op in nest.j_loop.body.walk():
+        if isinstance(op, K.LoadOp) and nest.j in op.indices \
+                and op.indices[-1] is not nest.j and op.buffer not in out:
+            out[op.buffer] = op
+    return list(out.values())
+
+
+def packed_arguments(kernel: K.KernelOp) -> list[int]:
+    """The kernel's arguments a launch packs (malloc'd copies beside the arena, freed at
+    the launch's end): none unless its layout is `tiled` and its nest tiles."""
+    if kernel.layout.kind.data != "tiled":
+        return []
+    nest = find_nest(kernel.body.block, kernel.layout)
+    if nest is None:
+        return []
+    index = {a: i for i, a in enumerate(kernel.args)}
+    return [index[op.buffer] for op in packed_loads(nest)]
