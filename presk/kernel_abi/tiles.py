@@ -37,9 +37,9 @@ class Nest:
         return lower + (upper - lower) // step * step
 
 
-def find_nest(block: Block, layout: K.LayoutAttr) -> Nest | None:
-    """The two innermost parallel loops of the kernel's nest, or None if the nest is not
-    `for … { for i { for j { body } } }` with a body the tile can run."""
+def innermost_pair(block: Block) -> tuple[K.ForOp, K.ForOp] | None:
+    """The two innermost loops of a kernel body that is one perfect nest of loops
+    carrying no values (`for … { for i { for j { body } } }`), or None."""
     loops = [op for op in block.ops if isinstance(op, K.ForOp)]
     if len(loops) != 1:
         return None
@@ -52,7 +52,16 @@ def find_nest(block: Block, layout: K.LayoutAttr) -> Nest | None:
             break
     if len(chain) < 2 or any(loop.inits for loop in chain):
         return None
-    i_loop, j_loop = chain[-2], chain[-1]
+    return chain[-2], chain[-1]
+
+
+def find_nest(block: Block, layout: K.LayoutAttr) -> Nest | None:
+    """The two innermost parallel loops of the kernel's nest, or None if the nest is not
+    `for … { for i { for j { body } } }` with a body the tile can run."""
+    pair = innermost_pair(block)
+    if pair is None:
+        return None
+    i_loop, j_loop = pair
     rows = min(layout.tile.data[0].data, i_loop.trip)
     cols = min(layout.tile.data[1].data, j_loop.trip)
     nest = Nest(i_loop, j_loop, rows, cols)

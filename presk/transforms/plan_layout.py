@@ -32,6 +32,7 @@ from xdsl.passes import ModulePass
 
 from presk.analysis.artifact import check_format, expect, read_json
 from presk.dialects import kernel as K
+from presk.kernel_abi.tiles import innermost_pair
 
 FORMAT = "presk-plan/1"
 ROWS = (1, 2, 4, 8)
@@ -97,19 +98,8 @@ def _split_trip(kernel: K.KernelOp) -> int:
 
 def contraction_sides(kernel: K.KernelOp) -> tuple[int, int] | None:
     """(I, J): the trips of the two innermost parallel loops a tile covers, or None."""
-    loops = [op for op in kernel.body.block.ops if isinstance(op, K.ForOp)]
-    if len(loops) != 1:
-        return None
-    chain = [loops[0]]
-    while True:
-        inner = [op for op in chain[-1].body.block.ops if not isinstance(op, K.YieldOp)]
-        if len(inner) == 1 and isinstance(inner[0], K.ForOp) and not inner[0].inits:
-            chain.append(inner[0])
-        else:
-            break
-    if len(chain) < 2 or any(loop.inits for loop in chain):
-        return None
-    return chain[-2].trip, chain[-1].trip
+    pair = innermost_pair(kernel.body.block)
+    return None if pair is None else (pair[0].trip, pair[1].trip)
 
 
 def layout_space(kernel: K.KernelOp, workers: int) -> list[Point]:
