@@ -17,3 +17,11 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         mp.setenv("PRESK_CACHE_DIR", str(d))
         mp.delenv("PRESK_CACHE", raising=False)
         yield d
+
+
+@pytest.fixture(scope="session")
+def program():
+    """`program(name)`: a fresh copy of a tutorial program's (or a .psk file's) Core
+    module, lowered once per session (test/programs.py)."""
+    from programs import program as load
+    return load

@@ -32,13 +32,8 @@ from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter, bf16_round, to_storage
 from presk.pipeline.export import export_c
 from presk.emit.c_program import c_float, c_identifier, c_sources
-from presk.frontend.elaborate import elaborate
-from presk.frontend.lower import lower_program
+from programs import MIXED, PRESK, ROOT, TUTORIAL, program
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = ROOT / "tutorial"
-MIXED = str(ROOT / "test" / "fixtures" / "realization_mixed.json")
-PRESK = str(Path(sys.executable).parent / "presk")
 CC = shutil.which("cc")
 DTYPE = {"f64": "<f8", "f32": "<f4", "bf16": "<u2"}
 
@@ -54,12 +49,6 @@ CASES = {
     "04": ("04_mlp", None, False),
     "05": ("05_stack", None, False),
 }
-
-
-
-@lru_cache(maxsize=None)
-def program(name: str):
-    return lower_program(elaborate(str(TUTORIAL / f"{name}.psk")))
 
 
 def inputs(name: str, b: int = 4, seed: int = 5):

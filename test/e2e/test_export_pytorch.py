@@ -31,9 +31,8 @@ from presk.emit.pytorch import ExportError, pytorch_sources
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
 from presk.transforms.differentiate import Differentiator
+from programs import ROOT, TUTORIAL, program
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = ROOT / "tutorial"
 BOUND = 1e-13
 # The entry's parameter module: (generated module, class).
 ENTRIES = {"03_activations": ("_03_activations", "Act"), "04_mlp": ("_04_mlp", "MLP"),
@@ -84,8 +83,7 @@ def run_isolated(job: dict) -> dict[str, np.ndarray]:
 @lru_cache(maxsize=None)
 def differentiated(name: str):
     """The program `name` (a tutorial's, or a path) with `loss` differentiated."""
-    path = name if name.endswith(".psk") else str(TUTORIAL / f"{name}.psk")
-    module = lower_program(elaborate(path))
+    module = program(name)
     Differentiator(module, "store").run(["loss"])
     return module
 
@@ -221,7 +219,7 @@ MODULES = [
 def test_module_apply_matches_the_f64_interpreter(case, tmp_path: Path) -> None:
     name, mod, cls, dims, fn, env, extra = case
     out = export(name, tmp_path / "pt")
-    module = lower_program(elaborate(str(TUTORIAL / f"{name}.psk")))
+    module = program(name)
     func = E.find_entry(module, fn)
     from presk.analysis.weights import tree_fields
     from presk.dialects import core as C
@@ -283,7 +281,7 @@ def test_the_source_mirrors_core(tmp_path: Path) -> None:
 
 def test_core_module_exports_as_one_file(tmp_path: Path) -> None:
     """From PSK-Core alone (an .mlir file has no files): one `_<name>.py`, the same value."""
-    module = lower_program(elaborate(str(TUTORIAL / "07_train.psk")))
+    module = program("07_train")
     sources = pytorch_sources(module, "tower")
     assert list(sources) == ["_tower.py"]
     (tmp_path / "pt").mkdir()

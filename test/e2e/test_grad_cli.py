@@ -27,9 +27,8 @@ from presk.dialects.core import Core
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
 from presk.transforms.differentiate import Differentiator
+from programs import ROOT, TUTORIAL, program
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = ROOT / "tutorial"
 TRAIN = str(TUTORIAL / "07_train.psk")
 BIN = Path(sys.executable).parent
 PRESK, PRESK_OPT = str(BIN / "presk"), str(BIN / "presk-opt")
@@ -46,7 +45,7 @@ def run(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 @lru_cache(maxsize=None)
 def reference(engine: str = "f64", remat: str = "store") -> dict[str, np.ndarray]:
     """`result` and `grad.<path>` as the interpreter computes them, seed 0."""
-    module = lower_program(elaborate(TRAIN))
+    module = program(TRAIN)
     Differentiator(module, remat).run(["loss"])
     entry = E.prepare(module, "loss", {"B": B})
     numbers = F64() if engine == "f64" else MPFR(128)

@@ -16,7 +16,6 @@ Run with `-s` to see the largest difference per tutorial.
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,12 +25,9 @@ import torch.nn.functional as F
 from presk.analysis import entry as E
 from presk.analysis.interpret import Interpreter, Tree
 from presk.analysis.numbers import F64
-from presk.frontend.elaborate import elaborate
-from presk.frontend.lower import lower_program
 from presk.transforms.differentiate import Differentiator
+from programs import ROOT, TUTORIAL, program
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = ROOT / "tutorial"
 BOUND = 1e-13
 
 
@@ -96,7 +92,7 @@ TORCH = {"03_activations": loss_03, "04_mlp": loss_04, "05_stack": loss_05, "07_
 
 @lru_cache(maxsize=None)
 def differentiated(name: str, remat: str = "store"):
-    module = lower_program(elaborate(str(TUTORIAL / f"{name}.psk")))
+    module = program(name)
     Differentiator(module, remat).run(["loss"])
     module.verify()
     return module

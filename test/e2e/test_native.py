@@ -24,8 +24,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -34,22 +32,11 @@ import pytest
 from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter
 from presk.pipeline import entry_call, run_kernel, run_native
-from presk.frontend.elaborate import elaborate
-from presk.frontend.lower import lower_program
 from presk.runtime.compile import native_program
+from programs import FIXTURES, PRESK, ROOT, TUTORIAL, program
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = ROOT / "tutorial"
-FIXTURES = ROOT / "test" / "fixtures"
 REALIZATIONS = {"all-f64": None, "mixed": str(FIXTURES / "realization_mixed.json"),
                 "f32": str(FIXTURES / "realization_f32.json")}
-PRESK = str(Path(sys.executable).parent / "presk")
-
-
-
-@lru_cache(maxsize=None)
-def program(name: str):
-    return lower_program(elaborate(str(TUTORIAL / f"{name}.psk")))
 
 
 def random_inputs(name: str, b: int, seed: int = 3):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import gmpy2
@@ -36,8 +35,8 @@ from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
 from presk.pipeline.export import export_c
 from presk.transforms.differentiate import Differentiator
+from programs import PRESK, program
 
-PRESK = str(Path(sys.executable).parent / "presk")
 SOURCE = """\
 dim B
 const D : nat = 4
@@ -64,7 +63,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def module(source: Path):
-    return lower_program(elaborate(str(source)))
+    return program(source)
 
 
 def _data(module, b: int = 4, seed: int = 3):

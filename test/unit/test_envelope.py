@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from functools import lru_cache
-from pathlib import Path
 
 import gmpy2
 import numpy as np
@@ -28,8 +27,8 @@ from presk.analysis.envelope import (
 from presk.analysis.weights import save_tensors
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
+from programs import ROOT, program
 
-ROOT = Path(__file__).resolve().parents[2]
 TRAIN = str(ROOT / "tutorial" / "07_train.psk")
 
 # `presk calibrate` through presk.cli.main.main, registered here when main.py does not
@@ -55,9 +54,8 @@ def presk(*argv: str) -> subprocess.CompletedProcess:
                           text=True, cwd=ROOT)
 
 
-@lru_cache(maxsize=None)
 def tutorial():
-    return lower_program(elaborate(TRAIN))
+    return program(TRAIN)
 
 
 @lru_cache(maxsize=None)

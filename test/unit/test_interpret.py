@@ -13,7 +13,6 @@ import math
 import subprocess
 import sys
 import time
-from functools import lru_cache
 from pathlib import Path
 
 import gmpy2
@@ -27,18 +26,10 @@ from presk.analysis.numbers import F64, MPFR
 from presk.analysis.weights import save_tensors
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
+from programs import LOSSES, ROOT, TUTORIAL, program as core
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = ROOT / "tutorial"
 BIN = Path(sys.executable).parent
 PRESK = str(BIN / "presk")
-
-LOSSES = ["03_activations", "04_mlp", "05_stack", "07_train"]
-
-
-@lru_cache(maxsize=None)
-def core(name: str):
-    return lower_program(elaborate(str(TUTORIAL / f"{name}.psk")))
 
 
 def run_loss(name: str, numbers, params: dict, values: dict, b: int):

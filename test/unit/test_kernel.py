@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 from functools import lru_cache
-from pathlib import Path
 
 import gmpy2
 import numpy as np
@@ -33,10 +32,9 @@ from presk.dialects import kernel as K
 from presk.emit import mathlib
 from presk.emit.kernel_listing import count, format_listing
 from presk.pipeline import kernel_pipeline, load_core, run_kernel
+from programs import MIXED, ROOT, program
 
-ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = str(ROOT / "tutorial" / "07_train.psk")
-MIXED = str(ROOT / "test" / "fixtures" / "realization_mixed.json")
 
 
 @lru_cache(maxsize=None)
@@ -596,9 +594,7 @@ def test_kernel_interpreter_equals_core_f64_bit_for_bit(name: str, B: int) -> No
     """Under all-f64 every kernel computes what PSK-Core's f64 interpreter does, in the same
     order (sums in index order, k ascending): the same bits, fused or not."""
     from presk.pipeline import run_kernel
-    from presk.frontend.elaborate import elaborate
-    from presk.frontend.lower import lower_program
-    module = lower_program(elaborate(str(Path(__file__).parents[2] / "tutorial" / f"{name}.psk")))
+    module = program(name)
     entry = E.prepare(module, "loss", {"B": B})
     params, values = E.weights(entry, 0, None), E.inputs(entry, 0, None)
     numbers = F64()
@@ -614,11 +610,8 @@ def test_real_pow_end_to_end_bit_for_bit(grad: bool) -> None:
     `pow` and a kernel `math "pow"`; with powers drawn from [0.3, 2.7] (not the init's
     ones) the kernel interpreter under all-f64 computes the Core f64 interpreter's bits —
     both call mathlib's f64 pow — and so does the gradient (`pow` with b − 1, and log)."""
-    from presk.frontend.elaborate import elaborate
-    from presk.frontend.lower import lower_program
     from presk.transforms.differentiate import Differentiator
-    module = lower_program(elaborate(str(Path(__file__).parents[2] / "tutorial"
-                                         / "03_activations.psk")))
+    module = program("03_activations")
     entry = E.prepare(module, "loss", {"B": 5})
     params, values = E.weights(entry, 0, None), E.inputs(entry, 0, None)
     rng = np.random.default_rng(3)

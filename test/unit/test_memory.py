@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import random
 import subprocess
-import sys
 from fractions import Fraction
-from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
@@ -33,12 +30,8 @@ from presk.kernel_abi.calling import align
 from presk.kernel_abi.lives import live_at, record_trace
 from presk.kernel_abi.placement import place
 from presk.pipeline import entry_call, kernel_pipeline
-from presk.frontend.elaborate import elaborate
-from presk.frontend.lower import lower_program
+from programs import MIXED, PRESK, ROOT, program
 
-ROOT = Path(__file__).resolve().parents[2]
-MIXED = str(ROOT / "test" / "fixtures" / "realization_mixed.json")
-PRESK = str(Path(sys.executable).parent / "presk")
 
 PROGRAMS = {
     "07": ROOT / "tutorial" / "07_train.psk",
@@ -50,9 +43,8 @@ PROGRAMS = {
 }
 
 
-@lru_cache(maxsize=None)
 def core(name: str):
-    return lower_program(elaborate(str(PROGRAMS[name])))
+    return program(PROGRAMS[name])
 
 
 def trace_of(name: str, b: int, realization=None, grad: bool = False):

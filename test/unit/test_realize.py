@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,22 +20,16 @@ from presk.analysis.realization import (
 )
 from presk.conversion.core_to_realize import RecordError, record, site_types
 from presk.dialects import realize as R
-from presk.frontend.elaborate import elaborate
-from presk.frontend.lower import lower_program
 from presk.transforms.fuse import fuse_module
+from programs import ROOT, program
 
-ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "tutorial" / "07_train.psk"
 MIXED = ROOT / "test" / "fixtures" / "realization_mixed.json"
 
 
-def core_module():
-    return lower_program(elaborate(str(TUTORIAL), {}))
-
-
 @pytest.fixture(scope="module")
 def core():
-    return core_module()
+    return program(TUTORIAL)
 
 
 REALIZATIONS = {"f64": None, "mixed": f"@{MIXED}"}

@@ -13,9 +13,6 @@ error of it. Run with `-s` to see the launch counts and the measured error.
 from __future__ import annotations
 
 import subprocess
-import sys
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,26 +22,15 @@ from presk.analysis.interpret import Interpreter
 from presk.analysis.numbers import F64
 from presk.pipeline import kernel_pipeline, run_kernel
 from presk.dialects import kernel as K
-from presk.frontend.elaborate import elaborate
-from presk.frontend.lower import lower_program
 from presk.transforms.differentiate import REMATS, Differentiator
+from programs import LOSSES, MIXED, PRESK, ROOT, TUTORIAL, program
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = ROOT / "tutorial"
-MIXED = str(ROOT / "test" / "fixtures" / "realization_mixed.json")
-PRESK = str(Path(sys.executable).parent / "presk")
-LOSSES = ["03_activations", "04_mlp", "05_stack", "07_train"]
 MIXED_GRADIENT_ERROR = 1e-2
 """The bound on the largest normwise relative error (max |Δ| / max |g|, per gradient leaf)
 of the mixed realization's gradient against the all-f64 one. Measured, on weights moved off
 their initializers (so that the bf16 parameters round, 2⁻⁹ relative): 3.6e-3, 4.3e-3,
 3.1e-3 at B = 1, 4, 7, the same under store and recompute; at the initial weights (exact
 in bf16) 1.7–1.9e-7."""
-
-
-@lru_cache(maxsize=None)
-def program(name: str):
-    return lower_program(elaborate(str(TUTORIAL / f"{name}.psk")))
 
 
 def random_inputs(name: str, b: int, seed: int = 3):
@@ -60,7 +46,7 @@ def random_inputs(name: str, b: int, seed: int = 3):
 def core_gradient(name: str, remat: str, b: int, params, values) -> dict[str, np.ndarray]:
     """`result` and `grad.<path>` from the PSK-Core f64 interpreter, as `presk run --engine
     f64 --grad` computes them."""
-    module = program(name).clone()
+    module = program(name)
     Differentiator(module, remat).run(["loss"])
     entry = E.prepare(module, "loss", {"B": b})
     numbers = F64()

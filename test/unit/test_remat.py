@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,19 +26,13 @@ from presk.analysis.interpret import Interpreter, Tree
 from presk.analysis.numbers import F64, MPFR
 from presk.analysis.weights import initial_weights, tree_fields
 from presk.dialects import core as C
-from presk.frontend.elaborate import elaborate
-from presk.frontend.lower import lower_program
 from presk.transforms.differentiate import REMATS, Differentiator
-
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = ROOT / "tutorial"
-PRESK = str(Path(sys.executable).parent / "presk")
-LOSSES = ["03_activations", "04_mlp", "05_stack", "07_train"]
+from programs import LOSSES, PRESK, ROOT, TUTORIAL, program
 
 
 @lru_cache(maxsize=None)
 def differentiated(name: str, remat: str, entry: str = "loss"):
-    module = lower_program(elaborate(str(TUTORIAL / f"{name}.psk")))
+    module = program(name)
     Differentiator(module, remat).run([entry])
     module.verify()
     return module

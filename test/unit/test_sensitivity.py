@@ -40,10 +40,9 @@ from presk.dialects import core as C
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
 from presk.transforms.differentiate import Differentiator, differentiable
+from programs import PRESK, ROOT, program as load
 
-ROOT = Path(__file__).resolve().parents[2]
 TRAIN = str(ROOT / "tutorial" / "07_train.psk")
-PRESK = str(Path(sys.executable).parent / "presk")
 
 FD_BITS, H, BOUND = 256, "1e-30", 1e-20
 
@@ -102,7 +101,7 @@ REFERENCE_SITES = {
 @lru_cache(maxsize=None)
 def program(source: str, tmp: str = "") -> Any:
     if source == TRAIN:
-        return lower_program(elaborate(TRAIN))
+        return load(TRAIN)
     path = Path(tmp) / "small.psk"
     path.write_text(source, encoding="utf-8")
     return lower_program(elaborate(str(path)))
