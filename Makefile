@@ -25,8 +25,14 @@ demo: $(STAMP)
 	rm -rf runs/tutorial
 	$(BIN)/presk train tutorial/07_train.psk --out runs/tutorial
 
+# pytest on both cores (pytest-xdist, JOBS=0: one process): each test file runs whole, in
+# order, on one worker (--dist loadfile), so a file's module fixtures and caches are built
+# once and test/fuzz's last test still sees the counts of the others.
+JOBS    ?= 2
+PYTEST  := $(BIN)/pytest -q -n $(JOBS) --dist loadfile
+
 test: $(STAMP)
-	$(BIN)/pytest -q test/unit test/e2e test/fuzz
+	$(PYTEST) test/unit test/e2e test/fuzz
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test/filecheck
 
 # The fuzzer's long run (test/fuzz, over 10 000 cases, random seeds): the counts per input
@@ -37,7 +43,7 @@ fuzz: $(STAMP)
 
 # Everything but the tests marked `slow` (pytest -m slow lists them), and the lit tests.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not slow" test/unit test/e2e test/fuzz
+	$(PYTEST) -m "not slow" test/unit test/e2e test/fuzz
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test/filecheck
 
 # Golden files: regenerate them with the commands whose output they hold; tests compare.
