@@ -31,11 +31,9 @@ from presk.analysis.interpret import Interpreter, Tree
 from presk.analysis.kernel_interpret import KernelInterpreter
 from presk.analysis.numbers import F64, MPFR
 from presk.dialects import core as C
-from presk.frontend.elaborate import elaborate
-from presk.frontend.lower import lower_program
 from presk.pipeline.export import export_c
 from presk.transforms.differentiate import Differentiator
-from programs import PRESK, program
+from programs import PRESK
 
 SOURCE = """\
 dim B
@@ -62,7 +60,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def module(source: Path):
+def module(source: Path, program):
     return program(source)
 
 
@@ -134,8 +132,8 @@ def _value_vjp(module, numbers, params, values, entry):
                                             args + [numbers.constant(1.0)], entry.dims)
 
 
-def test_value_and_gradient_against_mpfr_and_finite_differences(source: Path) -> None:
-    module = lower_program(elaborate(str(source)))
+def test_value_and_gradient_against_mpfr_and_finite_differences(source: Path, program) -> None:
+    module = program(source)
     Differentiator(module, "store").run(["loss"])
     entry, params, values = _data(module)
     value, d_theta, _ = _value_vjp(module, F64(), params, values, entry)

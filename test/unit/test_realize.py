@@ -21,14 +21,14 @@ from presk.analysis.realization import (
 from presk.conversion.core_to_realize import RecordError, record, site_types
 from presk.dialects import realize as R
 from presk.transforms.fuse import fuse_module
-from programs import ROOT, program
+from programs import ROOT
 
 TUTORIAL = ROOT / "tutorial" / "07_train.psk"
 MIXED = ROOT / "test" / "fixtures" / "realization_mixed.json"
 
 
 @pytest.fixture(scope="module")
-def core():
+def core(program):
     return program(TUTORIAL)
 
 
