@@ -45,7 +45,7 @@ CANCELLING = ["loss/%3", "loss/%4", "loss/%5", "loss/%6"]
 
 
 @functools.lru_cache(maxsize=None)
-def program(path: str):
+def problem(path: str):
     """The module, its envelope, a cost model shared by every budget (it caches the
     kernel pipelines by realization), the inputs and the exact value."""
     module, _ = load_core(str(ROOT / path))
@@ -59,12 +59,12 @@ def program(path: str):
 
 @functools.lru_cache(maxsize=None)
 def solved(path: str, budget: float):
-    module, envelope, cost, *_ = program(path)
+    module, envelope, cost, *_ = problem(path)
     return solve(module, ENTRY, DIMS, envelope, budget, cost_model=cost)
 
 
 def measured(path: str, realization: Realization) -> float:
-    module, _, _, _, params, values, exact = program(path)
+    module, _, _, _, params, values, exact = problem(path)
     run = run_kernel(module, ENTRY, DIMS, params, values, realization)
     return measure_error(run.result, exact)
 
@@ -72,7 +72,7 @@ def measured(path: str, realization: Realization) -> float:
 def all_f32(path: str) -> Realization:
     """The naive realization: every site of the functions the entry reaches, and every
     parameter, in f32."""
-    module, _, _, prepared, *_ = program(path)
+    module, _, _, prepared, *_ = problem(path)
     sites = _core_ops(module, reached(module, ENTRY))
     return Realization(entry=ENTRY, sites={s: "f32" for s in sites},
                        params={f.path: "f32" for f in prepared.fields})
@@ -83,7 +83,7 @@ def all_f32(path: str) -> Realization:
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: Path(p).stem)
 def test_measured_error_inside_the_budget(path, budget):
     sol = solved(path, budget)
-    *_, exact = program(path)
+    *_, exact = problem(path)
     absolute = budget * _magnitude(exact)
     assert sol.absolute == pytest.approx(absolute, rel=1e-12)
     error = measured(path, sol.realization)
@@ -106,7 +106,7 @@ def test_loose_budget_narrows_something(path):
 
 
 def test_naive_all_f32_breaks_the_variance():
-    *_, exact = program(VARIANCE)
+    *_, exact = problem(VARIANCE)
     magnitude = _magnitude(exact)
     error = measured(VARIANCE, all_f32(VARIANCE))
     # ≈ 4e-2 absolute on a result of ≈ 1.4: a relative error of ≈ 3e-2
@@ -116,7 +116,7 @@ def test_naive_all_f32_breaks_the_variance():
 @pytest.mark.parametrize("budget", [1e-2, 1e-3] + BUDGETS[1:], ids=lambda b: f"{b:.0e}")
 def test_variance_keeps_the_cancelling_sites_f64(budget):
     sol = solved(VARIANCE, budget)
-    *_, exact = program(VARIANCE)
+    *_, exact = problem(VARIANCE)
     naive = measured(VARIANCE, all_f32(VARIANCE))
     assert naive > sol.absolute, "all-f32 must break this budget for the test to say anything"
     types = {d.key: d.type for d in sol.decisions}
