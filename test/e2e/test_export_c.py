@@ -32,7 +32,7 @@ from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter, bf16_round, to_storage
 from presk.pipeline.export import export_c
 from presk.emit.c_program import c_float, c_identifier, c_sources
-from programs import MIXED, PRESK, ROOT, TUTORIAL, program
+from programs import MIXED, PRESK, TUTORIAL, program
 
 CC = shutil.which("cc")
 DTYPE = {"f64": "<f8", "f32": "<f4", "bf16": "<u2"}

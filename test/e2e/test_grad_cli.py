@@ -27,7 +27,7 @@ from presk.dialects.core import Core
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
 from presk.transforms.differentiate import Differentiator
-from programs import ROOT, TUTORIAL, program
+from programs import TUTORIAL, program
 
 TRAIN = str(TUTORIAL / "07_train.psk")
 BIN = Path(sys.executable).parent

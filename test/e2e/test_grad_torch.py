@@ -26,7 +26,7 @@ from presk.analysis import entry as E
 from presk.analysis.interpret import Interpreter, Tree
 from presk.analysis.numbers import F64
 from presk.transforms.differentiate import Differentiator
-from programs import ROOT, TUTORIAL, program
+from programs import program
 
 BOUND = 1e-13
 

@@ -33,7 +33,7 @@ from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter
 from presk.pipeline import entry_call, run_kernel, run_native
 from presk.runtime.compile import native_program
-from programs import FIXTURES, PRESK, ROOT, TUTORIAL, program
+from programs import FIXTURES, PRESK, TUTORIAL, program
 
 REALIZATIONS = {"all-f64": None, "mixed": str(FIXTURES / "realization_mixed.json"),
                 "f32": str(FIXTURES / "realization_f32.json")}

@@ -26,7 +26,7 @@ from presk.analysis.numbers import F64, MPFR
 from presk.analysis.weights import save_tensors
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
-from programs import LOSSES, ROOT, TUTORIAL, program as core
+from programs import LOSSES, TUTORIAL, program as core
 
 BIN = Path(sys.executable).parent
 PRESK = str(BIN / "presk")

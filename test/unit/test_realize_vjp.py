@@ -23,7 +23,7 @@ from presk.analysis.numbers import F64
 from presk.pipeline import kernel_pipeline, run_kernel
 from presk.dialects import kernel as K
 from presk.transforms.differentiate import REMATS, Differentiator
-from programs import LOSSES, MIXED, PRESK, ROOT, TUTORIAL, program
+from programs import LOSSES, MIXED, PRESK, TUTORIAL, program
 
 MIXED_GRADIENT_ERROR = 1e-2
 """The bound on the largest normwise relative error (max |Δ| / max |g|, per gradient leaf)

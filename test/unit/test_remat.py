@@ -27,7 +27,7 @@ from presk.analysis.numbers import F64, MPFR
 from presk.analysis.weights import initial_weights, tree_fields
 from presk.dialects import core as C
 from presk.transforms.differentiate import REMATS, Differentiator
-from programs import LOSSES, PRESK, ROOT, TUTORIAL, program
+from programs import LOSSES, PRESK, TUTORIAL, program
 
 
 @lru_cache(maxsize=None)

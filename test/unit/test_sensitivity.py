@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
