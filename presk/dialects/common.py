@@ -17,12 +17,13 @@ from __future__ import annotations
 import re
 from abc import ABC
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import ClassVar, TypeVar
+from typing import ClassVar, NamedTuple, TypeVar
 
 from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntAttr, ModuleOp,
     IntegerAttr, NoneAttr, StringAttr, SymbolRefAttr, UnitAttr)
 from xdsl.dialects.utils import parse_func_op_like
-from xdsl.ir import Attribute, Operation, ParametrizedAttribute, Region
+from xdsl.ir import (Attribute, BlockArgument, Operation, ParametrizedAttribute, Region,
+    SSAValue)
 from xdsl.irdl import IRDLOperation, attr_def, irdl_attr_definition, irdl_op_definition, opt_attr_def
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
@@ -143,6 +144,20 @@ class AxisAttr(ParametrizedAttribute):
         return (axis.label, axis.size)
 
 
+class ConcreteAxes:
+    """What a type over concrete axes answers (a Realize tensor, a kernel buffer): its
+    `axes` parameter, an array of `AxisAttr` with integer sizes, as `Axis`es and as a
+    count."""
+
+    @property
+    def axis_list(self) -> tuple[Axis, ...]:
+        return tuple(a.axis for a in self.axes.data)  # type: ignore[attr-defined]
+
+    @property
+    def rank(self) -> int:
+        return len(self.axes.data)  # type: ignore[attr-defined]
+
+
 def parse_axis(parser: AttrParser) -> AxisAttr:
     """`size` or `name: size`; a bare identifier alone is a dim symbol."""
     value = parser.parse_optional_integer(allow_boolean=False, allow_negative=False)
@@ -247,6 +262,30 @@ def op_definition(where: SiteOf) -> Callable[[type[_OpT]], type[_OpT]]:
     return define
 
 
+class NamedOp(NamedTuple):
+    """An op class that differs from its base in its name (and class constants) only:
+    `NamedOp("SumOp", "psk_core.sum", "Σ over the axis: `psk_core.sum %x …`.")`."""
+
+    class_name: str
+    name: str
+    doc: str
+    constants: Mapping[str, object] = {}
+
+
+def named_ops(base: type[_OpT], define: Callable[[type[_OpT]], type[_OpT]], module: str,
+              rows: Iterable[NamedOp]) -> dict[str, type[_OpT]]:
+    """One subclass of `base` per row, defined by `define` (the dialect's decorator) as
+    if it were written out in `module`; by class name. What xDSL would write as a class
+    a name, where only the name differs."""
+    classes: dict[str, type[_OpT]] = {}
+    for row in rows:
+        body = {"name": row.name, "__doc__": row.doc, "__module__": module,
+                "__qualname__": row.class_name, **row.constants,
+                "__annotations__": {k: ClassVar[type(v)] for k, v in row.constants.items()}}
+        classes[row.class_name] = define(type(row.class_name, (base,), body))
+    return classes
+
+
 def function_ops(dialect: str, unary: type[_OpT], binary: type[_OpT],
                  define: Callable[[type[_OpT]], type[_OpT]], module: str) -> dict[str, type[_OpT]]:
     """One op class per element-wise function of the table (presk/ops) that has ops, by
@@ -257,10 +296,9 @@ def function_ops(dialect: str, unary: type[_OpT], binary: type[_OpT],
     for f in ops.rows(core=True):
         operands = "%a" if f.arity == 1 else "%a, %b"
         doc = f"{f.doc[0].upper()}{f.doc[1:]}: `%r = {dialect}.{f.name} {operands} … : T`."
-        body = {"name": f"{dialect}.{f.name}", "FUNCTION": f.name, "__doc__": doc,
-                "__module__": module, "__qualname__": f.op_class,
-                "__annotations__": {"FUNCTION": ClassVar[str]}}
-        classes[f.name] = define(type(f.op_class, (unary if f.arity == 1 else binary,), body))
+        row = NamedOp(f.op_class, f"{dialect}.{f.name}", doc, {"FUNCTION": f.name})
+        base = unary if f.arity == 1 else binary
+        classes[f.name] = named_ops(base, define, module, [row])[f.op_class]
     return classes
 
 
@@ -382,7 +420,24 @@ class SiteOp(SiteErrorsOp, ABC):
         return [parser.parse_type()]
 
 
-# --------------------------------------------------------------------------------------
+class OneOperandOp(SiteOp, ABC):
+    """A site op built from one operand and its result type: `site`, `name` and the
+    keyword attributes that are not None (`axis=…`) are its attributes."""
+
+    def __init__(self, operand: SSAValue | Operation, result_type: Attribute, *, site: str,
+                 name: str | None = None, **attrs: Attribute | None):
+        super().__init__(operands=[operand], result_types=[result_type],
+                         attributes=site_attrs(site, name, **attrs))
+
+
+class TwoOperandOp(SiteOp, ABC):
+    """A site op built from two operands and its result type, like `OneOperandOp`."""
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation,
+                 result_type: Attribute, *, site: str, name: str | None = None,
+                 **attrs: Attribute | None):
+        super().__init__(operands=[lhs, rhs], result_types=[result_type],
+                         attributes=site_attrs(site, name, **attrs))
 
 
 # --------------------------------------------------------------------------------------
@@ -392,6 +447,19 @@ class SiteOp(SiteErrorsOp, ABC):
 
 FUNC_RESERVED = ("sym_name", "function_type")
 """The attributes a function-like op spells in its signature, not in `attributes {…}`."""
+
+
+class NamedArguments:
+    """What a function-like op whose block arguments are its arguments, named by its
+    `arg_names`, answers (Core's and Realize's `func`)."""
+
+    @property
+    def args(self) -> tuple[BlockArgument, ...]:
+        return self.body.block.args  # type: ignore[attr-defined]
+
+    @property
+    def arg_name_list(self) -> tuple[str, ...]:
+        return tuple(n.data for n in self.arg_names)  # type: ignore[attr-defined]
 
 
 def print_func_tail(printer: Printer, op: IRDLOperation) -> None:

@@ -191,24 +191,13 @@ def _tree(op: core.TreeOp) -> str:
     return "tree(" + ", ".join(value_name(f) for f in op.fields) + ")"
 
 
-def _fold_scan(op: core.FoldScanOp) -> str:
-    return (f"scan {op.callee_name}{_dims_text(op)}(stacked {value_name(op.stacked)}; "
-            f"acc {value_name(op.acc)})")
-
-
-def _fold_vjp(op: core.FoldVjpOp) -> str:
-    return (f"fold_vjp {op.callee_name}{_dims_text(op)}(stacked {value_name(op.stacked)}; "
-            f"carries {value_name(op.carries)}; cotangent {value_name(op.cotangent)})")
-
-
-def _fold_fwd(op: core.FoldFwdOp) -> str:
-    return (f"fold_fwd {op.callee_name}{_dims_text(op)}(stacked {value_name(op.stacked)}; "
-            f"acc {value_name(op.acc)})")
-
-
-def _fold_bwd(op: core.FoldBwdOp) -> str:
-    return (f"fold_bwd {op.callee_name}{_dims_text(op)}(stacked {value_name(op.stacked)}; "
-            f"steps {value_name(op.steps)}; cotangent {value_name(op.cotangent)})")
+def _fold_sweep(op: core.FoldScanOp | core.FoldVjpOp | core.FoldFwdOp | core.FoldBwdOp) -> str:
+    """`fold_vjp Block.apply(stacked %1; carries %5; cotangent %9)`: the word (`scan` for a
+    fold_scan), then each operand after its name in the op's definition."""
+    word = "scan" if isinstance(op, core.FoldScanOp) else op.name.split(".")[1]
+    names = [name for name, _ in type(op).get_irdl_definition().operands]
+    parts = "; ".join(f"{name} {value_name(v)}" for name, v in zip(names, op.operands))
+    return f"{word} {op.callee_name}{_dims_text(op)}({parts})"
 
 
 def _grad(op: core.GradOp) -> str:
@@ -224,10 +213,10 @@ _RHS: dict[type[Operation], Callable] = {
     core.ContractOp: _contract,
     core.ZerosLikeOp: _zeros_like,
     core.TreeOp: _tree,
-    core.FoldScanOp: _fold_scan,
-    core.FoldVjpOp: _fold_vjp,
-    core.FoldFwdOp: _fold_fwd,
-    core.FoldBwdOp: _fold_bwd,
+    core.FoldScanOp: _fold_sweep,
+    core.FoldVjpOp: _fold_sweep,
+    core.FoldFwdOp: _fold_sweep,
+    core.FoldBwdOp: _fold_sweep,
     core.GradOp: _grad,
     core.PowIOp: _powi,
     core.SoftmaxOp: _softmax,

@@ -133,9 +133,6 @@ def count(module: Operation) -> Counts:
 # A kernel as pseudo-code
 # --------------------------------------------------------------------------------------
 
-_SYMBOL = {K.AddOp: "+", K.SubOp: "-", K.MulOp: "*", K.DivOp: "/"}
-
-
 def _number(x: float) -> str:
     """A constant as the listing writes it: `2`, `0.5`, `-inf` (a max's start), `nan`."""
     if math.isfinite(x) and x == int(x) and abs(x) < 1e16:
@@ -210,9 +207,9 @@ class _KernelText:
                 self.expr[op.result] = f"{self.names[op.buffer]}[{index}]"
             elif isinstance(op, K.ConstantOp):
                 self.expr[op.result] = _number(op.number)
-            elif type(op) in _SYMBOL:
+            elif isinstance(op, K.BinaryOp) and op.SYMBOL:
                 a, b = (self.value(x) for x in op.operands)
-                self.bind(op.results[0], f"({a} {_SYMBOL[type(op)]} {b})", depth)
+                self.bind(op.results[0], f"({a} {op.SYMBOL} {b})", depth)
             elif isinstance(op, (K.MinOp, K.MaxOp)):
                 a, b = (self.value(x) for x in op.operands)
                 self.bind(op.results[0], f"{op.name.split('.')[1]}({a}, {b})", depth)

@@ -102,17 +102,15 @@ def _rhs(op: Operation, n: Names) -> str:
         return f"pow {op.exponent} {n[op.operand]}"
     if isinstance(op, R.HeavisideOp):
         return f"heaviside(at 0 = {format_float(op.at_zero_value)}) {n[op.operand]}"
-    if isinstance(op, R.UnaryOp):
+    if isinstance(op, (R.UnaryOp, R.ConvertOp)):
         return f"{_mnemonic(op)} {n[op.operand]}"
-    if isinstance(op, R.BinaryOp):
+    if isinstance(op, (R.BinaryOp, R.DotOp)):
         return f"{_mnemonic(op)} {n[op.lhs]}, {n[op.rhs]}"
     if isinstance(op, (R.ReduceOp, R.SoftmaxOp)):
         axis = op.axis_name.data if op.axis_name is not None else \
             (f"{op.axis_index}" if op.axis_index is not None else None)
         over = f" axis {axis}" if axis is not None else ""
         return f"{_mnemonic(op)}{over} {n[op.operand]}"
-    if isinstance(op, R.DotOp):
-        return f"dot {n[op.lhs]}, {n[op.rhs]}"
     if isinstance(op, R.ContractOp):
         lhs, rhs, perm = op.axes
         extra = f", perm {perm}" if perm is not None else ""
@@ -124,8 +122,6 @@ def _rhs(op: Operation, n: Names) -> str:
         return f"spread{mean} {n[op.operand]} like {n[op.like]} at {op.place_list}"
     if isinstance(op, R.BroadcastOp):
         return f"broadcast {n[op.operand]} at {op.place_list}"
-    if isinstance(op, R.ConvertOp):
-        return f"convert {n[op.operand]}"
     if isinstance(op, R.ConstantOp):
         return format_float(op.number)
     if isinstance(op, R.SliceOp):

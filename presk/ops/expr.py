@@ -19,32 +19,25 @@ from typing import Callable, Generic, TypeVar
 V = TypeVar("V")
 
 
+def _operator(fn: str) -> tuple[Callable[[Expr, object], Expr], Callable[[Expr, object], Expr]]:
+    """The two methods of a binary operator: `e ∘ o` and `o ∘ e`, o lifted to an Expr."""
+
+    def left(self: Expr, o: object) -> Expr:
+        return Apply(fn, (self, lift(o)))
+
+    def right(self: Expr, o: object) -> Expr:
+        return Apply(fn, (lift(o), self))
+
+    return left, right
+
+
 class Expr:
     """A node; `+ − × ÷`, unary minus and `** n` (n a natural) build `Apply`/`Powi`."""
 
-    def __add__(self, o: object) -> Expr:
-        return Apply("add", (self, lift(o)))
-
-    def __radd__(self, o: object) -> Expr:
-        return Apply("add", (lift(o), self))
-
-    def __sub__(self, o: object) -> Expr:
-        return Apply("sub", (self, lift(o)))
-
-    def __rsub__(self, o: object) -> Expr:
-        return Apply("sub", (lift(o), self))
-
-    def __mul__(self, o: object) -> Expr:
-        return Apply("mul", (self, lift(o)))
-
-    def __rmul__(self, o: object) -> Expr:
-        return Apply("mul", (lift(o), self))
-
-    def __truediv__(self, o: object) -> Expr:
-        return Apply("div", (self, lift(o)))
-
-    def __rtruediv__(self, o: object) -> Expr:
-        return Apply("div", (lift(o), self))
+    __add__, __radd__ = _operator("add")
+    __sub__, __rsub__ = _operator("sub")
+    __mul__, __rmul__ = _operator("mul")
+    __truediv__, __rtruediv__ = _operator("div")
 
     def __neg__(self) -> Expr:
         return Apply("neg", (self,))

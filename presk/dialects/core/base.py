@@ -9,10 +9,15 @@ from collections.abc import Callable, Mapping, Sequence
 
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import operand_def, result_def, traits_def
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import SiteOp, op_definition, site_of as common_site_of
+from presk.dialects.common import (OneOperandOp, SiteOp, TwoOperandOp, op_definition,
+    site_of as common_site_of)
 from presk.shapes import ShapeError, Size
+
+from .types import TensorAttr
 
 
 def _dims_attr(dims: Mapping[str, Size]) -> DictionaryAttr | None:
@@ -82,3 +87,24 @@ class CoreOp(SiteOp, ABC):
     @classmethod
     def site_of(cls, op: Operation) -> str:
         return site_of(op)
+
+
+class OneTensorOp(CoreOp, OneOperandOp, ABC):
+    """A pure op from one tensor (`operand`) to one (`result`): the element-wise
+    functions of one operand, reductions, softmax, broadcast, sum_to."""
+
+    operand = operand_def(TensorAttr)
+    result = result_def(TensorAttr)
+
+    traits = traits_def(Pure())
+
+
+class TwoTensorOp(CoreOp, TwoOperandOp, ABC):
+    """A pure op from two tensors (`lhs`, `rhs`) to one (`result`): the element-wise
+    functions of two operands, dot and contract."""
+
+    lhs = operand_def(TensorAttr)
+    rhs = operand_def(TensorAttr)
+    result = result_def(TensorAttr)
+
+    traits = traits_def(Pure())

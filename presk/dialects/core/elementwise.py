@@ -10,14 +10,13 @@ from abc import ABC
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import IRDLOperation, attr_def, operand_def, result_def, traits_def
-from xdsl.traits import Pure
+from xdsl.irdl import attr_def
 from xdsl.utils.exceptions import VerifyException
 
 from presk import shapes
-from presk.dialects.common import function_ops, site_attrs
+from presk.dialects.common import function_ops
 
-from .base import CoreOp, _infer, _value_type, core_op
+from .base import CoreOp, OneTensorOp, TwoTensorOp, _infer, _value_type, core_op
 from .types import TensorAttr, type_conforms, type_text
 
 
@@ -25,21 +24,12 @@ from .types import TensorAttr, type_conforms, type_text
 # --------------------------------------------------------------------------------------
 
 
-class UnaryOp(CoreOp, ABC):
+class UnaryOp(OneTensorOp, ABC):
     """An element-wise function of one tensor: the result has the operand's type."""
 
-    operand = operand_def(TensorAttr)
-    result = result_def(TensorAttr)
-
-    traits = traits_def(Pure())
-
-    def __init__(self, operand: SSAValue | Operation, *, site: str, name: str | None = None):
-        self._init_unary(operand, site_attrs(site, name))
-
-    def _init_unary(self, operand: SSAValue | Operation, attrs: dict[str, Attribute]) -> None:
-        IRDLOperation.__init__(
-            self, operands=[operand], result_types=[_value_type(operand)], attributes=attrs
-        )
+    def __init__(self, operand: SSAValue | Operation, *, site: str, name: str | None = None,
+                 **attrs: Attribute | None):
+        super().__init__(operand, _value_type(operand), site=site, name=name, **attrs)
 
     def verify_(self) -> None:
         super().verify_()
@@ -50,14 +40,8 @@ class UnaryOp(CoreOp, ABC):
             )
 
 
-class BinaryOp(CoreOp, ABC):
+class BinaryOp(TwoTensorOp, ABC):
     """An element-wise op of two tensors that broadcast against each other."""
-
-    lhs = operand_def(TensorAttr)
-    rhs = operand_def(TensorAttr)
-    result = result_def(TensorAttr)
-
-    traits = traits_def(Pure())
 
     def __init__(
         self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, *, site: str,
@@ -65,9 +49,7 @@ class BinaryOp(CoreOp, ABC):
     ):
         if result_type is None:
             result_type = _infer(site, lambda: self.infer(_value_type(lhs), _value_type(rhs)))
-        super().__init__(
-            operands=[lhs, rhs], result_types=[result_type], attributes=site_attrs(site, name)
-        )
+        super().__init__(lhs, rhs, result_type, site=site, name=name)
 
     @classmethod
     def infer(cls, lhs: Attribute, rhs: Attribute) -> TensorAttr:
@@ -86,7 +68,7 @@ class BinaryOp(CoreOp, ABC):
 
 @core_op
 class PowIOp(UnaryOp):
-    """`x ^ n` for a natural `n`: `psk_core.powi %x {n = 2 : i64, …}`."""
+    """`%r = psk_core.powi %x {n = 2 : i64, site = "loss/%6"} : T`: `x ^ n` for a natural `n`."""
 
     name = "psk_core.powi"
 
@@ -95,7 +77,7 @@ class PowIOp(UnaryOp):
     def __init__(
         self, operand: SSAValue | Operation, n: int, *, site: str, name: str | None = None
     ):
-        self._init_unary(operand, site_attrs(site, name, n=IntegerAttr(n, i64)))
+        super().__init__(operand, site=site, name=name, n=IntegerAttr(n, i64))
 
     def verify_(self) -> None:
         super().verify_()
@@ -105,8 +87,9 @@ class PowIOp(UnaryOp):
 
 @core_op
 class HeavisideOp(UnaryOp):
-    """1 where the operand is positive, 0 where it is negative, `at_zero` at 0: the
-    derivatives of relu, abs, minimum and maximum, with their documented subgradients."""
+    """`%r = psk_core.heaviside %x {at_zero = 5.000000e-01 : f64, site = "f/%3"} : T`: 1 where
+    the operand is positive, 0 where it is negative, `at_zero` at 0 (the derivatives of
+    relu, abs, minimum and maximum, with their documented subgradients)."""
 
     name = "psk_core.heaviside"
 
@@ -116,7 +99,7 @@ class HeavisideOp(UnaryOp):
         self, operand: SSAValue | Operation, at_zero: float, *, site: str,
         name: str | None = None,
     ):
-        self._init_unary(operand, site_attrs(site, name, at_zero=FloatAttr(at_zero, f64)))
+        super().__init__(operand, site=site, name=name, at_zero=FloatAttr(at_zero, f64))
 
     @property
     def at_zero_value(self) -> float:

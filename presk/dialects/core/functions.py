@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr,
     StringAttr, SymbolRefAttr, TupleType, UnitAttr, i64)
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (IRDLOperation, attr_def, operand_def, opt_attr_def, region_def,
     result_def, traits_def, var_operand_def)
 from xdsl.parser import Parser
@@ -19,7 +19,7 @@ from xdsl.traits import (CallableOpInterface, HasParent, IsTerminator, IsolatedF
     ReturnLike, SymbolOpInterface)
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import parse_func_like, print_func_tail, site_attrs, size_value
+from presk.dialects.common import NamedArguments, parse_func_like, print_func_tail, site_attrs, size_value
 from presk.shapes import ShapeError, Size
 
 from .base import CoreOp, _dims_attr, _infer, _names_attr, _value_type, core_op
@@ -57,7 +57,7 @@ class _FuncCallable(CallableOpInterface):
 
 
 @core_op
-class FuncOp(IRDLOperation):
+class FuncOp(NamedArguments, IRDLOperation):
     """A function, polymorphic in `dims`; its block arguments are its arguments.
 
     psk_core.func @Linear.apply(%0 : !psk_core.params<Linear{In, Out}>, %1 : …) -> …
@@ -92,14 +92,6 @@ class FuncOp(IRDLOperation):
     @property
     def dim_names(self) -> tuple[str, ...]:
         return tuple(d.data for d in self.dims) if self.dims is not None else ()
-
-    @property
-    def arg_name_list(self) -> tuple[str, ...]:
-        return tuple(n.data for n in self.arg_names)
-
-    @property
-    def args(self) -> tuple[BlockArgument, ...]:
-        return self.body.block.args
 
     @property
     def result_type(self) -> Attribute:
@@ -230,6 +222,14 @@ class _CallLike(CoreOp, ABC):
         """The callee's dims at this call, in the order the attribute lists them."""
         return {k: size_value(v) for k, v in self.dims.data.items()} if self.dims else {}
 
+    @staticmethod
+    def call_attrs(callee: FuncOp | str, dims: Mapping[str, Size] | None, *, site: str,
+                   name: str | None, **more: Attribute | None) -> dict[str, Attribute]:
+        """The attributes of a call-like op: its site and name, `callee`, the callee's
+        `dims` in its order, and `more` (those not None)."""
+        return site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
+                          dims=_dims_attr(_ordered_dims(callee, dims or {})), **more)
+
 
 def _callee_name(callee: FuncOp | str) -> str:
     return callee.sym_name.data if isinstance(callee, FuncOp) else callee
@@ -265,9 +265,7 @@ class CallOp(_CallLike):
             result_type = _infer(site, lambda: call_result_type(callee, types, dims))
         super().__init__(
             operands=[list(args)], result_types=[result_type],
-            attributes=site_attrs(
-                site, name, callee=SymbolRefAttr(_callee_name(callee)), dims=_dims_attr(dims)
-            ),
+            attributes=self.call_attrs(callee, dims, site=site, name=name),
         )
 
     def verify_(self) -> None:
@@ -305,8 +303,8 @@ class FoldOp(_CallLike):
             _infer(site, lambda: fold_result_type(callee, params, _value_type(acc), dims))
         super().__init__(
             operands=[stacked, acc], result_types=[_value_type(acc)],
-            attributes=site_attrs(
-                site, name, callee=SymbolRefAttr(_callee_name(callee)), dims=_dims_attr(dims),
+            attributes=self.call_attrs(
+                callee, dims, site=site, name=name,
                 count=IntegerAttr(count, i64) if isinstance(count, int) else StringAttr(count),
             ),
         )
@@ -344,6 +342,15 @@ def _count_of(stacked: Attribute) -> int:
     return count
 
 
+def _check_per_step(op: _CallLike, values: TupleType, extra: int, what: str) -> None:
+    """A fold op's tuple of one value per step of its stacked operand (and `extra` more),
+    and its callee's existence; `what` says what the tuple holds, `{}` its length."""
+    count = _count_of(op.stacked.type)  # type: ignore[attr-defined]
+    if len(values.types) != count + extra:
+        raise VerifyException(f"a fold of {count} steps " + what.format(count + extra))
+    lookup_function(op, op.callee_name)
+
+
 @core_op
 class FoldScanOp(_CallLike):
     """A fold that keeps every accumulator: the tuple (x₀, x₁, …, xₙ), x₀ the initial one
@@ -362,8 +369,7 @@ class FoldScanOp(_CallLike):
         count = _count_of(_value_type(stacked))
         super().__init__(
             operands=[stacked, acc], result_types=[TupleType([_value_type(acc)] * (count + 1))],
-            attributes=site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
-                                   dims=_dims_attr(_ordered_dims(callee, dims or {}))),
+            attributes=self.call_attrs(callee, dims, site=site, name=name),
         )
 
     def verify_(self) -> None:
@@ -397,16 +403,12 @@ class FoldVjpOp(_CallLike):
         super().__init__(
             operands=[stacked, carries, cotangent],
             result_types=[TupleType([_value_type(stacked), acc])],
-            attributes=site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
-                                   dims=_dims_attr(_ordered_dims(callee, dims or {}))),
+            attributes=self.call_attrs(callee, dims, site=site, name=name),
         )
 
     def verify_(self) -> None:
         super().verify_()
-        count = _count_of(self.stacked.type)
-        if len(self.carries.type.types) != count + 1:
-            raise VerifyException(f"a fold of {count} steps keeps {count + 1} accumulators")
-        lookup_function(self, self.callee_name)
+        _check_per_step(self, self.carries.type, 1, "keeps {} accumulators")
 
 
 @core_op
@@ -429,16 +431,12 @@ class FoldFwdOp(_CallLike):
         step = callee.function_type.outputs.data[0]
         super().__init__(
             operands=[stacked, acc], result_types=[TupleType([step] * count)],
-            attributes=site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
-                                   dims=_dims_attr(_ordered_dims(callee, dims or {}))),
+            attributes=self.call_attrs(callee, dims, site=site, name=name),
         )
 
     def verify_(self) -> None:
         super().verify_()
-        count = _count_of(self.stacked.type)
-        if len(self.result.type.types) != count:
-            raise VerifyException(f"a fold of {count} steps has {count} step results")
-        lookup_function(self, self.callee_name)
+        _check_per_step(self, self.result.type, 0, "has {} step results")
 
 
 @core_op
@@ -462,16 +460,12 @@ class FoldBwdOp(_CallLike):
         super().__init__(
             operands=[stacked, steps, cotangent],
             result_types=[TupleType([_value_type(stacked), _value_type(cotangent)])],
-            attributes=site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
-                                   dims=_dims_attr(_ordered_dims(callee, dims or {}))),
+            attributes=self.call_attrs(callee, dims, site=site, name=name),
         )
 
     def verify_(self) -> None:
         super().verify_()
-        count = _count_of(self.stacked.type)
-        if len(self.steps.type.types) != count:
-            raise VerifyException(f"a fold of {count} steps has {count} step results")
-        lookup_function(self, self.callee_name)
+        _check_per_step(self, self.steps.type, 0, "has {} step results")
 
 
 @core_op
@@ -492,9 +486,8 @@ class GradOp(_CallLike):
     ):
         super().__init__(
             operands=[list(args)], result_types=[result_type],
-            attributes=site_attrs(site, name, callee=SymbolRefAttr(_callee_name(callee)),
-                                   dims=_dims_attr(_ordered_dims(callee, dims or {})),
-                                   value=UnitAttr() if value else None),
+            attributes=self.call_attrs(callee, dims, site=site, name=name,
+                                      value=UnitAttr() if value else None),
         )
 
     def verify_(self) -> None:

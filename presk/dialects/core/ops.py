@@ -15,10 +15,10 @@ from xdsl.irdl import (attr_def, operand_def, opt_attr_def, result_def, traits_d
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import site_attrs
+from presk.dialects.common import NamedOp, named_ops, site_attrs
 from presk import shapes
 
-from .base import CoreOp, _infer, _int_list, _ints, _value_type, core_op
+from .base import CoreOp, OneTensorOp, TwoTensorOp, _infer, _int_list, _ints, _value_type, core_op
 from .elementwise import BinaryOp, UnaryOp
 from .modules import field_type, lookup_module
 from .types import ParamsAttr, TensorAttr, type_conforms, type_text
@@ -29,25 +29,18 @@ from .types import ParamsAttr, TensorAttr, type_conforms, type_text
 # --------------------------------------------------------------------------------------
 
 
-class ReduceOp(CoreOp, ABC):
+class ReduceOp(OneTensorOp, ABC):
     """A reduction over the axis named `axis`, or over every axis when it is absent."""
 
-    operand = operand_def(TensorAttr)
-    result = result_def(TensorAttr)
     axis = opt_attr_def(StringAttr)
-
-    traits = traits_def(Pure())
 
     def __init__(
         self, operand: SSAValue | Operation, axis: str | None = None, *, site: str,
         name: str | None = None,
     ):
         result = _infer(site, lambda: self.infer(_value_type(operand), axis))
-        axis_attr = StringAttr(axis) if axis is not None else None
-        super().__init__(
-            operands=[operand], result_types=[result],
-            attributes=site_attrs(site, name, axis=axis_attr),
-        )
+        super().__init__(operand, result, site=site, name=name,
+                         axis=StringAttr(axis) if axis is not None else None)
 
     @property
     def axis_name(self) -> str | None:
@@ -69,39 +62,15 @@ class ReduceOp(CoreOp, ABC):
             )
 
 
-@core_op
-class SumOp(ReduceOp):
-    """`%r = psk_core.sum %x {axis = "model", site = "f/%2"} : (!psk_core.tensor<batch: B, model: D>) -> !psk_core.tensor<batch: B>`: Σ over the axis (every axis without one)."""
-
-    name = "psk_core.sum"
-
-
-@core_op
-class MeanOp(ReduceOp):
-    """`%r = psk_core.mean %x {site = "loss/%7"} : (!psk_core.tensor<batch: B>) -> !psk_core.tensor<>`: the sum over the axis divided by its size."""
-
-    name = "psk_core.mean"
-
-
-@core_op
-class MaxOp(ReduceOp):
-    """`%r = psk_core.max %x {axis = "batch", site = "f/%3"} : (!psk_core.tensor<batch: B, model: D>) -> !psk_core.tensor<model: D>`: the largest element (NaN propagating)."""
-
-    name = "psk_core.max"
-
-
-@core_op
-class MinOp(ReduceOp):
-    """`%r = psk_core.min %x {site = "f/%4"} : (!psk_core.tensor<model: D>) -> !psk_core.tensor<>`: the smallest element (NaN propagating)."""
-
-    name = "psk_core.min"
-
-
-@core_op
-class LogSumExpOp(ReduceOp):
-    """`%r = psk_core.logsumexp %x {axis = "model", site = "f/%2"} : (!psk_core.tensor<batch: B, model: D>) -> !psk_core.tensor<batch: B>`: log Σ exp, shifted by the max."""
-
-    name = "psk_core.logsumexp"
+REDUCTIONS: dict[str, type[ReduceOp]] = named_ops(ReduceOp, core_op, __name__, [
+    NamedOp("SumOp", "psk_core.sum", """`%r = psk_core.sum %x {axis = "model", site = "f/%2"} : (!psk_core.tensor<batch: B, model: D>) -> !psk_core.tensor<batch: B>`: Σ over the axis (every axis without one)."""),
+    NamedOp("MeanOp", "psk_core.mean", """`%r = psk_core.mean %x {site = "loss/%7"} : (!psk_core.tensor<batch: B>) -> !psk_core.tensor<>`: the sum over the axis divided by its size."""),
+    NamedOp("MaxOp", "psk_core.max", """`%r = psk_core.max %x {axis = "batch", site = "f/%3"} : (!psk_core.tensor<batch: B, model: D>) -> !psk_core.tensor<model: D>`: the largest element (NaN propagating)."""),
+    NamedOp("MinOp", "psk_core.min", """`%r = psk_core.min %x {site = "f/%4"} : (!psk_core.tensor<model: D>) -> !psk_core.tensor<>`: the smallest element (NaN propagating)."""),
+    NamedOp("LogSumExpOp", "psk_core.logsumexp", """`%r = psk_core.logsumexp %x {axis = "model", site = "f/%2"} : (!psk_core.tensor<batch: B, model: D>) -> !psk_core.tensor<batch: B>`: log Σ exp, shifted by the max."""),
+])
+"""The reductions, which differ in their name only (and in what they compute)."""
+SumOp, MeanOp, MaxOp, MinOp, LogSumExpOp = REDUCTIONS.values()
 
 
 @core_op
@@ -115,7 +84,7 @@ class SoftmaxOp(UnaryOp):
     def __init__(
         self, operand: SSAValue | Operation, axis: str, *, site: str, name: str | None = None
     ):
-        self._init_unary(operand, site_attrs(site, name, axis=StringAttr(axis)))
+        super().__init__(operand, site=site, name=name, axis=StringAttr(axis))
 
     def verify_(self) -> None:
         super().verify_()
@@ -135,23 +104,10 @@ class DotOp(BinaryOp):
 
 
 @core_op
-class BroadcastOp(CoreOp):
-    """Broadcast or align a value to the result type, which it must broadcast to."""
+class BroadcastOp(OneTensorOp):
+    """`%r = psk_core.broadcast %x {site = "f/%4"} : (!psk_core.tensor<model: D>) -> !psk_core.tensor<batch: B, model: D>`: the value broadcast or aligned to the result type, which it must broadcast to."""
 
     name = "psk_core.broadcast"
-
-    operand = operand_def(TensorAttr)
-    result = result_def(TensorAttr)
-
-    traits = traits_def(Pure())
-
-    def __init__(
-        self, operand: SSAValue | Operation, result_type: TensorAttr, *, site: str,
-        name: str | None = None,
-    ):
-        super().__init__(
-            operands=[operand], result_types=[result_type], attributes=site_attrs(site, name)
-        )
 
     def verify_(self) -> None:
         super().verify_()
@@ -298,28 +254,21 @@ class GetOp(CoreOp):
 
 
 @core_op
-class SumToOp(CoreOp):
+class SumToOp(OneTensorOp):
     """Sum away every axis but `keep` (explicit axes, by index) and the prefix unless
     `keep_prefix`: a cotangent brought back to the shape of an operand it broadcast from."""
 
     name = "psk_core.sum_to"
 
-    operand = operand_def(TensorAttr)
-    result = result_def(TensorAttr)
     keep = attr_def(ArrayAttr)
     keep_prefix = opt_attr_def(UnitAttr)
-
-    traits = traits_def(Pure())
 
     def __init__(
         self, operand: SSAValue | Operation, keep: Sequence[int], keep_prefix: bool,
         result_type: TensorAttr, *, site: str, name: str | None = None,
     ):
-        super().__init__(
-            operands=[operand], result_types=[result_type],
-            attributes=site_attrs(site, name, keep=_ints(keep),
-                                   keep_prefix=UnitAttr() if keep_prefix else None),
-        )
+        super().__init__(operand, result_type, site=site, name=name, keep=_ints(keep),
+                         keep_prefix=UnitAttr() if keep_prefix else None)
 
     @property
     def kept(self) -> list[int]:
@@ -371,20 +320,15 @@ class SpreadOp(CoreOp):
 
 
 @core_op
-class ContractOp(CoreOp):
+class ContractOp(TwoTensorOp):
     """A general contraction (the cotangents of `dot`): the lhs's explicit axes `lhs_axes`
     with the rhs's `rhs_axes`, and the two prefixes when `prefix` is set."""
 
     name = "psk_core.contract"
 
-    lhs = operand_def(TensorAttr)
-    rhs = operand_def(TensorAttr)
-    result = result_def(TensorAttr)
     lhs_axes = attr_def(ArrayAttr)
     rhs_axes = attr_def(ArrayAttr)
     prefix = opt_attr_def(UnitAttr)
-
-    traits = traits_def(Pure())
 
     def __init__(
         self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, lhs_axes: Sequence[int],
@@ -395,11 +339,8 @@ class ContractOp(CoreOp):
             result_type = _infer(site, lambda: TensorAttr.from_shape(shapes.contract_axes(
                 _value_type(lhs).shape, _value_type(rhs).shape, list(lhs_axes),  # type: ignore[attr-defined]
                 list(rhs_axes), prefix)))
-        super().__init__(
-            operands=[lhs, rhs], result_types=[result_type],
-            attributes=site_attrs(site, name, lhs_axes=_ints(lhs_axes), rhs_axes=_ints(rhs_axes),
-                                   prefix=UnitAttr() if prefix else None),
-        )
+        super().__init__(lhs, rhs, result_type, site=site, name=name, lhs_axes=_ints(lhs_axes),
+                         rhs_axes=_ints(rhs_axes), prefix=UnitAttr() if prefix else None)
 
     @property
     def axes(self) -> tuple[list[int], list[int], bool]:

@@ -8,14 +8,15 @@ from abc import ABC
 from collections.abc import Sequence
 from typing import TypeVar
 
-from xdsl.dialects.builtin import FunctionType, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import FunctionType, IntAttr, IntegerAttr, StringAttr
 from xdsl.ir import Attribute, Block, BlockArgument, Operation
 from xdsl.irdl import IRDLOperation, attr_def, region_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import SiteErrorsOp, op_definition, parse_func_like, print_func_tail
+from presk.dialects.common import (SiteErrorsOp, op_definition, parse_func_like, print_func_tail,
+    print_op_attrs)
 
 from .types import BufferType
 
@@ -53,6 +54,34 @@ class KernelBaseOp(SiteErrorsOp, ABC):
         return site_of(op)
 
 
+class RangeOp(KernelBaseOp, ABC):
+    """A loop over [lower, upper) step 1, written `%i = lower to upper` (a `for` in a
+    kernel, a `fold` in a host)."""
+
+    lower = attr_def(IntAttr)
+    upper = attr_def(IntAttr)
+
+    def _verify_range(self, what: str) -> None:
+        if self.upper.data < self.lower.data:
+            raise VerifyException(f"the {what}'s bounds {self.lower.data}..{self.upper.data} "
+                                  "decrease")
+
+    def _print_range(self, printer: Printer, index: BlockArgument) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(index)
+        printer.print_string(f" = {self.lower.data} to {self.upper.data}")
+
+    @staticmethod
+    def _parse_range(parser: Parser) -> tuple[Parser.UnresolvedArgument, dict[str, Attribute]]:
+        """`%i = lower to upper`: the index and the bounds' attributes."""
+        index = parser.parse_argument(expect_type=False)
+        parser.parse_punctuation("=")
+        lower = parser.parse_integer(allow_boolean=False)
+        parser.parse_keyword("to")
+        upper = parser.parse_integer(allow_boolean=False)
+        return index, {"lower": IntAttr(lower), "upper": IntAttr(upper)}
+
+
 def _enclosing(op: Operation, kind: type[_OpT]) -> _OpT | None:
     current = op.parent_op()
     while current is not None and not isinstance(current, kind):
@@ -63,6 +92,27 @@ def _enclosing(op: Operation, kind: type[_OpT]) -> _OpT | None:
 # --------------------------------------------------------------------------------------
 # What a kernel and a host share
 # --------------------------------------------------------------------------------------
+
+
+def print_attrs_and_types(printer: Printer, op: Operation, *types: Attribute,
+                          reserved: Sequence[str] = ()) -> None:
+    """An op's ` {attrs} : A -> B` tail: its attributes but the `reserved` ones (sorted,
+    raw UTF-8), then its types joined by ` -> `."""
+    print_op_attrs(printer, op.attributes, reserved)
+    printer.print_string(" : ")
+    printer.print_list(types, printer.print_attribute, " -> ")
+
+
+def parse_attrs_and_types(parser: Parser, count: int) -> tuple[dict[str, Attribute],
+                                                                 list[Attribute]]:
+    """What `print_attrs_and_types` prints: the attributes, `:` and `count` types."""
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    types = [parser.parse_type()]
+    while len(types) < count:
+        parser.parse_punctuation("->")
+        types.append(parser.parse_type())
+    return attrs, types
 
 
 def _print_signature_args(printer: Printer, args: Sequence[BlockArgument]) -> None:

@@ -21,7 +21,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from presk.dialects.common import print_op_attrs, site_attrs
 
-from .base import KernelBaseOp, _BufferFunction, _enclosing, kernel_op
+from .base import (KernelBaseOp, RangeOp, _BufferFunction, _enclosing, kernel_op, parse_attrs_and_types,
+    print_attrs_and_types)
 from .loops import KERNEL_BODY_OPS, KernelOp
 from .types import BufferType, fits
 
@@ -145,15 +146,12 @@ class AllocOp(HostBodyOp):
         super().__init__(result_types=[t], attributes=site_attrs(site, name or None))
 
     def print(self, printer: Printer) -> None:
-        print_op_attrs(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+        print_attrs_and_types(printer, self, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> AllocOp:
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        return cls.create(result_types=[parser.parse_type()], attributes=attrs)
+        attrs, types = parse_attrs_and_types(parser, 1)
+        return cls.create(result_types=types, attributes=attrs)
 
 
 class _SourceToDest(HostBodyOp, ABC):
@@ -171,22 +169,14 @@ class _SourceToDest(HostBodyOp, ABC):
         printer.print_operand(self.source)
         printer.print_string(" to ")
         printer.print_operand(self.dest)
-        print_op_attrs(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.dest.type)
+        print_attrs_and_types(printer, self, self.source.type, self.dest.type)
 
     @classmethod
     def parse(cls, parser: Parser):
         source = parser.parse_unresolved_operand()
         parser.parse_keyword("to")
         dest = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        a = parser.parse_type()
-        parser.parse_punctuation("->")
-        b = parser.parse_type()
+        attrs, (a, b) = parse_attrs_and_types(parser, 2)
         return cls.create(operands=[parser.resolve_operand(source, a),
                                     parser.resolve_operand(dest, b)], attributes=attrs)
 
@@ -246,16 +236,12 @@ class FillOp(HostBodyOp):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.dest)
-        print_op_attrs(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.dest.type)
+        print_attrs_and_types(printer, self, self.dest.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> FillOp:
         dest = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
+        attrs, (t,) = parse_attrs_and_types(parser, 1)
         return cls.create(operands=[parser.resolve_operand(dest, t)], attributes=attrs)
 
 
@@ -300,11 +286,8 @@ class AtOp(HostBodyOp):
                 printer.print_operand(self.dynamic[0])
             else:
                 printer.print_string(str(self.index.data))  # type: ignore[union-attr]
-        print_op_attrs(printer, self.attributes, reserved=("index",))
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_attrs_and_types(printer, self, self.source.type, self.result.type,
+                              reserved=("index",))
 
     @classmethod
     def parse(cls, parser: Parser) -> AtOp:
@@ -313,11 +296,7 @@ class AtOp(HostBodyOp):
         literal = parser.parse_optional_integer(allow_boolean=False, allow_negative=False)
         dynamic = None if literal is not None else parser.parse_unresolved_operand()
         parser.parse_punctuation("]")
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        a = parser.parse_type()
-        parser.parse_punctuation("->")
-        b = parser.parse_type()
+        attrs, (a, b) = parse_attrs_and_types(parser, 2)
         operands = [parser.resolve_operand(source, a)]
         if dynamic is not None:
             operands.append(parser.resolve_operand(dynamic, IndexType()))
@@ -436,7 +415,7 @@ class CallOp(_CallLike):
 
 
 @kernel_op
-class FoldOp(HostBodyOp):
+class FoldOp(HostBodyOp, RangeOp):
     """A fold's iterations [lower, upper) as a loop:
 
         %r = psk_kernel.fold %l = 1 to 3, %acc = %x0, %dst in (%s0, %s1) {site = …} : !… {
@@ -450,8 +429,6 @@ class FoldOp(HostBodyOp):
 
     name = "psk_kernel.fold"
 
-    lower = attr_def(IntAttr)
-    upper = attr_def(IntAttr)
     init = operand_def(BufferType)
     scratch0 = operand_def(BufferType)
     scratch1 = operand_def(BufferType)
@@ -491,14 +468,11 @@ class FoldOp(HostBodyOp):
         if not (self.scratch0.type == self.scratch1.type == self.result.type == t):
             raise VerifyException("the accumulator, the scratch buffers and the result have "
                                   "one type")
-        if self.upper.data < self.lower.data:
-            raise VerifyException(f"the fold's bounds {self.lower.data}..{self.upper.data} "
-                                  "decrease")
+        self._verify_range("fold")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.index)
-        printer.print_string(f" = {self.lower.data} to {self.upper.data}, ")
+        self._print_range(printer, self.index)
+        printer.print_string(", ")
         printer.print_ssa_value(self.acc)
         printer.print_string(" = ")
         printer.print_operand(self.init)
@@ -509,19 +483,13 @@ class FoldOp(HostBodyOp):
         printer.print_string(", ")
         printer.print_operand(self.scratch1)
         printer.print_string(")")
-        print_op_attrs(printer, self.attributes, reserved=("lower", "upper"))
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+        print_attrs_and_types(printer, self, self.result.type, reserved=("lower", "upper"))
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
 
     @classmethod
     def parse(cls, parser: Parser) -> FoldOp:
-        index = parser.parse_argument(expect_type=False)
-        parser.parse_punctuation("=")
-        lower = parser.parse_integer(allow_boolean=False)
-        parser.parse_keyword("to")
-        upper = parser.parse_integer(allow_boolean=False)
+        index, bounds = cls._parse_range(parser)
         parser.parse_punctuation(",")
         acc = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
@@ -534,15 +502,13 @@ class FoldOp(HostBodyOp):
         parser.parse_punctuation(",")
         s1 = parser.parse_unresolved_operand()
         parser.parse_punctuation(")")
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
+        attrs, (t,) = parse_attrs_and_types(parser, 1)
         region = parser.parse_region([index.resolve(IndexType()), acc.resolve(t), dest.resolve(t)])
         return cls.create(
             operands=[parser.resolve_operand(init, t), parser.resolve_operand(s0, t),
                       parser.resolve_operand(s1, t)],
             result_types=[t],
-            attributes={"lower": IntAttr(lower), "upper": IntAttr(upper)} | attrs,
+            attributes=bounds | attrs,
             regions=[region])
 
 

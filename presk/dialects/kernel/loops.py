@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (ArrayAttr, FunctionType, IndexType, IntAttr, IntegerAttr,
     StringAttr, SymbolRefAttr, i64)
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.irdl import (attr_def, operand_def, opt_attr_def, region_def, result_def,
     traits_def, var_operand_def, var_result_def)
 from xdsl.parser import Parser
@@ -19,7 +19,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from presk.dialects.common import print_op_attrs
 
-from .base import KernelBaseOp, _BufferFunction, kernel_op
+from .base import (KernelBaseOp, RangeOp, _BufferFunction, kernel_op, parse_attrs_and_types,
+    print_attrs_and_types)
 from .scalar import (AddOp, CastOp, ConstantOp, DivOp, MathOp, MaxOp, MinOp, MulOp, NegOp,
     SubOp)
 from .types import BufferType, LayoutAttr, _is_scalar_float, type_name
@@ -81,15 +82,13 @@ class KernelOp(_BufferFunction):
 
 
 @kernel_op
-class ForOp(KernelBaseOp):
+class ForOp(RangeOp):
     """`%s = psk_kernel.for %i = 0 to 4 iter(%a = %init) -> (f32) { … psk_kernel.yield %n
     : f32 }`: a loop over [lower, upper) step 1; with loop-carried scalars it runs in
     order, without them its iterations are independent."""
 
     name = "psk_kernel.for"
 
-    lower = attr_def(IntAttr)
-    upper = attr_def(IntAttr)
     inits = var_operand_def()
     res = var_result_def()
     body = region_def("single_block")
@@ -132,14 +131,10 @@ class ForOp(KernelBaseOp):
             raise VerifyException("the body ends with psk_kernel.yield")
         if [v.type for v in last.values] != types:
             raise VerifyException("the yield gives the loop-carried values' types")
-        if self.upper.data < self.lower.data:
-            raise VerifyException(f"the loop's bounds {self.lower.data}..{self.upper.data} "
-                                  "decrease")
+        self._verify_range("loop")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.induction)
-        printer.print_string(f" = {self.lower.data} to {self.upper.data}")
+        self._print_range(printer, self.induction)
         if self.inits:
             printer.print_string(" iter(")
             printer.print_list(zip(self.carried, self.inits), lambda p: (
@@ -154,11 +149,7 @@ class ForOp(KernelBaseOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ForOp:
-        index = parser.parse_argument(expect_type=False)
-        parser.parse_punctuation("=")
-        lower = parser.parse_integer(allow_boolean=False)
-        parser.parse_keyword("to")
-        upper = parser.parse_integer(allow_boolean=False)
+        index, bounds = cls._parse_range(parser)
         carried, operands, types = [], [], []
         if parser.parse_optional_keyword("iter") is not None:
             def one():
@@ -176,7 +167,7 @@ class ForOp(KernelBaseOp):
         block_args = [index.resolve(IndexType())] + [a.resolve(t) for a, t in zip(carried, types)]
         region = parser.parse_region(block_args)
         op = cls.create(operands=operands, result_types=types,
-                        attributes={"lower": IntAttr(lower), "upper": IntAttr(upper)} | attrs,
+                        attributes=bounds | attrs,
                         regions=[region])
         return op
 
@@ -225,7 +216,10 @@ def _parse_indexed(parser: Parser):
     return buffer, indices
 
 
-def _verify_indices(buffer: SSAValue, indices: Sequence[SSAValue]) -> BufferType:
+def _verify_access(buffer: SSAValue, indices: Sequence[SSAValue], value: Attribute,
+                   what: str) -> None:
+    """A load's or store's buffer and indices, and its value, which is in the buffer's
+    compute type (`what` the buffer does with it)."""
     t = buffer.type
     if not isinstance(t, BufferType):
         raise VerifyException(f"{type_name(t)} is not a buffer")
@@ -234,7 +228,9 @@ def _verify_indices(buffer: SSAValue, indices: Sequence[SSAValue]) -> BufferType
     for i in indices:
         if not isinstance(i.type, IndexType):
             raise VerifyException(f"an index is an index, not {type_name(i.type)}")
-    return t
+    if value != t.compute:
+        raise VerifyException(f"a {type_name(t.element)} {what} {type_name(t.compute)}, not "
+                              f"{type_name(value)}")
 
 
 @kernel_op
@@ -256,29 +252,18 @@ class LoadOp(KernelBaseOp):
         super().__init__(operands=[buffer, list(indices)], result_types=[t.compute])
 
     def verify_(self) -> None:
-        t = _verify_indices(self.buffer, self.indices)
-        if self.result.type != t.compute:
-            raise VerifyException(f"a {type_name(t.element)} element loads as "
-                                  f"{type_name(t.compute)}, not {type_name(self.result.type)}")
+        _verify_access(self.buffer, self.indices, self.result.type, "element loads as")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         _print_indices(printer, self.buffer, self.indices)
-        print_op_attrs(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.buffer.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_attrs_and_types(printer, self, self.buffer.type, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> LoadOp:
         buffer, indices = _parse_indexed(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
         pos = parser.pos
-        buffer_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        result = parser.parse_type()
+        attrs, (buffer_type, result) = parse_attrs_and_types(parser, 2)
         buf = parser.resolve_operand(buffer, buffer_type)
         idx = parser.resolve_operands(indices, [IndexType()] * len(indices), pos)
         return cls.create(operands=[buf, *idx], result_types=[result], attributes=attrs)
@@ -300,19 +285,14 @@ class StoreOp(KernelBaseOp):
         super().__init__(operands=[value, buffer, list(indices)])
 
     def verify_(self) -> None:
-        t = _verify_indices(self.buffer, self.indices)
-        if self.value.type != t.compute:
-            raise VerifyException(f"a {type_name(t.element)} buffer stores "
-                                  f"{type_name(t.compute)}, not {type_name(self.value.type)}")
+        _verify_access(self.buffer, self.indices, self.value.type, "buffer stores")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.value)
         printer.print_string(", ")
         _print_indices(printer, self.buffer, self.indices)
-        print_op_attrs(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.buffer.type)
+        print_attrs_and_types(printer, self, self.buffer.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> StoreOp:

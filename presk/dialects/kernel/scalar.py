@@ -16,6 +16,7 @@ from xdsl.traits import Pure, SameOperandsAndResultType
 from xdsl.utils.exceptions import VerifyException
 
 from presk import ops
+from presk.dialects.common import NamedOp, named_ops
 
 from .base import KernelBaseOp, kernel_op
 from .types import _is_scalar_float, type_name
@@ -46,55 +47,29 @@ class BinaryOp(_ScalarOp, ABC):
     assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
 
     SYMBOL: ClassVar[str] = ""
+    """The C operator, for the four that have one."""
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         super().__init__(operands=[lhs, rhs], result_types=[SSAValue.get(lhs).type])
 
 
-@kernel_op
-class AddOp(BinaryOp):
-    """`%r = psk_kernel.add %a, %b : f32`: a + b, IEEE."""
-
-    name = "psk_kernel.add"
-    SYMBOL: ClassVar[str] = "+"
-
-
-@kernel_op
-class SubOp(BinaryOp):
-    """`%r = psk_kernel.sub %a, %b : f32`: a − b, IEEE."""
-
-    name = "psk_kernel.sub"
-    SYMBOL: ClassVar[str] = "-"
-
-
-@kernel_op
-class MulOp(BinaryOp):
-    """`%r = psk_kernel.mul %a, %b : f64`: a · b, IEEE (never fused into an FMA)."""
-
-    name = "psk_kernel.mul"
-    SYMBOL: ClassVar[str] = "*"
-
-
-@kernel_op
-class DivOp(BinaryOp):
-    """`%r = psk_kernel.div %a, %b : f64`: a / b, IEEE."""
-
-    name = "psk_kernel.div"
-    SYMBOL: ClassVar[str] = "/"
-
-
-@kernel_op
-class MinOp(BinaryOp):
-    """`%r = psk_kernel.min %a, %b : f32`: the smaller operand; NaN when either is NaN (numpy's minimum, LLVM's minimum)."""
-
-    name = "psk_kernel.min"
-
-
-@kernel_op
-class MaxOp(BinaryOp):
-    """`%r = psk_kernel.max %a, %b : f32`: the larger operand; NaN when either is NaN (numpy's maximum, LLVM's maximum)."""
-
-    name = "psk_kernel.max"
+ARITHMETIC: dict[str, type[BinaryOp]] = named_ops(BinaryOp, kernel_op, __name__, [
+    NamedOp("AddOp", "psk_kernel.add", "`%r = psk_kernel.add %a, %b : f32`: a + b, IEEE.",
+            {"SYMBOL": "+"}),
+    NamedOp("SubOp", "psk_kernel.sub", "`%r = psk_kernel.sub %a, %b : f32`: a − b, IEEE.",
+            {"SYMBOL": "-"}),
+    NamedOp("MulOp", "psk_kernel.mul",
+            "`%r = psk_kernel.mul %a, %b : f64`: a · b, IEEE (never fused into an FMA).",
+            {"SYMBOL": "*"}),
+    NamedOp("DivOp", "psk_kernel.div", "`%r = psk_kernel.div %a, %b : f64`: a / b, IEEE.",
+            {"SYMBOL": "/"}),
+    NamedOp("MinOp", "psk_kernel.min", "`%r = psk_kernel.min %a, %b : f32`: the smaller "
+            "operand; NaN when either is NaN (numpy's minimum, LLVM's minimum)."),
+    NamedOp("MaxOp", "psk_kernel.max", "`%r = psk_kernel.max %a, %b : f32`: the larger "
+            "operand; NaN when either is NaN (numpy's maximum, LLVM's maximum)."),
+])
+"""The binary scalar ops, which differ in their name (and C symbol) only."""
+AddOp, SubOp, MulOp, DivOp, MinOp, MaxOp = ARITHMETIC.values()
 
 
 @kernel_op

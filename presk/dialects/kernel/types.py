@@ -16,7 +16,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import AxisAttr, parse_axis
+from presk.dialects.common import AxisAttr, ConcreteAxes, parse_axis
 from presk.shapes import Axis
 
 
@@ -59,7 +59,7 @@ def _is_scalar_float(t: Attribute) -> bool:
 
 
 @irdl_attr_definition
-class BufferType(ParametrizedAttribute, TypeAttribute):
+class BufferType(ConcreteAxes, ParametrizedAttribute, TypeAttribute):
     """A buffer of a concrete shape: `!psk_kernel.buffer<f32, batch: 4, model: 4>`, a
     scalar `!psk_kernel.buffer<f64>`. The axes keep their names for the listing; a buffer
     is laid out row-major, its last axis contiguous."""
@@ -84,14 +84,6 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(a.size.data for a in self.axes if isinstance(a.size, IntAttr))
-
-    @property
-    def axis_list(self) -> tuple[Axis, ...]:
-        return tuple(a.axis for a in self.axes)
-
-    @property
-    def rank(self) -> int:
-        return len(self.axes.data)
 
     @property
     def size(self) -> int:

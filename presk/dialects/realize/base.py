@@ -11,11 +11,13 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, i64
 from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import operand_def, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import SiteOp, op_definition, site_of
+from presk.dialects.common import OneOperandOp, SiteOp, TwoOperandOp, op_definition, site_of
 
 from .types import RTensorType, _ttype, rtype_text
 
@@ -103,6 +105,16 @@ class ComputeOp(RealizeOp, ABC):
                     "element types differ (a conversion is an explicit psk_realize.convert)")
 
 
+class OneTensorOp(ComputeOp, OneOperandOp, ABC):
+    """A pure compute op from one tensor (`operand`) to one (`result`): the element-wise
+    functions of one operand, reductions, softmax, sum_to, broadcast."""
+
+    operand = operand_def(RTensorType)
+    result = result_def(RTensorType)
+
+    traits = traits_def(Pure())
+
+
 def _check_map(what: str, t: RTensorType, places: Sequence[int], result: RTensorType) -> None:
     if len(places) != t.rank:
         raise VerifyException(f"{what} {rtype_text(t)} has {t.rank} axes, its map "
@@ -115,3 +127,14 @@ def _check_map(what: str, t: RTensorType, places: Sequence[int], result: RTensor
             raise VerifyException(f"shape mismatch: axis {k} of the {what} "
                                   f"{rtype_text(t)} has size {t.sizes[k]}, the result's axis "
                                   f"{p} of {rtype_text(result)} {result.sizes[p]}")
+
+
+class TwoTensorOp(ComputeOp, TwoOperandOp, ABC):
+    """A pure compute op from two tensors (`lhs`, `rhs`) to one (`result`): the
+    element-wise functions of two operands, dot and contract."""
+
+    lhs = operand_def(RTensorType)
+    rhs = operand_def(RTensorType)
+    result = result_def(RTensorType)
+
+    traits = traits_def(Pure())

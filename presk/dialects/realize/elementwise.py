@@ -12,33 +12,26 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import attr_def, operand_def, result_def, traits_def
-from xdsl.traits import Pure
+from xdsl.irdl import attr_def
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import function_ops, site_attrs
+from presk.dialects.common import function_ops
 
-from .base import ComputeOp, _check_map, _i64s, _ints, realize_op
+from .base import ComputeOp, OneTensorOp, TwoTensorOp, _check_map, _i64s, _ints, realize_op
 from .types import RTensorType, _ttype, rtype_text
 
 
 # ---- element-wise ----
 
 
-class UnaryOp(ComputeOp, ABC):
+class UnaryOp(OneTensorOp, ABC):
     """An element-wise function: the result has the operand's type."""
 
-    operand = operand_def(RTensorType)
-    result = result_def(RTensorType)
-
-    traits = traits_def(Pure())
     ELEMENTWISE: ClassVar[bool] = True
 
     def __init__(self, operand: SSAValue | Operation, *, site: str, name: str | None = None,
                  result_type: RTensorType | None = None, **attrs: Attribute | None):
-        super().__init__(operands=[operand],
-                         result_types=[result_type or _ttype(operand)],
-                         attributes=site_attrs(site, name, **attrs))
+        super().__init__(operand, result_type or _ttype(operand), site=site, name=name, **attrs)
 
     def verify_(self) -> None:
         super().verify_()
@@ -79,24 +72,19 @@ class PowIOp(UnaryOp):
         return self.n.value.data
 
 
-class BinaryOp(ComputeOp, ABC):
+class BinaryOp(TwoTensorOp, ABC):
     """Element-wise on two operands placed on the result's axes by `lhs_map`/`rhs_map`."""
 
-    lhs = operand_def(RTensorType)
-    rhs = operand_def(RTensorType)
-    result = result_def(RTensorType)
     lhs_map = attr_def(DenseArrayBase)
     rhs_map = attr_def(DenseArrayBase)
 
-    traits = traits_def(Pure())
     ELEMENTWISE: ClassVar[bool] = True
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation,
                  lhs_map: Sequence[int], rhs_map: Sequence[int], result_type: RTensorType,
                  *, site: str, name: str | None = None):
-        super().__init__(operands=[lhs, rhs], result_types=[result_type],
-                         attributes=site_attrs(site, name, lhs_map=_i64s(lhs_map),
-                                           rhs_map=_i64s(rhs_map)))
+        super().__init__(lhs, rhs, result_type, site=site, name=name, lhs_map=_i64s(lhs_map),
+                         rhs_map=_i64s(rhs_map))
 
     @property
     def maps(self) -> tuple[list[int], list[int]]:

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr,
     StringAttr, SymbolRefAttr, UnitAttr, i64)
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (IRDLOperation, attr_def, opt_attr_def, region_def, result_def,
     traits_def, var_operand_def, var_result_def)
 from xdsl.parser import Parser
@@ -19,7 +19,7 @@ from xdsl.traits import (HasParent, IsTerminator, IsolatedFromAbove, ReturnLike,
     SymbolOpInterface, SymbolTable)
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import parse_func_like, print_func_tail, site_attrs
+from presk.dialects.common import NamedArguments, parse_func_like, print_func_tail, site_attrs
 
 from .base import ComputeOp, RealizeOp, realize_op
 from .types import RTensorType, _ttype, fits, rtype_text
@@ -29,7 +29,7 @@ from .types import RTensorType, _ttype, fits, rtype_text
 
 
 @realize_op
-class FuncOp(IRDLOperation):
+class FuncOp(NamedArguments, IRDLOperation):
     """`psk_realize.func @RMSNorm.apply_2(%0: T, %1: T) -> T attributes {arg_names = ["θ.γ", "x"], dims = {D = 4 : i64}, source = "RMSNorm.apply"} { … }`: one instance of a Core function (`source`) at `dims`, its arguments tensors."""
 
     name = "psk_realize.func"
@@ -74,14 +74,6 @@ class FuncOp(IRDLOperation):
     @property
     def dim_values(self) -> dict[str, int]:
         return {k: v.value.data for k, v in self.dims.data.items()} if self.dims else {}
-
-    @property
-    def arg_name_list(self) -> tuple[str, ...]:
-        return tuple(n.data for n in self.arg_names)
-
-    @property
-    def args(self) -> tuple[BlockArgument, ...]:
-        return self.body.block.args
 
     @property
     def output_types(self) -> tuple[Attribute, ...]:

@@ -18,33 +18,28 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, IsolatedFromAbove, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import AxisAttr, print_op_attrs, site_attrs
+from presk.dialects.common import AxisAttr, NamedOp, named_ops, print_op_attrs, site_attrs
 from presk.shapes import Axis
 
-from .base import ComputeOp, RealizeOp, _check_map, _i64s, _ints, realize_op
+from .base import (ComputeOp, OneTensorOp, RealizeOp, TwoTensorOp, _check_map, _i64s, _ints,
+    realize_op)
 from .types import RTensorType, _ttype, element_name, fits, rtype_text
 
 
 # ---- reductions and the rest ----
 
 
-class ReduceOp(ComputeOp, ABC):
+class ReduceOp(OneTensorOp, ABC):
     """A reduction over axis index `axis` (its name `axis_name`), or every axis."""
 
-    operand = operand_def(RTensorType)
-    result = result_def(RTensorType)
     axis = opt_attr_def(IntegerAttr)
     axis_name = opt_attr_def(StringAttr)
 
-    traits = traits_def(Pure())
-
     def __init__(self, operand: SSAValue | Operation, axis: int | None, result_type: RTensorType,
                  *, axis_name: str | None = None, site: str, name: str | None = None):
-        super().__init__(operands=[operand], result_types=[result_type],
-                         attributes=site_attrs(
-                             site, name,
-                             axis=IntegerAttr(axis, i64) if axis is not None else None,
-                             axis_name=StringAttr(axis_name) if axis_name else None))
+        super().__init__(operand, result_type, site=site, name=name,
+                         axis=IntegerAttr(axis, i64) if axis is not None else None,
+                         axis_name=StringAttr(axis_name) if axis_name else None)
 
     @property
     def axis_index(self) -> int | None:
@@ -66,60 +61,31 @@ class ReduceOp(ComputeOp, ABC):
                                   f"{list(expected)}, not {rtype_text(result)}")
 
 
-@realize_op
-class SumOp(ReduceOp):
-    """`%r = psk_realize.sum %a {axis = 1 : i64, axis_name = "model", site = "f/%2"} : (!psk_realize.tensor<f32, batch: 4, model: 4>) -> !psk_realize.tensor<f32, batch: 4>`: Σ, k ascending."""
-
-    name = "psk_realize.sum"
-
-
-@realize_op
-class MeanOp(ReduceOp):
-    """`%r = psk_realize.mean %a {site = "loss/%7"} : (!psk_realize.tensor<f64, batch: 4, model: 4>) -> !psk_realize.tensor<f64>`: the sum divided by the count."""
-
-    name = "psk_realize.mean"
+REDUCTIONS: dict[str, type[ReduceOp]] = named_ops(ReduceOp, realize_op, __name__, [
+    NamedOp("SumOp", "psk_realize.sum", """`%r = psk_realize.sum %a {axis = 1 : i64, axis_name = "model", site = "f/%2"} : (!psk_realize.tensor<f32, batch: 4, model: 4>) -> !psk_realize.tensor<f32, batch: 4>`: Σ, k ascending."""),
+    NamedOp("MeanOp", "psk_realize.mean", """`%r = psk_realize.mean %a {site = "loss/%7"} : (!psk_realize.tensor<f64, batch: 4, model: 4>) -> !psk_realize.tensor<f64>`: the sum divided by the count."""),
+    NamedOp("MaxOp", "psk_realize.max", """`%r = psk_realize.max %a {axis = 0 : i64, site = "f/%3"} : (!psk_realize.tensor<f32, 4, 3>) -> !psk_realize.tensor<f32, 3>`: the largest element (NaN propagating)."""),
+    NamedOp("MinOp", "psk_realize.min", """`%r = psk_realize.min %a {site = "f/%4"} : (!psk_realize.tensor<f32, 3>) -> !psk_realize.tensor<f32>`: the smallest element (NaN propagating)."""),
+    NamedOp("LogSumExpOp", "psk_realize.logsumexp", """`%r = psk_realize.logsumexp %a {axis = 1 : i64, site = "f/%2"} : (!psk_realize.tensor<f64, 4, 4>) -> !psk_realize.tensor<f64, 4>`: max + log Σ exp(x − max)."""),
+])
+"""The reductions, which differ in their name only (and in what they compute)."""
+SumOp, MeanOp, MaxOp, MinOp, LogSumExpOp = REDUCTIONS.values()
 
 
 @realize_op
-class MaxOp(ReduceOp):
-    """`%r = psk_realize.max %a {axis = 0 : i64, site = "f/%3"} : (!psk_realize.tensor<f32, 4, 3>) -> !psk_realize.tensor<f32, 3>`: the largest element (NaN propagating)."""
-
-    name = "psk_realize.max"
-
-
-@realize_op
-class MinOp(ReduceOp):
-    """`%r = psk_realize.min %a {site = "f/%4"} : (!psk_realize.tensor<f32, 3>) -> !psk_realize.tensor<f32>`: the smallest element (NaN propagating)."""
-
-    name = "psk_realize.min"
-
-
-@realize_op
-class LogSumExpOp(ReduceOp):
-    """`%r = psk_realize.logsumexp %a {axis = 1 : i64, site = "f/%2"} : (!psk_realize.tensor<f64, 4, 4>) -> !psk_realize.tensor<f64, 4>`: max + log Σ exp(x − max)."""
-
-    name = "psk_realize.logsumexp"
-
-
-@realize_op
-class SoftmaxOp(ComputeOp):
+class SoftmaxOp(OneTensorOp):
     """`%r = psk_realize.softmax %a {axis = 1 : i64, axis_name = "model", site = "f/%2"} : T`: softmax along axis index `axis`."""
 
     name = "psk_realize.softmax"
 
-    operand = operand_def(RTensorType)
-    result = result_def(RTensorType)
     axis = attr_def(IntegerAttr)
     axis_name = opt_attr_def(StringAttr)
 
-    traits = traits_def(Pure())
-
     def __init__(self, operand: SSAValue | Operation, axis: int, *, axis_name: str | None = None,
                  site: str, name: str | None = None):
-        super().__init__(operands=[operand], result_types=[_ttype(operand)],
-                         attributes=site_attrs(site, name, axis=IntegerAttr(axis, i64),
-                                           axis_name=StringAttr(axis_name) if axis_name
-                                           else None))
+        super().__init__(operand, _ttype(operand), site=site, name=name,
+                         axis=IntegerAttr(axis, i64),
+                         axis_name=StringAttr(axis_name) if axis_name else None)
 
     @property
     def axis_index(self) -> int:
@@ -135,21 +101,10 @@ class SoftmaxOp(ComputeOp):
 
 
 @realize_op
-class DotOp(ComputeOp):
+class DotOp(TwoTensorOp):
     """`%r = psk_realize.dot %a, %b {site = "Linear.apply/%2"} : (A, B) -> R`: the last axis of `lhs` contracts with the first of `rhs`."""
 
     name = "psk_realize.dot"
-
-    lhs = operand_def(RTensorType)
-    rhs = operand_def(RTensorType)
-    result = result_def(RTensorType)
-
-    traits = traits_def(Pure())
-
-    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation,
-                 result_type: RTensorType, *, site: str, name: str | None = None):
-        super().__init__(operands=[lhs, rhs], result_types=[result_type],
-                         attributes=site_attrs(site, name))
 
     def verify_(self) -> None:
         super().verify_()
@@ -161,28 +116,21 @@ class DotOp(ComputeOp):
 
 
 @realize_op
-class ContractOp(ComputeOp):
+class ContractOp(TwoTensorOp):
     """`%r = psk_realize.contract %a, %b {lhs_axes = array<i64: 0>, rhs_axes = array<i64: 0>, site = "f/%9"} : (A, B) -> R`: lhs's axes `lhs_axes` with rhs's `rhs_axes` pairwise; the result is lhs's other
     axes then rhs's, permuted by `perm` when given (result axis i is that list's perm[i])."""
 
     name = "psk_realize.contract"
 
-    lhs = operand_def(RTensorType)
-    rhs = operand_def(RTensorType)
-    result = result_def(RTensorType)
     lhs_axes = attr_def(DenseArrayBase)
     rhs_axes = attr_def(DenseArrayBase)
     perm = opt_attr_def(DenseArrayBase)
 
-    traits = traits_def(Pure())
-
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation,
                  lhs_axes: Sequence[int], rhs_axes: Sequence[int], result_type: RTensorType,
                  *, perm: Sequence[int] | None = None, site: str, name: str | None = None):
-        super().__init__(operands=[lhs, rhs], result_types=[result_type],
-                         attributes=site_attrs(site, name, lhs_axes=_i64s(lhs_axes),
-                                           rhs_axes=_i64s(rhs_axes),
-                                           perm=_i64s(perm) if perm is not None else None))
+        super().__init__(lhs, rhs, result_type, site=site, name=name, lhs_axes=_i64s(lhs_axes),
+                         rhs_axes=_i64s(rhs_axes), perm=_i64s(perm) if perm is not None else None)
 
     @property
     def axes(self) -> tuple[list[int], list[int], list[int] | None]:
@@ -209,20 +157,14 @@ class ContractOp(ComputeOp):
                                   f"{rtype_text(self.result.type)}")
 
 
-class _AxisListOp(ComputeOp, ABC):
+class _AxisListOp(OneTensorOp, ABC):
     """A one-operand op whose one attribute, named by `AXES`, lists axis indices."""
-
-    operand = operand_def(RTensorType)
-    result = result_def(RTensorType)
-
-    traits = traits_def(Pure())
 
     AXES: ClassVar[str]
 
     def __init__(self, operand: SSAValue | Operation, axes: Sequence[int],
                  result_type: RTensorType, *, site: str, name: str | None = None):
-        super().__init__(operands=[operand], result_types=[result_type],
-                         attributes=site_attrs(site, name, **{self.AXES: _i64s(axes)}))
+        super().__init__(operand, result_type, site=site, name=name, **{self.AXES: _i64s(axes)})
 
     def _axis_list(self) -> list[int]:
         return _ints(self.attributes[self.AXES])

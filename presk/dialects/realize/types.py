@@ -15,7 +15,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import AxisAttr, parse_axis
+from presk.dialects.common import AxisAttr, ConcreteAxes, parse_axis
 from presk.shapes import Axis, TensorType
 
 
@@ -40,7 +40,7 @@ def element_name(t: Attribute) -> str:
 
 
 @irdl_attr_definition
-class RTensorType(ParametrizedAttribute, TypeAttribute):
+class RTensorType(ConcreteAxes, ParametrizedAttribute, TypeAttribute):
     """A concrete tensor: `!psk_realize.tensor<f32, batch: 4, model: 4>`, the scalar
     `!psk_realize.tensor<f64>`. Axes are `psk_core.axis` with integer sizes."""
 
@@ -76,10 +76,6 @@ class RTensorType(ParametrizedAttribute, TypeAttribute):
         return cls.get(element, ())
 
     @property
-    def axis_list(self) -> tuple[Axis, ...]:
-        return tuple(a.axis for a in self.axes.data)
-
-    @property
     def shape(self) -> TensorType:
         """The shape as presk.shapes sees it (no prefix, integer sizes)."""
         return TensorType(self.axis_list, False)
@@ -87,10 +83,6 @@ class RTensorType(ParametrizedAttribute, TypeAttribute):
     @property
     def sizes(self) -> tuple[int, ...]:
         return tuple(int(a.size) for a in self.axis_list)
-
-    @property
-    def rank(self) -> int:
-        return len(self.axes.data)
 
     @property
     def count(self) -> int:
