@@ -58,7 +58,7 @@ class _FuncCallable(CallableOpInterface):
 
 @core_op
 class FuncOp(NamedArguments, IRDLOperation):
-    """A function, polymorphic in `dims`; its block arguments are its arguments.
+    """`psk_core.func @Linear.apply(%0 : !psk_core.params<Linear{In, Out}>, %1 : …) -> … attributes {arg_names = ["θ", "x"], dims = ["In", "Out"]} { … }`: a function, polymorphic in `dims`; its block arguments are its arguments.
 
     psk_core.func @Linear.apply(%0 : !psk_core.params<Linear{In, Out}>, %1 : …) -> …
         attributes {arg_names = ["θ", "x"], dims = ["In", "Out"]} { … }
@@ -245,7 +245,7 @@ def _ordered_dims(callee: FuncOp | str, dims: Mapping[str, Size]) -> dict[str, S
 
 @core_op
 class CallOp(_CallLike):
-    """`call RMSNorm.apply{D = 4}(norm, x, %3)`"""
+    """`%r = psk_core.call @RMSNorm.apply(%n, %x, %eps) {dims = {D = 4 : i64}, site = "Block.apply/%4"} : (P, X, f64) -> R`: `call RMSNorm.apply{D = 4}(norm, x, %3)`."""
 
     name = "psk_core.call"
 
@@ -281,7 +281,7 @@ class CallOp(_CallLike):
 
 @core_op
 class FoldOp(_CallLike):
-    """`fold 3 Block.apply(stacked blocks; acc x)`: the callee takes one element of the
+    """`%r = psk_core.fold @Block.apply(%blocks, %x) {count = 3 : i64, site = "Tower.apply/%3"} : (!psk_core.params<stack{3}(Block)>, X) -> X`: `fold 3 Block.apply(stacked blocks; acc x)`; the callee takes one element of the
     stacked tree and the accumulator, and returns the next accumulator."""
 
     name = "psk_core.fold"
@@ -353,7 +353,7 @@ def _check_per_step(op: _CallLike, values: TupleType, extra: int, what: str) -> 
 
 @core_op
 class FoldScanOp(_CallLike):
-    """A fold that keeps every accumulator: the tuple (x₀, x₁, …, xₙ), x₀ the initial one
+    """`%xs = psk_core.fold_scan @Block.apply(%blocks, %x) {site = "Tower.apply/%3"} : (S, X) -> tuple<X, X, X, X>`: a fold that keeps every accumulator, the tuple (x₀, x₁, …, xₙ), x₀ the initial one
     and xₙ the fold's result. What a fold's reverse sweep reads."""
 
     name = "psk_core.fold_scan"
@@ -383,7 +383,7 @@ class FoldScanOp(_CallLike):
 
 @core_op
 class FoldVjpOp(_CallLike):
-    """The reverse of a fold: from the last step to the first, the step's vjp (the callee,
+    """`%r = psk_core.fold_vjp @Block.apply.vjp(%blocks, %xs, %dy) {site = "Tower.apply.vjp/%9"} : (S, tuple<X, X, X, X>, X) -> tuple<S, X>`: the reverse of a fold, from the last step to the first, the step's vjp (the callee,
     taking (θᵢ, xᵢ, dy) and returning (dθᵢ, dx)) on the accumulators a scan kept. Its result
     is (dθ stacked, dx₀)."""
 
@@ -413,7 +413,7 @@ class FoldVjpOp(_CallLike):
 
 @core_op
 class FoldFwdOp(_CallLike):
-    """A fold whose steps run the step's forward sweep (the callee, a `.fwd`, returning
+    """`%r = psk_core.fold_fwd @Block.apply.fwd(%blocks, %x) {site = "Tower.apply.fwd/%3"} : (S, X) -> tuple<F, F, F>`: a fold whose steps run the step's forward sweep (the callee, a `.fwd`, returning
     (xᵢ₊₁, residuals…)): its result is the tuple of every step's result, the last one's
     first element the fold's. What a stored fold's reverse sweep reads."""
 
@@ -441,7 +441,7 @@ class FoldFwdOp(_CallLike):
 
 @core_op
 class FoldBwdOp(_CallLike):
-    """The reverse of a `fold_fwd`: from the last step to the first, the step's reverse
+    """`%r = psk_core.fold_bwd @Block.apply.bwd(%blocks, %steps, %dy) {site = "Tower.apply.bwd/%9"} : (S, tuple<F, F, F>, X) -> tuple<S, X>`: the reverse of a `fold_fwd`, from the last step to the first, the step's reverse
     sweep (the callee, a `.bwd`, taking (its fwd's result, dy) and returning (dθᵢ, dx)).
     Its result is (dθ stacked, dx₀)."""
 
@@ -470,7 +470,7 @@ class FoldBwdOp(_CallLike):
 
 @core_op
 class GradOp(_CallLike):
-    """`grad(f)(args)`: f's gradient in its first argument; with `value`, the pair
+    """`%g = psk_core.grad @loss(%θ, %x) {site = "main/%4"} : (P, X) -> P`: `grad(f)(args)`, f's gradient in its first argument; with `value`, the pair
     (f(args), gradient). psk-differentiate replaces it by a call of `f.value_vjp`."""
 
     name = "psk_core.grad"

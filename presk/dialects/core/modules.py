@@ -56,7 +56,7 @@ class FieldDeclOp(IRDLOperation, ABC):
 
 @core_op
 class ParamDeclOp(FieldDeclOp):
-    """A parameter tensor of a module, in the module's dims; `init` names its initializer."""
+    """`psk_core.param "w" {init = "xavier_uniform"} : !psk_core.tensor<In, Out>`: a parameter tensor of a module, in the module's dims; `init` names its initializer."""
 
     name = "psk_core.param"
 
@@ -77,7 +77,7 @@ class ParamDeclOp(FieldDeclOp):
 
 @core_op
 class UseDeclOp(FieldDeclOp):
-    """A sub-module instance (`use proj : Linear{D, D}`), possibly stacked."""
+    """`psk_core.use "proj" : !psk_core.params<Linear{D, D}>`: a sub-module instance (`use proj : Linear{D, D}`), possibly stacked."""
 
     name = "psk_core.use"
 
@@ -91,7 +91,7 @@ class UseDeclOp(FieldDeclOp):
 
 @core_op
 class ModuleDeclOp(IRDLOperation):
-    """A module's parameter tree, so that field reads can be checked:
+    """`psk_core.module @Linear attributes {dims = ["In", "Out"]} { psk_core.param "w" … }`: a module's parameter tree, so that field reads can be checked:
 
     psk_core.module @Linear attributes {dims = ["In", "Out"]} {
       psk_core.param "w" {init = "xavier_uniform"} : !psk_core.tensor<In, Out>
@@ -195,7 +195,7 @@ def field_type(params: ParamsAttr, field: str, decl: ModuleDeclOp) -> Attribute:
 
 @core_op
 class FieldOp(CoreOp):
-    """Read a field of a parameter tree: `θ.w`."""
+    """`%w = psk_core.field %θ {field = "w", site = "Linear.apply/%2"} : (!psk_core.params<Linear{In, Out}>) -> !psk_core.tensor<In, Out>`: a field of a parameter tree, `θ.w`."""
 
     name = "psk_core.field"
 

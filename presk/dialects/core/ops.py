@@ -75,7 +75,7 @@ SumOp, MeanOp, MaxOp, MinOp, LogSumExpOp = REDUCTIONS.values()
 
 @core_op
 class SoftmaxOp(UnaryOp):
-    """Softmax along the axis named `axis`; the result has the operand's type."""
+    """`%r = psk_core.softmax %x {axis = "model", site = "f/%7"} : !psk_core.tensor<batch: B, model: 4>`: softmax along the axis named `axis`; the result has the operand's type."""
 
     name = "psk_core.softmax"
 
@@ -93,7 +93,7 @@ class SoftmaxOp(UnaryOp):
 
 @core_op
 class DotOp(BinaryOp):
-    """`lhs · rhs`: the last axis of `lhs` contracts with the first of `rhs`."""
+    """`%r = psk_core.dot %a, %b {site = "Linear.apply/%3"} : (!psk_core.tensor<..., In>, !psk_core.tensor<In, Out>) -> !psk_core.tensor<..., Out>`: `lhs · rhs`, the last axis of `lhs` contracted with the first of `rhs`."""
 
     name = "psk_core.dot"
 
@@ -123,7 +123,7 @@ class BroadcastOp(OneTensorOp):
 
 @core_op
 class RealOp(CoreOp):
-    """`real(eps)`: a hyperparameter (an f64, or a nat) as ℝ[]."""
+    """`%r = psk_core.real %eps {site = "RMSNorm.apply/%5"} : (f64) -> !psk_core.tensor<>`: `real(eps)`, a hyperparameter (an f64, or a nat) as ℝ[]."""
 
     name = "psk_core.real"
 
@@ -146,8 +146,7 @@ class RealOp(CoreOp):
 
 @core_op
 class ConstantOp(CoreOp):
-    """A literal: an f64 (a hyperparameter's value), a nat (as i64, its value integral),
-    or ℝ[]."""
+    """`%c = psk_core.constant {site = "Block.apply/%3", value = 1.000000e-06 : f64} : f64`: a literal, an f64 (a hyperparameter's value), a nat (as i64, its value integral) or ℝ[]."""
 
     name = "psk_core.constant"
 
@@ -183,7 +182,7 @@ class ConstantOp(CoreOp):
 
 @core_op
 class TupleOp(CoreOp):
-    """Pack values into a tuple."""
+    """`%t = psk_core.tuple %a, %b {site = "f/%6"} : (A, B) -> tuple<A, B>`: the values packed into a tuple."""
 
     name = "psk_core.tuple"
 
@@ -212,7 +211,7 @@ class TupleOp(CoreOp):
 
 @core_op
 class GetOp(CoreOp):
-    """Unpack element `index` of a tuple (`batch.0`)."""
+    """`%x = psk_core.get %t {index = 0 : i64, site = "loss/%2"} : (tuple<A, B>) -> A`: element `index` of a tuple (`batch.0`)."""
 
     name = "psk_core.get"
 
@@ -255,7 +254,7 @@ class GetOp(CoreOp):
 
 @core_op
 class SumToOp(OneTensorOp):
-    """Sum away every axis but `keep` (explicit axes, by index) and the prefix unless
+    """`%r = psk_core.sum_to %d {keep = [1 : i64], site = "f/%3"} : (A) -> R`: every axis summed away but `keep` (explicit axes, by index) and the prefix unless
     `keep_prefix`: a cotangent brought back to the shape of an operand it broadcast from."""
 
     name = "psk_core.sum_to"
@@ -284,7 +283,7 @@ class SumToOp(OneTensorOp):
 
 @core_op
 class SpreadOp(CoreOp):
-    """Broadcast the operand to the shape of `like`, its explicit axis k onto like's axis
+    """`%r = psk_core.spread %d, %x {places = [0 : i64], site = "f/%3"} : (A, L) -> L`: the operand broadcast to the shape of `like`, its explicit axis k onto like's axis
     `places[k]` and its prefix onto like's; with `mean`, divide by how many elements each
     operand element spreads over. The adjoint of sum and mean (like is their operand)."""
 
@@ -321,7 +320,7 @@ class SpreadOp(CoreOp):
 
 @core_op
 class ContractOp(TwoTensorOp):
-    """A general contraction (the cotangents of `dot`): the lhs's explicit axes `lhs_axes`
+    """`%r = psk_core.contract %a, %b {lhs_axes = [0 : i64], rhs_axes = [0 : i64], site = "f/%3"} : (A, B) -> R`: a general contraction (the cotangents of `dot`), the lhs's explicit axes `lhs_axes`
     with the rhs's `rhs_axes`, and the two prefixes when `prefix` is set."""
 
     name = "psk_core.contract"
@@ -358,7 +357,7 @@ class ContractOp(TwoTensorOp):
 
 @core_op
 class ZerosLikeOp(CoreOp):
-    """Zeros of the operand's type and shape: a tensor, a tuple or a parameter tree."""
+    """`%z = psk_core.zeros_like %x {site = "f.vjp/%2"} : T`: zeros of the operand's type and shape, a tensor, a tuple or a parameter tree."""
 
     name = "psk_core.zeros_like"
 
@@ -379,8 +378,8 @@ class ZerosLikeOp(CoreOp):
 
 @core_op
 class TreeOp(CoreOp):
-    """Build a parameter tree from its fields, in its module's declaration order: a
-    tree's cotangent."""
+    """`%g = psk_core.tree %dw, %db {site = "Linear.apply.vjp/%9"} : (!psk_core.tensor<In, Out>, !psk_core.tensor<Out>) -> !psk_core.params<Linear{In, Out}>`: a parameter tree from its
+    fields, in its module's declaration order (a tree's cotangent)."""
 
     name = "psk_core.tree"
 

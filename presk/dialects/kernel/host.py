@@ -416,7 +416,7 @@ class CallOp(_CallLike):
 
 @kernel_op
 class FoldOp(HostBodyOp, RangeOp):
-    """A fold's iterations [lower, upper) as a loop:
+    """`%r = psk_kernel.fold %l = 1 to 3, %acc = %x0, %dst in (%s0, %s1) {site = …} : !… { … }`: a fold's iterations [lower, upper) as a loop:
 
         %r = psk_kernel.fold %l = 1 to 3, %acc = %x0, %dst in (%s0, %s1) {site = …} : !… {
           … writes iteration %l's accumulator into %dst from %acc …
