@@ -45,12 +45,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .. import ops
-from .numbers import ByEnclosure, object_array
+from .numbers import ByEnclosure, object_array, paired
 from .realization import Realization
 
 U = {"f64": 2.0 ** -53, "f32": 2.0 ** -24, "bf16": 2.0 ** -8}
@@ -190,10 +190,14 @@ def _eb(x) -> EB:
     return x if isinstance(x, EB) else EB(float(x), float(x))
 
 
-def _monotone(rule: ops.Monotone, ulps: float):
+def _from_row(f: ops.Function):
+    """The enclosure the row's `bound` describes (a monotone or a bounded function), with
+    the rounding the row charges."""
+    assert f.bound is not None
+
     def g(x: EB) -> EB:
-        a, b = rule.f(x.lo), rule.f(x.hi)
-        return x._r(min(a, b), max(a, b), rule.lipschitz(x.lo, x.hi, x.e) * x.e, ulps)
+        lo, hi, e = f.bound.enclose(x.lo, x.hi, x.e)
+        return x._r(lo, hi, e, f.bound_ulps)
     return g
 
 
@@ -238,22 +242,6 @@ def _relu(x: EB) -> EB:
     return EB(max(x.lo, 0.0), max(x.hi, 0.0), x.e, x.r if x.r < 1 else math.inf)
 
 
-def _sin(x: EB) -> EB:
-    return x._r(-1.0, 1.0, x.e, LIB)
-
-
-_RULES = {  # the enclosures of the functions that are not monotone rows of presk/ops
-    "neg": lambda x: -x, "sqrt": _sqrt, "exp": _exp, "log": _log, "relu": _relu,
-    "gelu": _gelu, "abs": abs, "sin": _sin, "cos": _sin,
-}
-
-
-def _unary_rule(f: ops.Function):
-    if f.bound is not None:
-        return _monotone(f.bound, f.bound_ulps)
-    return _RULES.get(f.name)
-
-
 def _binmax(a: EB, b: EB) -> EB:
     return EB(max(a.lo, b.lo), max(a.hi, b.hi), max(a.e, b.e))  # no relative bound
 
@@ -262,10 +250,33 @@ def _binmin(a: EB, b: EB) -> EB:
     return EB(min(a.lo, b.lo), min(a.hi, b.hi), max(a.e, b.e))
 
 
+ENCLOSURES: dict[str, Callable] = {
+    "neg": lambda x: -x, "abs": abs, "sqrt": _sqrt, "exp": _exp, "log": _log, "relu": _relu,
+    "gelu": _gelu, "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+    "maximum": _binmax, "minimum": _binmin,
+}
+"""The enclosure of each element-wise function (a row of presk/ops) whose row describes
+none (`bound`), by the row's name: EB's own arithmetic (numpy's ufunc applies it), or a
+rule on one EB that keeps a relative bound or knows a minimum. A row in neither place
+(pow, erf_slope, gelu_slope) is refused."""
+
+
 def _unsupported(name):
     def f(*_):
         raise BoundsError(f"the bounds do not cover `{name}` yet")
     return f
+
+
+def _enclosures(arity: int) -> dict[str, Callable]:
+    """Each Core function of this arity's enclosure over arrays of EB, by name."""
+    out = {}
+    for f in ops.rows(arity=arity, core=True):
+        rule = _from_row(f) if f.bound is not None else ENCLOSURES.get(f.name)
+        if rule is None:
+            out[f.name] = _unsupported(f.name)
+        else:
+            out[f.name] = rule if isinstance(rule, np.ufunc) else np.frompyfunc(rule, arity, 1)
+    return out
 
 
 def _numbers():
@@ -277,14 +288,8 @@ def _numbers():
         name = "bounds"
 
         def __init__(self) -> None:
-            vec = lambda f: np.frompyfunc(f, 1, 1)  # noqa: E731
-            rules = {f.name: _unary_rule(f) for f in ops.rows(arity=1, core=True)}
-            self._unary = {n: vec(f) if f is not None else _unsupported(n)
-                           for n, f in rules.items()}
-            self._binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
-                            "div": np.divide, "maximum": np.frompyfunc(_binmax, 2, 1),
-                            "minimum": np.frompyfunc(_binmin, 2, 1),
-                            "pow": _unsupported("pow")}
+            self._unary = _enclosures(1)
+            self._binary = _enclosures(2)
 
         def array(self, values):
             # an f64 constant, exact (the reference's too)
@@ -347,13 +352,7 @@ def _numbers():
                                            float(s))
 
         def contract(self, a, b, a_axes, b_axes):
-            a, b = np.asarray(a), np.asarray(b)
-            a_rest = [i for i in range(a.ndim) if i not in a_axes]
-            b_rest = [j for j in range(b.ndim) if j not in b_axes]
-            left = np.transpose(a, a_rest + list(a_axes)).reshape(
-                [a.shape[i] for i in a_rest] + [-1])
-            right = np.transpose(b, list(b_axes) + b_rest).reshape(
-                [-1] + [b.shape[j] for j in b_rest])
+            left, right = paired(a, b, a_axes, b_axes)
             prods = [np.multiply.outer(left[..., k], right[k]) for k in range(left.shape[-1])]
             return self.sum(np.stack(prods, axis=-1) if prods else
                             self.array(np.zeros(left.shape[:-1] + right.shape[1:] + (0,))),
@@ -412,17 +411,8 @@ class Bounds:
 
 
 def _flatten(v, out: list) -> None:
-    from .interpret import Tree
-    if isinstance(v, tuple):
-        for x in v:
-            _flatten(x, out)
-    elif isinstance(v, Tree):
-        for _, a in v.items():
-            out.extend(np.asarray(a, dtype=object).reshape(-1))
-    elif isinstance(v, EB):
-        out.append(v)
-    elif isinstance(v, np.ndarray) and v.dtype == object:
-        out.extend(v.reshape(-1))
+    from .interpret import flatten
+    flatten(v, out, EB)
 
 
 def _map(v, f):
@@ -573,8 +563,9 @@ def _exponents(core_module) -> dict[str, int]:
 
 # ---- rule cond: each site's local rounding-error bound R (docs/precision.md) ----
 
-EXACT = ("neg", "abs", "relu", "maximum", "minimum", "max", "min", "heaviside",
-         "broadcast", "spread", "zeros_like")
+EXACT = ("max", "min", "broadcast", "spread", "zeros_like")
+"""The structural ops that round nowhere (an element-wise function's row says what it
+charges: `bound_ulps`, NO_ROUNDING for neg, abs, relu, minimum, maximum, heaviside)."""
 CARRIED = ("get", "field", "tuple", "call", "fold", "tree")
 
 
@@ -607,8 +598,8 @@ def rounding_elementwise(x: Local) -> float:
     """c·u(t)·max|v| (c = 0 for an exact op, n − 1 for x^n, else the ulps the table of
     element-wise functions charges: 1 for a correctly rounded one, 4 for a library
     function) + u(t′)·max|v| per operand read converted into t′."""
-    c = 0.0 if x.op in EXACT else max(x.exponent - 1, 1) if x.op == "powi" else \
-        ops.row(x.op).bound_ulps if x.op in ops.BY_NAME else ops.EXACT_ULPS
+    c = max(x.exponent - 1, 1) if x.op == "powi" else ops.row(x.op).bound_ulps \
+        if x.op in ops.BY_NAME else ops.NO_ROUNDING if x.op in EXACT else ops.EXACT_ULPS
     return c * U[_compute(x.t)] * x.m + sum(U[to] * x.m for _, to in x.converted) + _store(x)
 
 

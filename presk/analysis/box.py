@@ -47,7 +47,7 @@ import numpy as np
 from gmpy2 import mpfr
 
 from .ranges import Ranges
-from .numbers import ByEnclosure, object_array
+from .numbers import ByEnclosure, object_array, paired
 from .realization import Realization
 
 UP = gmpy2.context(precision=53, round=gmpy2.RoundUp)
@@ -848,13 +848,7 @@ def _boxed():
             return out if out.ndim else out.reshape(()).item()
 
         def contract(self, a, b, a_axes, b_axes):
-            a, b = np.asarray(a), np.asarray(b)
-            a_rest = [i for i in range(a.ndim) if i not in a_axes]
-            b_rest = [j for j in range(b.ndim) if j not in b_axes]
-            left = np.transpose(a, a_rest + list(a_axes)).reshape(
-                [a.shape[i] for i in a_rest] + [-1])
-            right = np.transpose(b, list(b_axes) + b_rest).reshape(
-                [-1] + [b.shape[j] for j in b_rest])
+            left, right = paired(a, b, a_axes, b_axes)
             prods = [np.multiply.outer(left[..., k], right[k]) for k in range(left.shape[-1])]
             if not prods:
                 return self.array(np.zeros(left.shape[:-1] + right.shape[1:]))
@@ -1182,17 +1176,8 @@ def _store(v: Form, t: str, name: str) -> Form:
 
 
 def _flatten(v, out: list) -> None:
-    from .interpret import Tree
-    if isinstance(v, tuple):
-        for x in v:
-            _flatten(x, out)
-    elif isinstance(v, Tree):
-        for _, a in v.items():
-            out.extend(np.asarray(a, dtype=object).reshape(-1))
-    elif isinstance(v, Form):
-        out.append(v)
-    elif isinstance(v, np.ndarray) and v.dtype == object:
-        out.extend(v.reshape(-1))
+    from .interpret import flatten
+    flatten(v, out, Form)
 
 
 def _record(site: str, t: str, value) -> None:

@@ -196,6 +196,21 @@ class Interpreter:
         return np.broadcast_to(placed, full).copy()
 
 
+def flatten(v: Any, out: list, leaf: type) -> None:
+    """Append the numbers a value holds (a `leaf`, or a tuple, a parameter tree or an
+    object array of them) to `out`, in order."""
+    if isinstance(v, tuple):
+        for x in v:
+            flatten(x, out, leaf)
+    elif isinstance(v, Tree):
+        for _, a in v.items():
+            out.extend(np.asarray(a, dtype=object).reshape(-1))
+    elif isinstance(v, leaf):
+        out.append(v)
+    elif isinstance(v, np.ndarray) and v.dtype == object:
+        out.extend(v.reshape(-1))
+
+
 def _size(size: shapes.Size, dims: Mapping[str, int]) -> int | None:
     """A literal size, or a dim symbol's value where `dims` has one."""
     return size if isinstance(size, int) else dims.get(size)

@@ -75,6 +75,19 @@ class ByEnclosure:
         return not self > o
 
 
+def paired(a: np.ndarray, b: np.ndarray, a_axes: list[int],
+           b_axes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """a and b laid out for a contraction over the paired axes: `left[…, k]` and
+    `right[k, …]`, k running over the paired axes in row-major order, a's other axes
+    before and b's after it."""
+    a, b = np.asarray(a), np.asarray(b)
+    a_rest = [i for i in range(a.ndim) if i not in a_axes]
+    b_rest = [j for j in range(b.ndim) if j not in b_axes]
+    left = np.transpose(a, a_rest + list(a_axes)).reshape([a.shape[i] for i in a_rest] + [-1])
+    right = np.transpose(b, list(b_axes) + b_rest).reshape([-1] + [b.shape[j] for j in b_rest])
+    return left, right
+
+
 class Numbers(ABC):
     """What the interpreter needs of a number system."""
 
@@ -157,11 +170,7 @@ class Numbers(ABC):
                  b_axes: list[int]) -> np.ndarray:
         """Σₖ a[…, k] · b[k, …] over the paired axes, k in row-major order: the result has
         a's other axes, then b's."""
-        a, b = np.asarray(a), np.asarray(b)
-        a_rest = [i for i in range(a.ndim) if i not in a_axes]
-        b_rest = [j for j in range(b.ndim) if j not in b_axes]
-        left = np.transpose(a, a_rest + list(a_axes)).reshape([a.shape[i] for i in a_rest] + [-1])
-        right = np.transpose(b, list(b_axes) + b_rest).reshape([-1] + [b.shape[j] for j in b_rest])
+        left, right = paired(a, b, a_axes, b_axes)
         total = self.array(np.zeros(left.shape[:-1] + right.shape[1:]))
         for k in range(left.shape[-1]):
             total = total + np.multiply.outer(left[..., k], right[k])

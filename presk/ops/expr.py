@@ -1,8 +1,8 @@
 """A tiny expression form over element-wise functions: composites and derivative rules.
 
 A composite (sigmoid = 1 / (1 + exp(−x))) and a derivative rule (tanh: dr · (1 − y²)) are
-written ONCE as an `Expr` over the variables `X` (the operand), `Y` (the result), `DR` (the
-cotangent) and the table's functions, and every engine walks it with `walk`: the kernel
+written ONCE as an `Expr` over the variables `X` (the operand; `A`, `B` a binary function's
+two), `Y` (the result), `DR` (the cotangent) and the table's functions, and every engine walks it with `walk`: the kernel
 conversion builds scalar ops from it, the f64 interpreter numpy calls, differentiation Core
 ops. Python's operators build the tree (`1 / (1 + call("exp", -X))`), so a rule reads as
 its formula, in the order of operations it is computed in: `a * b / c` is (a·b)/c.
@@ -78,6 +78,7 @@ class Heaviside(Expr):
 
 
 X, Y, DR = Var("x"), Var("y"), Var("dr")
+A, B = Var("a"), Var("b")  # the operands of a binary function
 
 
 def lift(v: object) -> Expr:

@@ -17,12 +17,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .expr import DR, X, Y, Expr, Heaviside, call, functions_of, signed
+from .expr import DR, A, B, X, Y, Expr, Heaviside, call, functions_of, signed
 
 C_INF, C0 = "C∞", "C⁰"  # smooth; continuous with kinks (relu, abs, min, max)
 
 LIBRARY_ULPS = 4.0  # the least the sampled bounds charge for a library function or composite
 EXACT_ULPS = 1.0  # … for a correctly rounded operation
+NO_ROUNDING = 0.0  # … for an exact one (neg, abs, min, max, relu, heaviside)
 
 
 def charge_of(ulps: float) -> float:
@@ -67,11 +68,14 @@ class Composite:
 
 @dataclass(frozen=True)
 class Derivative:
-    """The operand's cotangent as `expr` over `DR` (the result's cotangent), `X` and `Y`;
-    `flip`: the contribution is the negative of `expr`."""
+    """The operand's cotangent as `expr` over `DR` (the result's cotangent), the operands
+    (`X`; `A`, `B` of a binary function) and `Y`; `flip`: the contribution is the negative
+    of `expr`. `reads`: operands the rule reads before it computes, in this order (the
+    order a stored forward sweep keeps them in), where that is not their order in `expr`."""
 
     expr: Expr
     flip: bool = False
+    reads: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,24 @@ class Monotone:
     def lipschitz(self, lo: float, hi: float, e: float) -> float:
         return self.slope if isinstance(self.slope, float) else self.slope(lo, hi, e)
 
+    def enclose(self, lo: float, hi: float, e: float) -> tuple[float, float, float]:
+        """f's range on [lo, hi] and how far an error e of the operand moves it."""
+        a, b = self.f(lo), self.f(hi)
+        return min(a, b), max(a, b), self.lipschitz(lo, hi, e) * e
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """For the bounds: f stays within [lo, hi] and |f'| ≤ slope everywhere (sin, cos)."""
+
+    lo: float
+    hi: float
+    slope: float
+
+    def enclose(self, lo: float, hi: float, e: float) -> tuple[float, float, float]:
+        """As Monotone.enclose: here the whole range, whatever the operand's."""
+        return self.lo, self.hi, self.slope * e
+
 
 @dataclass(frozen=True)
 class Function:
@@ -94,12 +116,14 @@ class Function:
     compute: Exact | Library | Composite
     mpfr: Callable[..., Any]  # (gmpy2, *operands) → the value at the context's precision
     torch: str | None  # a format of {x} (unary) or {a}, {b} (binary)
-    derivative: Derivative | None = None  # None: constant, or differentiate.py's binary rules
+    derivative: Derivative | None = None  # a unary function's; None: constant in its operand
     bound_ulps: float = EXACT_ULPS
-    bound: Monotone | None = None  # None: a rule of presk/analysis/bounds.py by name
+    bound: Monotone | Bounded | None = None  # None: bounds.ENCLOSURES has its rule
     builtin: str | None = None  # the .psk spelling of a call, if a program may call it
     core: bool = True  # a Core and a Realize op (`psk_core.<name>`) exist for it
     doc: str = ""
+    # a binary function's derivatives: the cotangents of its two operands
+    partials: tuple[Derivative, Derivative] | None = None
     # a Library row: the math library's largest error, in ulps from the correctly rounded
     # result, per type (f32, f64), as measured against MPFR (docs/mathlib.md; asserted by
     # test/unit/test_mathlib.py, which reads it from here)
@@ -169,23 +193,29 @@ _PHI = (1 + call("erf", X / SQRT2)) / 2  # the normal distribution Φ(x)
 ROWS: tuple[Function, ...] = (
     # ---- exact IEEE operations ----
     Function("neg", 1, C_INF, Exact("negative", kernel="neg"), lambda g, v: -v, "-{x}",
-             Derivative(DR, flip=True), doc="−x (the prefix `-`)"),
+             Derivative(DR, flip=True), NO_ROUNDING, doc="−x (the prefix `-`)"),
     Function("add", 2, C_INF, Exact("add", kernel="add"), lambda g, a, b: a + b,
-             "{a} + {b}", doc="a + b"),
+             "{a} + {b}", partials=(Derivative(DR), Derivative(DR)), doc="a + b"),
     Function("sub", 2, C_INF, Exact("subtract", kernel="sub"), lambda g, a, b: a - b,
-             "{a} - {b}", doc="a − b"),
+             "{a} - {b}", partials=(Derivative(DR), Derivative(DR, flip=True)), doc="a − b"),
     Function("mul", 2, C_INF, Exact("multiply", kernel="mul"), lambda g, a, b: a * b,
-             "{a} * {b}", doc="a · b"),
+             "{a} * {b}", partials=(Derivative(DR * B), Derivative(DR * A)), doc="a · b"),
     Function("div", 2, C_INF, Exact("divide", kernel="div"), lambda g, a, b: a / b,
-             "{a} / {b}", doc="a / b"),
+             "{a} / {b}", partials=(Derivative(DR / B), Derivative(DR * Y / B, flip=True)),
+             doc="a / b"),
+    # each side of an extremum takes the cotangent where it wins, half of it at a tie
     Function("minimum", 2, C0, Exact("minimum", kernel="min"),
              lambda g, a, b: a if g.is_nan(a) else b if g.is_nan(b) or b < a else a,
-             "torch.minimum({a}, {b})", builtin="min",
+             "torch.minimum({a}, {b})", bound_ulps=NO_ROUNDING, builtin="min",
+             partials=(Derivative(DR * Heaviside(B - A, 0.5), reads=("a", "b")),
+                       Derivative(DR * Heaviside(A - B, 0.5), reads=("b", "a"))),
              doc="the smaller operand, NaN when either is (`min(a, b)`; psk_core.min is the "
              "reduction)"),
     Function("maximum", 2, C0, Exact("maximum", kernel="max"),
              lambda g, a, b: a if g.is_nan(a) else b if g.is_nan(b) or b > a else a,
-             "torch.maximum({a}, {b})", builtin="max",
+             "torch.maximum({a}, {b})", bound_ulps=NO_ROUNDING, builtin="max",
+             partials=(Derivative(DR * Heaviside(A - B, 0.5)),
+                       Derivative(DR * Heaviside(B - A, 0.5))),
              doc="the larger operand, NaN when either is (`max(a, b)`; psk_core.max is the "
              "reduction)"),
     Function("sqrt", 1, C_INF, Exact("sqrt", math_op="SqrtOp", llvm="llvm.sqrt",
@@ -195,11 +225,12 @@ ROWS: tuple[Function, ...] = (
     Function("abs", 1, C0, Exact("abs", math_op="AbsFOp", llvm="llvm.fabs",
                                  c=("fabs", "fabsf")),
              lambda g, v: abs(v), "torch.abs({x})",
-             Derivative(DR * (Heaviside(X, 0.0) - Heaviside(-X, 0.0))), builtin="abs",
+             Derivative(DR * (Heaviside(X, 0.0) - Heaviside(-X, 0.0))), NO_ROUNDING,
+             builtin="abs",
              doc="|x|"),
     Function("heaviside", 2, C0, Exact("heaviside"),
              lambda g, v, h: g.mpfr(1) if v > 0 else g.mpfr(0) if v < 0 else h, None,
-             core=False, doc="1 where x > 0, 0 where x < 0, h at 0 (psk_core.heaviside "
+             bound_ulps=NO_ROUNDING, core=False, doc="1 where x > 0, 0 where x < 0, h at 0 (psk_core.heaviside "
              "keeps h as its attribute `at_zero`)"),
     # ---- the math library ----
     Function("exp", 1, C_INF, Library("ExpOp"), lambda g, v: g.exp(v), "torch.exp({x})",
@@ -226,10 +257,12 @@ ROWS: tuple[Function, ...] = (
              Monotone(math.erf, 2 / math.sqrt(math.pi)),
              doc="the error function: gelu's derivative is written with it", ulps=(1, 1)),
     Function("sin", 1, C_INF, Library("SinOp"), lambda g, v: g.sin(v), "torch.sin({x})",
-             Derivative(DR * call("cos", X)), LIBRARY_ULPS, builtin="sin", doc="sine",
+             Derivative(DR * call("cos", X)), LIBRARY_ULPS, Bounded(-1.0, 1.0, 1.0),
+             builtin="sin", doc="sine",
              ulps=(1, 1)),
     Function("cos", 1, C_INF, Library("CosOp"), lambda g, v: g.cos(v), "torch.cos({x})",
-             Derivative(DR * call("sin", X), flip=True), LIBRARY_ULPS, builtin="cos",
+             Derivative(DR * call("sin", X), flip=True), LIBRARY_ULPS,
+             Bounded(-1.0, 1.0, 1.0), builtin="cos",
              doc="cosine", ulps=(1, 1)),
     Function("softplus", 1, C_INF, Library(),
              lambda g, v: v + g.log1p(g.exp(-v)) if v > 0 else g.log1p(g.exp(v)),
@@ -242,6 +275,8 @@ ROWS: tuple[Function, ...] = (
              builtin="sinh", doc="the hyperbolic sine (cosh x = |sinh x| + e^−|x|, its slope)",
              ulps=(1, 1)),
     Function("pow", 2, C_INF, Library("PowFOp"), lambda g, a, b: a ** b, "{a} ** {b}",
+             partials=(Derivative(DR * (B * call("pow", A, B - 1)), reads=("a", "b")),
+                       Derivative(DR * (Y * call("log", A)))),  # b·aᵇ⁻¹, aᵇ·log a
              doc="aᵇ for a real b (`a ^ b`; a natural b is psk_core.powi)", ulps=(1, 1)),
     # ---- composites: one definition, the order of operations every engine follows ----
     Function("sigmoid", 1, C_INF, Composite(1 / (1 + call("exp", -X))),
@@ -250,7 +285,7 @@ ROWS: tuple[Function, ...] = (
              builtin="sigmoid", doc="1 / (1 + e⁻ˣ)"),
     Function("relu", 1, C0, Composite(call("maximum", X, 0.0)),
              lambda g, v: v if v > 0 or g.is_nan(v) else g.mpfr(0), "torch.relu({x})",
-             Derivative(DR * Heaviside(X, 0.0)), builtin="relu",
+             Derivative(DR * Heaviside(X, 0.0)), NO_ROUNDING, builtin="relu",
              doc="max(x, 0), NaN propagating"),
     Function("gelu", 1, C_INF, Composite(X * _PHI),
              lambda g, v: v * (1 + g.erf(v / _sqrt2(g))) / 2, "F.gelu({x})",
@@ -312,8 +347,11 @@ def _check() -> None:
         used = set()
         if isinstance(f.compute, Composite):
             used |= functions_of(f.compute.expr)
-        if f.derivative is not None:
-            used |= functions_of(f.derivative.expr)
+        for d in (f.derivative, *(f.partials or ())):
+            if d is not None:
+                used |= functions_of(d.expr)
+        assert (f.partials is not None) == (f.arity == 2 and f.core), \
+            f"{f.name}: a binary function with ops has the derivatives of its two operands"
         missing = used - BY_NAME.keys()
         assert not missing, f"{f.name} uses {missing}, not rows of the table"
 

@@ -33,8 +33,8 @@ result's, and what passes it on unchanged: `add`'s operands) has no operation to
 (`adjoint_dy_negated` for −dy). The default output is unchanged by it.
 
 One file, though long: it is one pass, and the sweeps (`_Sweep`, `_Reverse`) and the per-
-op adjoint rules (`_d_row`, `_b_*`) share the builder, the residual plan and the cotangent
-accumulators.
+op adjoint rules (`_d_row` walks a table row's derivatives, presk/ops/table.py) share the
+builder, the residual plan and the cotangent accumulators.
 """
 
 from __future__ import annotations
@@ -579,10 +579,11 @@ class _Reverse:
             return self._dot(op, dr)
         lhs, rhs = op.operands
         result, pa, pb = shapes.alignment(lhs.type.shape, rhs.type.shape)
-        da, db = _BINARY_DERIVATIVES[type(op)](self, op, dr)
-        for operand, places, thunk in ((lhs, pa, da), (rhs, pb, db)):
-            if operand in self.active:
-                value, flip = thunk()
+        partials = ops.row(op.FUNCTION).partials  # type: ignore[attr-defined]
+        assert partials is not None
+        for operand, places, d in ((lhs, pa, partials[0]), (rhs, pb, partials[1])):
+            if operand in self.active:  # only what a cotangent can reach is computed
+                value, flip = _d_row(self, op, dr, d)
                 self.add(operand, self._back_to(operand, places, value, result), flip)
 
     def _dot(self, op: C.DotOp, dr: SSAValue) -> None:
@@ -717,21 +718,42 @@ def _signed(r: _Reverse, c: float) -> SSAValue:
     return r.b.const(-c if r.sign else c)
 
 
+_OPERAND = {"x": 0, "a": 0, "b": 1}  # the variables of a rule that name an operand
+
+
 def _d_row(r: _Reverse, op: Operation, dr: SSAValue, d: ops.Derivative):
-    """A table row's derivative rule (presk/ops), as Core ops at the result's type, in
-    the rule's order of operations (an op's computed operands before its constants)."""
+    """A table row's derivative rule (presk/ops), as Core ops in the rule's order of
+    operations (an op's computed operands before its constants), at the result's type;
+    an op of one operand of `op` and constants keeps that operand's type (pow's b − 1)."""
     t = op.results[0].type
+    operands: set[SSAValue] = set()
+    constants: set[SSAValue] = set()
+
+    def var(name: str) -> SSAValue:
+        if name == "y":
+            return r.y(op)
+        value = r.x(op, _OPERAND[name])
+        operands.add(value)
+        return value
+
+    def const(k: ops.Const) -> SSAValue:
+        value = _signed(r, k.value) if k.signed else r.b.const(k.value)
+        constants.add(value)
+        return value
 
     def apply(fn: str, args: list[SSAValue]) -> SSAValue:
         cls = C.FUNCTION_OPS[fn]
-        return r.e(cls, *args, result_type=t) if len(args) == 2 else r.e(cls, *args)
+        if len(args) == 1:
+            return r.e(cls, *args)
+        computed = [a for a in args if a not in constants]
+        alone = len(computed) == 1 and computed[0] in operands
+        return r.e(cls, *args, result_type=computed[0].type if alone else t)
 
     walker = ops.Walker[SSAValue](
-        var=lambda name: r.x(op) if name == "x" else r.y(op),
-        const=lambda k: _signed(r, k.value) if k.signed else r.b.const(k.value),
-        apply=apply, powi=lambda v, n: r.e(C.PowIOp, v, n),
+        var=var, const=const, apply=apply, powi=lambda v, n: r.e(C.PowIOp, v, n),
         heaviside=lambda v, h: r.e(C.HeavisideOp, v, h), constants_last=True)
-    value = walker.walk(d.expr, {"dr": dr})
+    env = {"dr": dr} | {name: var(name) for name in d.reads}
+    value = walker.walk(d.expr, env)
     # a signed constant took the cotangent's sign: relative to it, the value flips with it
     return value, d.flip != (r.sign and ops.has_signed(d.expr))
 
@@ -746,67 +768,7 @@ def _d_powi(r, op, dr):
     return _mul(r, dr, _mul(r, base, _signed(r, float(n)), t), t), r.sign
 
 
-# ---- binary derivatives: each returns two thunks, the cotangents at the result's shape
-# with their sign flips; only those of operands a cotangent can reach are computed ----
-
-def _b_add(r, op, dr):
-    return (lambda: (dr, False)), (lambda: (dr, False))
-
-
-def _b_sub(r, op, dr):
-    return (lambda: (dr, False)), (lambda: (dr, True))
-
-
-def _b_mul(r, op, dr):
-    t = op.result.type
-    return ((lambda: (_mul(r, dr, r.x(op, 1), t), False)),
-            (lambda: (_mul(r, dr, r.x(op, 0), t), False)))
-
-
-def _b_div(r, op, dr):
-    t = op.result.type
-
-    def db():
-        scaled = _mul(r, dr, r.y(op), t)
-        return r.e(C.DivOp, scaled, r.x(op, 1), result_type=t), True
-    return (lambda: (r.e(C.DivOp, dr, r.x(op, 1), result_type=t), False)), db
-
-
-def _b_extremum(larger: bool):
-    """maximum (larger) or minimum: each side takes the cotangent where it wins, half of it
-    where they tie."""
-    def rule(r, op, dr):
-        t = op.result.type
-
-        def side(first: int):
-            a, b = r.x(op, first), r.x(op, 1 - first)
-            wins = r.e(C.SubOp, a, b, result_type=t) if larger else \
-                r.e(C.SubOp, b, a, result_type=t)
-            return _mul(r, dr, r.e(C.HeavisideOp, wins, 0.5), t), False
-        return (lambda: side(0)), (lambda: side(1))
-    return rule
-
-
-def _b_pow(r, op, dr):
-    """d(aᵇ) = b·aᵇ⁻¹ da + aᵇ·log a db."""
-    t = op.result.type
-
-    def da():
-        a, b = r.x(op, 0), r.x(op, 1)
-        less = r.e(C.SubOp, b, r.b.const(1.0), result_type=b.type)
-        return _mul(r, dr, _mul(r, b, r.e(C.PowOp, a, less, result_type=t), t), t), False
-
-    def db():
-        return _mul(r, dr, _mul(r, r.y(op), r.e(C.LogOp, r.x(op, 0)), t), t), False
-    return da, db
-
-
-_BINARY_DERIVATIVES: dict[type, Callable] = {
-    C.AddOp: _b_add, C.SubOp: _b_sub, C.MulOp: _b_mul, C.DivOp: _b_div,
-    C.MaximumOp: _b_extremum(True), C.MinimumOp: _b_extremum(False), C.PowOp: _b_pow,
-}
-
-_RULES: list[tuple[type, Callable]] = [
+_RULES: list[tuple[type | tuple[type, ...], Callable]] = [
     (C.SoftmaxOp, _Reverse._softmax),
     (C.UnaryOp, _Reverse._unary),
     (C.BinaryOp, _Reverse._binary),
@@ -817,9 +779,7 @@ _RULES: list[tuple[type, Callable]] = [
     (C.FieldOp, _Reverse._field),
     (C.CallOp, _Reverse._call),
     (C.FoldOp, _Reverse._fold),
-    (C.ConstantOp, _Reverse._nothing),
-    (C.RealOp, _Reverse._nothing),
-    (C.ZerosLikeOp, _Reverse._nothing),
+    ((C.ConstantOp, C.RealOp, C.ZerosLikeOp), _Reverse._nothing),
 ]
 
 
