@@ -63,13 +63,13 @@ class PowIOp(UnaryOp):
     name = "psk_realize.powi"
     n = attr_def(IntegerAttr)
 
-    def __init__(self, operand: SSAValue | Operation, n: int, *, site: str,
-                 name: str | None = None):
-        super().__init__(operand, site=site, name=name, n=IntegerAttr(n, i64))
-
     @property
     def exponent(self) -> int:
         return self.n.value.data
+
+    def __init__(self, operand: SSAValue | Operation, n: int, *, site: str,
+                 name: str | None = None):
+        super().__init__(operand, site=site, name=name, n=IntegerAttr(n, i64))
 
 
 class BinaryOp(TwoTensorOp, ABC):

@@ -68,12 +68,12 @@ class FuncOp(NamedArguments, IRDLOperation):
         return self.sym_name.data
 
     @property
-    def source_func(self) -> str:
-        return self.source.data
-
-    @property
     def dim_values(self) -> dict[str, int]:
         return {k: v.value.data for k, v in self.dims.data.items()} if self.dims else {}
+
+    @property
+    def source_func(self) -> str:
+        return self.source.data
 
     @property
     def output_types(self) -> tuple[Attribute, ...]:
