@@ -122,16 +122,15 @@ class Recordings:
         return self._cache[key]
 
 
-class TrafficCost:
-    """Bytes of traffic per call of the entry, from the kernel module under the
-    realization (cached by realization)."""
+class _RecordedCost:
+    """A cost read from the kernel module under the realization, cached by realization;
+    `_price(kernel_module)` is the kind's."""
 
-    unit = "bytes"
+    unit = ""
 
     def __init__(self, core_module, entry: str, dims: dict[str, int],
-                 conversions: bool = False, recordings: Recordings | None = None):
+                 recordings: Recordings | None = None):
         self.recordings = recordings or Recordings(core_module, entry, dims)
-        self.conversions = conversions
         self._cache: dict[tuple, float] = {}
 
     @property
@@ -141,12 +140,29 @@ class TrafficCost:
     def cost(self, realization: Realization) -> float:
         key = _key(realization)
         if key not in self._cache:
-            self._cache[key] = traffic(self.recordings.get(realization).kernel,
-                                       self.conversions)
+            self._cache[key] = self._price(self.recordings.get(realization).kernel)
         return self._cache[key]
 
+    def _price(self, kernel_module) -> float:
+        raise NotImplementedError
 
-class TimeCost:
+
+class TrafficCost(_RecordedCost):
+    """Bytes of traffic per call of the entry, from the kernel module under the
+    realization (cached by realization)."""
+
+    unit = "bytes"
+
+    def __init__(self, core_module, entry: str, dims: dict[str, int],
+                 conversions: bool = False, recordings: Recordings | None = None):
+        super().__init__(core_module, entry, dims, recordings)
+        self.conversions = conversions
+
+    def _price(self, kernel_module) -> float:
+        return traffic(kernel_module, self.conversions)
+
+
+class TimeCost(_RecordedCost):
     """Seconds per call of the entry, predicted by a machine profile: each launch at its
     nest's planned (cheapest) point and the host's conversions, copies and fills, from
     the kernel module under the realization (presk/pipeline/plan.py `call_seconds`)."""
@@ -155,21 +171,12 @@ class TimeCost:
 
     def __init__(self, core_module, entry: str, dims: dict[str, int], profile,
                  recordings: Recordings | None = None, workers: int | None = None):
-        self.recordings = recordings or Recordings(core_module, entry, dims)
+        super().__init__(core_module, entry, dims, recordings)
         self.profile, self.workers = profile, workers
-        self._cache: dict[tuple, float] = {}
 
-    @property
-    def pipelines(self) -> int:
-        return len(self.recordings)
-
-    def cost(self, realization: Realization) -> float:
+    def _price(self, kernel_module) -> float:
         from ..pipeline.plan import call_seconds
-        key = _key(realization)
-        if key not in self._cache:
-            self._cache[key] = call_seconds(self.recordings.get(realization).kernel,
-                                            self.profile, self.workers)
-        return self._cache[key]
+        return call_seconds(kernel_module, self.profile, self.workers)
 
 
 def _key(r: Realization) -> tuple:

@@ -33,6 +33,7 @@ from xdsl.passes import ModulePass
 from presk.analysis.artifact import check_format, expect, read_json
 from presk.dialects import kernel as K
 from presk.kernel_abi.tiles import innermost_pair
+from presk.kernel_abi.tiles import innermost_pair
 
 FORMAT = "presk-plan/1"
 ROWS = (1, 2, 4, 8)
@@ -97,9 +98,9 @@ def _split_trip(kernel: K.KernelOp) -> int:
 
 
 def contraction_sides(kernel: K.KernelOp) -> tuple[int, int] | None:
-    """(I, J): the trips of the two innermost parallel loops a tile covers, or None."""
-    pair = innermost_pair(kernel.body.block)
-    return None if pair is None else (pair[0].trip, pair[1].trip)
+    """(I, J): the trips of the two loops a register tile covers, or None."""
+    loops = innermost_pair(kernel.body.block)
+    return None if loops is None else (loops[0].trip, loops[1].trip)
 
 
 def layout_space(kernel: K.KernelOp, workers: int) -> list[Point]:
