@@ -143,16 +143,17 @@ class Program:
 
     # ---- native code ----
     def compile(self, entry: str, *, realize=None, grad: bool = False,
-                remat: str = "store", plan=None, cache: bool = True, **dims: int
-                ) -> Compiled:
+                remat: str = "store", plan=None, cache: bool = True, copy: bool = True,
+                **dims: int) -> Compiled:
         """The entry at `dims` under `realize` (None: all f64; a path, `@path`, inline
         JSON, a Realization, or a Solution of `solve`) and the layout `plan` (None: the
         default layouts; a `presk-plan/1` path or `@path`, passed to the pipeline),
         compiled to native code (or taken from the on-disk cache), its buffers bound once.
         With `grad`, a call returns the value and the gradient tree (`remat`: what the
-        forward sweep keeps)."""
+        forward sweep keeps). `copy=False`: a tensor result and the gradients are views
+        of the entry's output buffers (read-only), which the next call overwrites."""
         return Compiled(self, entry, dict(dims), _realization(realize), grad, remat, plan,
-                        cache)
+                        cache, copy)
 
     # ---- precision ----
     def calibrate(self, entry: str, *, bits: int = 128, samples: int = 1, seed: int = 0,
@@ -293,9 +294,11 @@ class _Slot:
         self.buffer, self.pointer = buffer, buffer.ctypes.data
         self.keep: np.ndarray | None = None  # a tensor's numpy view, kept alive
 
-    def take(self, value: object, argv, where: str) -> int:
+    def take(self, value: object, argv, where: str, outputs: Sequence[np.ndarray]) -> int:
         """Point argv at `value` in place when it fits (its pointer returned: a tensor's
-        data pointer, 1 for an array), else convert it into the buffer (0 returned)."""
+        data pointer, 1 for an array), else convert it into the buffer (0 returned). An
+        array over one of the entry's `outputs` (a result of `copy=False`) is copied: the
+        call writes there while it reads its inputs."""
         torch_value = type(value) is not np.ndarray and _is_torch(value)
         array = _torch_storage(value) if torch_value else value
         if not isinstance(array, np.ndarray):
@@ -308,7 +311,8 @@ class _Slot:
             raise PreskError(f"presk: {where} `{self.name}` has shape {list(array.shape)}, "
                              f"the entry takes {list(self.shape)}")
         flags = array.flags
-        if array.dtype == self.dtype and flags.c_contiguous and flags.aligned:
+        if array.dtype == self.dtype and flags.c_contiguous and flags.aligned and not any(
+                np.may_share_memory(array, out) for out in outputs):
             argv[self.index] = _address(array)
             self.keep = array if torch_value else None
             return value.data_ptr() if torch_value else 1  # type: ignore[attr-defined]
@@ -334,14 +338,21 @@ def _address(array: np.ndarray) -> int:
         return array.ctypes.data
 
 
-def _getter(index: tuple[int, ...]):
-    """The leaf at `index` of the arguments tuple."""
-    if len(index) == 1:
-        return operator.itemgetter(index[0])
-    if len(index) == 2:
-        i, j = index
-        return lambda a: a[i][j]
-    return lambda a: functools.reduce(operator.getitem, index, a)
+def _gatherers(paths: Sequence[str], leaves: Sequence[tuple[int, ...]], n_args: int):
+    """Two generated functions of subscripts (as `collections.namedtuple` generates its
+    class), so that a call pays no loop, closure or dict of its own:
+    `gather(params, args)`, the tuple of every input array (the parameters by path, then
+    the arguments' leaves by index), and `same(params, args, last)`, whether the counts
+    are the entry's and every array is the object of `last` (the last call's). The paths
+    are passed as constants (`k0`…), never pasted as text."""
+    items = [f"p[k{i}]" for i in range(len(paths))]
+    items += ["a" + "".join(f"[{int(i)}]" for i in index) for index in leaves]
+    same = [f"len(p) == {len(paths)}", f"len(a) == {int(n_args)}"]
+    same += [f"{item} is l[{k}]" for k, item in enumerate(items)]
+    namespace = {f"k{i}": path for i, path in enumerate(paths)}
+    exec(f"def gather(p, a):\n    return ({', '.join(items)}{',' if items else ''})\n"
+         f"def same(p, a, l):\n    return {' and '.join(same)}\n", namespace)
+    return namespace["gather"], namespace["same"]
 
 
 class Compiled:
@@ -350,13 +361,14 @@ class Compiled:
     arguments in order, a tuple where the entry takes one (`(x, y)` for `batch`); a
     tensor result's gradient needs `cotangent=` (the seed of ⟨c, result⟩). The results
     are new float64 arrays (a Python float for an ℝ[] value), torch tensors when the
-    parameters are."""
+    parameters are; with `copy=False`, read-only views of the output buffers (the same
+    objects at every call: the next call overwrites them)."""
 
     def __init__(self, program: Program, entry: str, dims: dict[str, int], realization,
-                 grad: bool, remat: str, plan, cache: bool):
+                 grad: bool, remat: str, plan, cache: bool, copy: bool = True):
         from .analysis import entry as E
         from .pipeline import compile_call, entry_call
-        self.entry, self.dims, self.grad = entry, dims, grad
+        self.entry, self.dims, self.grad, self.copy = entry, dims, grad, copy
         prepared = program._prepare(entry, dims)
         self.paths = [f.path for f in prepared.fields]
         shape = None
@@ -393,9 +405,8 @@ class Compiled:
         self._slots = [by_path[p] for p in self.paths] + [slots[p] for p, _ in leaves]
         self._where = ["parameter"] * len(self.paths) + ["argument"] * len(leaves)
         self._leaves = leaves
-        self._get_params = operator.itemgetter(*self.paths) if len(self.paths) > 1 else \
-            (lambda p, k=self.paths[0]: (p[k],)) if self.paths else (lambda p: ())
-        self._get_leaves = [_getter(index) for _, index in leaves]
+        self._gather, self._same = _gatherers(self.paths, [index for _, index in leaves],
+                                              len(arguments))
         self._n_args, self._n_params = len(arguments), len(self.paths)
         self._last: list[object] = [None] * len(self._slots)  # read in place at the last call
         self._pointers = [0] * len(self._slots)  # a tensor's data pointer then (1: an array)
@@ -407,20 +418,32 @@ class Compiled:
 
     def _plan_outputs(self) -> None:
         """The output buffers (bound once, after the inputs in argv) and how a call reads
-        them: the value a Python float (ℝ[]) or a new array, the gradient new arrays — a
-        copy, or bf16 and f32 widened exactly to float64."""
+        them: the value a Python float (ℝ[]) or an array, the gradients arrays — new ones
+        (a copy, or bf16 and f32 widened exactly to float64), or with `copy=False` and
+        float64 buffers read-only views made once here, so that a call reads nothing."""
         from .runtime.buffers import empty, to_f64
         sig, names = self.native.sig, self.call.output_names
         self.outputs = [empty(b) for b in sig.outputs]
         for k, out in enumerate(self.outputs):
             self._argv[len(sig.inputs) + k] = out.ctypes.data
-        self._convert = np.ndarray.copy if all(b.element == "f64" for b in sig.outputs) \
-            else to_f64
-        self._grads = [(p, self.outputs[names.index(f"grad.{p}")]) for p in self.paths] \
+        wide = all(b.element == "f64" for b in sig.outputs)
+        self._views = not self.copy and wide  # else a new array per result and call
+        convert = np.ndarray.copy if wide else to_f64
+        grads = [self.outputs[names.index(f"grad.{p}")] for p in self.paths] \
             if self.grad else []
         r = self._result = self.outputs[names.index("result")]
+        self._torch_views: tuple | None = None  # the same buffers as tensors, made once
+        if self._views:
+            views = [_read_only(g) for g in grads]
+            result = _read_only(r)
+            self._read_grads = lambda: views
+            array_value = lambda: result  # noqa: E731
+        else:
+            self._read_grads = lambda: [convert(g) for g in grads]
+            array_value = functools.partial(convert, r)
         self._value = (r.item if r.dtype == np.float64 else lambda: float(to_f64(r))) \
-            if r.ndim == 0 else functools.partial(self._convert, r)
+            if r.ndim == 0 else array_value
+        self._grad_buffers = grads
 
     @property
     def parameters(self) -> list[str]:
@@ -432,18 +455,26 @@ class Compiled:
         return functools.partial(self._call, self._argv_address, self._arena)
 
     def __call__(self, params: Mapping[str, Any], *args: Any, cotangent=None):
+        # The fast path — the arrays of the last call, an ℝ[] result, numpy — is one
+        # identity test per array (`same`), the native call and the results' reading.
         try:
-            given = self._get_params(params) + tuple([g(args) for g in self._get_leaves])
+            same = self._same(params, args, self._last)
+            if not same or self._torch_in:
+                given = self._gather(params, args)
         except (KeyError, IndexError, TypeError):
             raise self._refusal(params, args) from None
-        if len(params) != self._n_params or len(args) != self._n_args:
-            raise self._refusal(params, args)
-        if self._torch_in or not all(map(operator.is_, given, self._last)):
+        if not same or self._torch_in:
+            if len(params) != self._n_params or len(args) != self._n_args:
+                raise self._refusal(params, args)
             self._take(given, args)
         if cotangent is not None or self._seed_moved:
             self._seed(cotangent)
         self._call(self._argv_address, self._arena)
-        return self._results()
+        if self._torch_out:
+            return self._torch_results()
+        if self.grad:
+            return self._value(), dict(zip(self.paths, self._read_grads()))
+        return self._value()
 
     def _seed(self, cotangent) -> None:
         """The cotangent into its slot; None: the bound 1 of an ℝ[] result."""
@@ -452,7 +483,7 @@ class Compiled:
             raise PreskError(f"presk: `{self.entry}` is compiled without grad: it takes no "
                              "cotangent")
         if cotangent is not None:
-            slot.take(cotangent, self._argv, "the cotangent")
+            slot.take(cotangent, self._argv, "the cotangent", self.outputs)
             self._seed_moved = True
         elif self.result_shape:
             raise PreskError(f"presk: `{self.entry}` returns a tensor of shape "
@@ -471,7 +502,7 @@ class Compiled:
                 continue
             if k >= len(self.paths):
                 self._check_nesting(args, self._leaves[k - len(self.paths)])
-            pointers[k] = slot.take(value, argv, self._where[k])
+            pointers[k] = slot.take(value, argv, self._where[k], self.outputs)
             last[k] = value if pointers[k] else None
         self._torch_in = max(pointers, default=0) > 1
         self._torch_out = bool(self.paths) and type(given[0]) is not np.ndarray \
@@ -515,21 +546,35 @@ class Compiled:
                 return exc
         return PreskError(f"presk: the arguments of `{self.entry}` do not fit it")
 
-    def _results(self):
-        value = self._value()
-        if not self.grad:
-            return _as_torch(value) if self._torch_out else value
-        convert = self._convert
-        grads = {p: convert(g) for p, g in self._grads}
-        if self._torch_out:
-            return _as_torch(value), {p: _as_torch(g) for p, g in grads.items()}
-        return value, grads
+    def _torch_results(self):
+        """The results as tensors: new ones, or with `copy=False` tensors over the output
+        buffers (made at the first call that needs them; torch has no read-only tensor)."""
+        if not self._views:
+            value = _as_torch(self._value())
+            if not self.grad:
+                return value
+            return value, {p: _as_torch(g) for p, g in zip(self.paths, self._read_grads())}
+        if self._torch_views is None:
+            import torch
+            self._torch_views = (torch.from_numpy(self._result),
+                                 [torch.from_numpy(g) for g in self._grad_buffers])
+        result, grads = self._torch_views
+        value = _as_torch(self._value()) if self._result.ndim == 0 else result
+        return (value, dict(zip(self.paths, grads))) if self.grad else value
 
 
 def _as_torch(x):
     import torch
     return torch.from_numpy(x) if isinstance(x, np.ndarray) else torch.tensor(
         x, dtype=torch.float64)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A view of `array` that cannot be written through (the buffer itself stays
+    writable: the native code writes it)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 __all__ = ["Compiled", "PreskError", "Program", "load"]

@@ -62,6 +62,43 @@ def test_results_are_new_arrays(args, grad_f) -> None:
     assert all(first[p].tobytes() == kept[p].tobytes() for p in kept)
 
 
+def test_views_without_copy(prog, args) -> None:
+    """`copy=False`: the gradients are read-only views of the entry's output buffers, the
+    same objects at every call, which the next call overwrites with its own bits (those of
+    a copying entry); a view handed back as an input is copied in, never aliased."""
+    params, (batch,) = args
+    x, y = batch
+    copying = prog.compile("loss", B=4, grad=True)
+    f = prog.compile("loss", B=4, grad=True, copy=False)
+    value, first = f(params, batch)
+    assert value == copying(params, batch)[0]
+    assert all(not g.flags.writeable for g in first.values())
+    with pytest.raises(ValueError):
+        next(iter(first.values()))[...] = 0.0
+    value2, second = f(params, (x * 2, y))
+    ref_value, ref = copying(params, (x * 2, y))
+    assert value2 == ref_value
+    for p in ref:
+        assert second[p] is first[p] and second[p].tobytes() == ref[p].tobytes(), p
+    back = {p: second[p] for p in params}  # the gradients as the parameters
+    expect = copying({p: g.copy() for p, g in back.items()}, batch)
+    got = f(back, batch)
+    assert got[0] == expect[0]
+    assert all(got[1][p].tobytes() == expect[1][p].tobytes() for p in params)
+
+
+def test_tensor_views_without_copy(prog, args) -> None:
+    params, (batch,) = args
+    f = prog.compile("loss", B=4, grad=True, copy=False)
+    tparams = {p: torch.from_numpy(v) for p, v in params.items()}
+    value, grads = f(tparams, tuple(torch.from_numpy(a) for a in batch))
+    ref_value, ref = prog.compile("loss", B=4, grad=True)(params, batch)
+    assert float(value) == ref_value
+    assert all(grads[p].numpy().tobytes() == ref[p].tobytes() for p in ref)
+    _, again = f(tparams, tuple(torch.from_numpy(a) for a in batch))
+    assert all(again[p] is grads[p] for p in ref)
+
+
 def test_fitting_arrays_are_read_in_place(prog, args) -> None:
     """An f64 entry reads the caller's float64 arrays themselves: argv holds their
     pointers, and a change made in place is what the next call reads."""
