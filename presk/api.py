@@ -434,15 +434,18 @@ class Compiled:
         r = self._result = self.outputs[names.index("result")]
         self._torch_views: tuple | None = None  # the same buffers as tensors, made once
         if self._views:
-            views = [_read_only(g) for g in grads]
+            views = dict(zip(self.paths, [_read_only(g) for g in grads]))
             result = _read_only(r)
-            self._read_grads = lambda: views
+            self._read_grads = views.copy  # a new dict of the same views
             array_value = lambda: result  # noqa: E731
         else:
-            self._read_grads = lambda: [convert(g) for g in grads]
+            self._read_grads = lambda: dict(zip(self.paths, [convert(g) for g in grads]))
             array_value = functools.partial(convert, r)
-        self._value = (r.item if r.dtype == np.float64 else lambda: float(to_f64(r))) \
-            if r.ndim == 0 else array_value
+        value = self._value = (r.item if r.dtype == np.float64 else
+                               lambda: float(to_f64(r))) if r.ndim == 0 else array_value
+        read_grads = self._read_grads
+        self._read_numpy = (lambda: (value(), read_grads())) if self.grad else value
+        self._read = self._read_numpy  # the results' reader: numpy, or tensors (_take)
         self._grad_buffers = grads
 
     @property
@@ -470,11 +473,7 @@ class Compiled:
         if cotangent is not None or self._seed_moved:
             self._seed(cotangent)
         self._call(self._argv_address, self._arena)
-        if self._torch_out:
-            return self._torch_results()
-        if self.grad:
-            return self._value(), dict(zip(self.paths, self._read_grads()))
-        return self._value()
+        return self._read()
 
     def _seed(self, cotangent) -> None:
         """The cotangent into its slot; None: the bound 1 of an ℝ[] result."""
@@ -507,6 +506,7 @@ class Compiled:
         self._torch_in = max(pointers, default=0) > 1
         self._torch_out = bool(self.paths) and type(given[0]) is not np.ndarray \
             and _is_torch(given[0])
+        self._read = self._torch_results if self._torch_out else self._read_numpy
 
     def _check_nesting(self, args: tuple, leaf: tuple[str, tuple[int, ...]]) -> None:
         """A PreskError where the arguments lack the tuple the leaf `path` sits in."""
@@ -553,7 +553,7 @@ class Compiled:
             value = _as_torch(self._value())
             if not self.grad:
                 return value
-            return value, {p: _as_torch(g) for p, g in zip(self.paths, self._read_grads())}
+            return value, {p: _as_torch(g) for p, g in self._read_grads().items()}
         if self._torch_views is None:
             import torch
             self._torch_views = (torch.from_numpy(self._result),
