@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import operator
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
