@@ -302,9 +302,8 @@ def test_calibrate_command_prints_the_tables_and_writes_the_envelope(tmp_path):
                  "--bits", "128", "--out", str(out))
     elapsed = time.perf_counter() - start
     print(f"\npresk calibrate on the tutorial at B = 4, 128 bits: {elapsed:.2f} s "
-          "(the issue's goal: under 2 s)")
+          "(the issue's goal: under 2 s; a figure, not an assertion: tests never assert a time)")
     assert done.returncode == 0, done.stderr
-    assert elapsed < 10
     lines = done.stdout.splitlines()
     assert lines[0] == "presk calibrate: 30 sites over 1 samples of `loss` at 128 bits"
     assert len([l for l in lines[1:] if l.startswith("  ") and "/%" in l]) == 5 + 3 + 10
