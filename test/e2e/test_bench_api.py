@@ -19,6 +19,7 @@ def test_bench_api_quick() -> None:
                             capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ("bare native call", "API, the same arrays", "API, a new batch each call",
-                 "API, torch tensors", "value and gradient", "goal:"):
+                 "API, the same, copy=False", "API, torch tensors", "value and gradient",
+                 "goal, the same arrays:", "goal, the same, copy=False:"):
         assert name in result.stdout, (name, result.stdout)
     assert "DISAGREES" not in result.stdout
