@@ -52,15 +52,16 @@ def object_array(values, element: Callable[[Any], Any]) -> np.ndarray:
     return out
 
 
-class ByEnclosure:
+class ByEnclosure(ABC):
     """Ordering by enclosure, as numpy's object max/min compare two elements: x > y when
     x's upper end is above y's, x < y when its lower end is below y's. The error-bound
     (`bounds.EB`) and box (`box.Form`) elements share it; `_coerce` makes an operand one."""
 
     __slots__ = ()
 
+    @abstractmethod
     def _coerce(self, o):
-        raise NotImplementedError
+        """`o` (an element or a number) as an element of this kind."""
 
     def __gt__(self, o):
         return self.hi > self._coerce(o).hi

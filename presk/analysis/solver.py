@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import os
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -122,7 +123,7 @@ class Recordings:
         return self._cache[key]
 
 
-class _RecordedCost:
+class _RecordedCost(ABC):
     """A cost read from the kernel module under the realization, cached by realization;
     `_price(kernel_module)` is the kind's."""
 
@@ -143,8 +144,9 @@ class _RecordedCost:
             self._cache[key] = self._price(self.recordings.get(realization).kernel)
         return self._cache[key]
 
+    @abstractmethod
     def _price(self, kernel_module) -> float:
-        raise NotImplementedError
+        """The cost of one call under the kernel module a realization recorded."""
 
 
 class TrafficCost(_RecordedCost):
