@@ -22,6 +22,7 @@ from ..emit.llvm import (JitModule, NativeCompileError, emit_object, llvm_ir, lo
                          optimize)
 from .cache import CacheKey, NativeCache, cache_enabled, cache_key
 from .entry import NativeEntry, RuntimeCallError
+from .pool import provide
 from .timing import Timing, time_call
 
 __all__ = ["CompileTimings", "NativeCompileError", "NativeEntry", "NativeProgram",
@@ -126,6 +127,7 @@ def _load_cached(store: NativeCache, key: CacheKey, expected: Sequence[EntrySig]
         if hit is None or (expected is not None and list(expected) != hit.entries):
             return None
         try:
+            provide(hit.object_code)
             jit = load_object(hit.object_code)
             for s in hit.entries:
                 jit.address(s.symbol)
@@ -147,4 +149,5 @@ def _compile(module: ModuleOp, sigs: Sequence[EntrySig],
     with _phase(timings, "codegen"):
         obj = emit_object(optimized)
     with _phase(timings, "load"):
+        provide(obj)
         return load_object(obj, optimized)

@@ -10,7 +10,8 @@
 
 `native_program(kernel_module)` goes through the on-disk cache (presk/runtime/cache.py):
 the key is the PSK-Kernel module's text and `lowering_version()`, a hash of the source of
-every file above, so that a change to the lowering can never load stale code.
+every file above, so that a change to the lowering can never load stale code — and, when
+a kernel splits, how its parts start (`spawn()`: the worker pool, or a thread per part).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _LOWERING_SOURCES = (
     "conversion/kernel_to_std", "transforms/kernel_split.py", "conversion/std_to_llvm",
     "kernel_abi", "dialects/kernel",
     "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py", "ops",
+    "runtime/presk_pool.h", "runtime/presk_pool.c",
 )
 
 
@@ -73,26 +75,55 @@ def llvm_module_from_std(module: ModuleOp) -> ModuleOp:
     return module
 
 
-def lowering_passes() -> list[ModulePass]:
-    """PSK-Kernel → the llvm dialect: the passes of the docstring, in order."""
+def spawn() -> str:
+    """How split kernels start their parts: `pool` (the worker pool, presk/runtime/pool.py),
+    or `threads` — a thread per part and launch — when `PRESK_SPAWN=threads` asks (to
+    compare) or no C compiler can build the pool. A part of the lowering's version."""
+    import os
+
+    from . import pool
+    if os.environ.get("PRESK_SPAWN", "").strip().lower() == "threads":
+        return "threads"
+    return "pool" if pool.available() else "threads"
+
+
+def splits(kernel_module: ModuleOp) -> bool:
+    """Whether psk-kernel-split gives any kernel of the module parts."""
+    from ..dialects import kernel as K
+    from ..transforms.kernel_split import split_of
+    return any(split_of(k) > 1 for k in kernel_module.ops if isinstance(k, K.KernelOp))
+
+
+def lowering_passes(threads: str | None = None) -> list[ModulePass]:
+    """PSK-Kernel → the llvm dialect: the passes of the docstring, in order; split kernels'
+    parts started by `threads` (`pool`/`threads`, default `spawn()`)."""
     from ..transforms.kernel_split import KernelSplitPass
-    return [KernelSplitPass(), ConvertKernelToStdPass(), *std_passes()]
+    return [KernelSplitPass(), ConvertKernelToStdPass(threads or spawn()), *std_passes()]
 
 
-def llvm_dialect_module(kernel_module: ModuleOp) -> tuple[ModuleOp, list[EntrySig]]:
-    """The kernel module (left unchanged) lowered to the llvm dialect (`lowering_passes`),
-    the math library's functions appended, and the entries it exports."""
+def llvm_dialect_module(kernel_module: ModuleOp, threads: str | None = None
+                        ) -> tuple[ModuleOp, list[EntrySig]]:
+    """The kernel module (left unchanged) lowered to the llvm dialect (`lowering_passes`,
+    split kernels' parts started by `threads`, default `spawn()`), the math library's
+    functions appended, and the entries it exports."""
     from ..emit.mathlib_llvm import declare_all
     sigs = entry_signatures(kernel_module)
     module = kernel_module.clone()
     ctx = Context()
-    for p in lowering_passes():
+    for p in lowering_passes(threads or (spawn() if splits(kernel_module) else "threads")):
         p.apply(ctx, module)
     declare_all(module)
     return module, sigs
 
 
-def native_program(kernel_module: ModuleOp, cache: bool | NativeCache = True) -> NativeProgram:
-    """Compile (or load from the cache) every entry host of a PSK-Kernel module."""
-    return load_native(lambda: llvm_dialect_module(kernel_module), str(kernel_module),
-                       lowering_version(), cache=cache)
+def native_program(kernel_module: ModuleOp, cache: bool | NativeCache = True,
+                   threads: str | None = None) -> NativeProgram:
+    """Compile (or load from the cache) every entry host of a PSK-Kernel module; split
+    kernels' parts started by `threads` (`pool`/`threads`; default `spawn()`)."""
+    if splits(kernel_module):
+        threads = threads or spawn()
+        version = f"{lowering_version()}+{threads}"
+    else:
+        version = lowering_version()
+    return load_native(lambda: llvm_dialect_module(kernel_module, threads),
+                       str(kernel_module), version, cache=cache)

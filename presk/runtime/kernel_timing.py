@@ -29,11 +29,12 @@ class KernelTime:
     repeats: int  # launches per timed call
 
 
-def _baseline() -> K.KernelOp:
-    t = K.BufferType.get(Float64Type(), 1)
+def _baseline(n: int = 1) -> K.KernelOp:
+    """A copy of n f64 elements (the baseline's: one)."""
+    t = K.BufferType.get(Float64Type(), n)
     kernel = K.KernelOp("base", [t, t], 1, "copy")
     block = kernel.body.block
-    loop = K.ForOp(0, 1)
+    loop = K.ForOp(0, n)
     block.add_op(loop)
     value = K.LoadOp(block.args[0], [loop.induction])
     loop.body.block.add_ops([value, K.StoreOp(value.result, block.args[1],
@@ -70,10 +71,11 @@ def _inputs(entry, rng: np.random.Generator) -> list[np.ndarray]:
 
 def time_kernels(kernels: Sequence[K.KernelOp], repeats: Sequence[int], samples: int = 5,
                  min_seconds: float = 0.004, cache: bool = True,
-                 progress=None) -> list[KernelTime]:
-    """Each kernel's time a launch (see the module docstring); `progress(i)` after each."""
+                 progress=None, threads: str | None = None) -> list[KernelTime]:
+    """Each kernel's time a launch (see the module docstring); `progress(i)` after each;
+    split kernels' parts started by `threads` (`pool`/`threads`, default: the pool)."""
     from .compile import native_program
-    program = native_program(harness(kernels, repeats), cache=cache)
+    program = native_program(harness(kernels, repeats), cache=cache, threads=threads)
     rng = np.random.default_rng(0)
 
     def timed(host: str) -> float:
@@ -88,3 +90,17 @@ def time_kernels(kernels: Sequence[K.KernelOp], repeats: Sequence[int], samples:
         if progress is not None:
             progress(i)
     return out
+
+
+def split_launch_seconds(workers: int, repeats: int = 64, samples: int = 7,
+                         threads: str | None = None, cache: bool = True) -> float:
+    """What a split over `workers` adds to a launch: an element-wise copy of one element
+    per worker, split `(0, workers)`, against the same copy unsplit — the launch's
+    start and wait (the profile's spawn term), its work nil. `threads` as time_kernels'."""
+    from ..transforms.plan_layout import Point
+    plain = _baseline(workers)
+    split = plain.clone()
+    split.layout = Point((), workers).attr()
+    whole, parted = time_kernels([plain, split], [repeats, repeats], samples,
+                                 cache=cache, threads=threads)
+    return max(parted.seconds - whole.seconds, 0.0)

@@ -32,12 +32,14 @@ it implements is presk/kernel_abi/calling.py.
 * A kernel whose layout is `tiled` (a contraction) runs in register tiles:
   presk/conversion/kernel_to_std/tile_contraction.py, called from the kernel's rewrite. A
   kernel psk-kernel-split gave `parts` (presk/transforms/kernel_split.py, which runs
-  first in the native pipeline) becomes a spawner running its parts on threads
-  (threads.py); without that pass a split layout runs on the caller's thread.
+  first in the native pipeline) becomes a spawner running its parts on the worker pool
+  (threads.py; the option `spawn=threads` starts a thread per part and launch instead);
+  without that pass a split layout runs on the caller's thread.
 * Each host marked `entry` gets `presk_entry_H(argv, arena)`, which loads the buffer
   pointers from `argv` and calls the host.
 * The functions the module calls and does not define are declared (the math library's,
-  `malloc`/`free` for a tile's packed operand, `pthread_create`/`pthread_join`).
+  `malloc`/`free` for a tile's packed operand, `presk_pool_run` or
+  `pthread_create`/`pthread_join`).
 
 `entry_signatures(module)` (the PSK-Kernel module, before the pass) describes those
 entries for the runtime.
@@ -407,11 +409,16 @@ class ConvertKernelToStdPass(ModulePass):
 
     name = "convert-psk-kernel-to-std"
 
+    spawn: str = "pool"
+    """How a split kernel's parts start: `pool` or `threads` (threads.py)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.spawn not in ("pool", "threads"):
+            raise ValueError(f"spawn is `pool` or `threads`, not `{self.spawn}`")
         plan = ArenaPlan(op)
         offsets, calls = _layouts_as_hosts(op, plan)
         aliased = aliased_kernels(op)
-        threads = spawners(op, kernel_symbol)
+        threads = spawners(op, kernel_symbol, self.spawn)
         _walk([KernelToFunc(aliased), HostToFunc()], op)
         op.body.block.add_ops(threads)
         _walk([ForToScf(), YieldToScf(), LoadToLLVM(), StoreToLLVM(), ScalarToArith(),

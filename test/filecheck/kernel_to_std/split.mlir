@@ -1,8 +1,10 @@
 // psk-kernel-split then convert-psk-kernel-to-std on a kernel whose layout splits its outermost loop among two
 // workers: two part kernels over rows [0, 4) and [4, 9) (whole tiles of 4 rows), each
-// lowered like any tiled kernel; the kernel's function starts part 1 on a thread through a
-// trampoline that unpacks the buffer pointers, runs part 0, and joins.
+// lowered like any tiled kernel; the kernel's function launches both on the worker pool
+// (presk_pool_run) through trampolines that unpack the buffer pointers. With
+// spawn=threads it starts part 1 on a new thread, runs part 0, and joins.
 // RUN: presk-opt %s -p psk-kernel-split,convert-psk-kernel-to-std | filecheck %s
+// RUN: presk-opt %s -p 'psk-kernel-split,convert-psk-kernel-to-std{spawn=threads}' | filecheck %s --check-prefix=THREADS
 
 builtin.module {
   psk_kernel.kernel @k0(%0: !psk_kernel.buffer<f32, 9, 5>, %1: !psk_kernel.buffer<f32, 5, 37>, %2: !psk_kernel.buffer<f32, 9, 37>) attributes {layout = #psk_kernel.layout<tiled, tile = [4, 32], lanes = 16, order = "IJ", split = [0, 2]>, outputs = 1 : i64, title = "dot"} {
@@ -41,16 +43,32 @@ builtin.module {
 // CHECK:        arith.constant 9 : index
 // CHECK:      func.func private @presk_host_f(
 // CHECK:        func.call @presk_kernel_k0(%0, %1, %2)
-// CHECK:      func.func private @presk_kernel_k0_thread1(%0: !llvm.ptr) -> !llvm.ptr {
+// CHECK:      func.func private @presk_kernel_k0_thread0(%0: !llvm.ptr) {
+// CHECK:        func.call @presk_kernel_k0_part0(%{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK:      func.func private @presk_kernel_k0_thread1(%0: !llvm.ptr) {
 // CHECK:        func.call @presk_kernel_k0_part1(%{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
-// CHECK:        func.return %{{.*}} : !llvm.ptr
 // CHECK:      func.func private @presk_kernel_k0(%0: !llvm.ptr, %1: !llvm.ptr, %2: !llvm.ptr) {
 // CHECK:        %[[ARGS:.*]] = llvm.alloca %{{.*}} x !llvm.ptr
-// CHECK:        %[[TID:.*]] = llvm.alloca %{{.*}} x i64
-// CHECK-NEXT:   %[[FN:.*]] = llvm.mlir.addressof @presk_kernel_k0_thread1 : !llvm.ptr
-// CHECK-NEXT:   %{{.*}} = llvm.call @pthread_create(%[[TID]], %{{.*}}, %[[FN]], %[[ARGS]])
-// CHECK-NEXT:   func.call @presk_kernel_k0_part0(%0, %1, %2)
-// CHECK-NEXT:   %[[T:.*]] = llvm.load %[[TID]] : !llvm.ptr -> i64
-// CHECK-NEXT:   %{{.*}} = llvm.call @pthread_join(%[[T]], %{{.*}})
-// CHECK:      llvm.func @pthread_create(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
-// CHECK:      llvm.func @pthread_join(i64, !llvm.ptr) -> i32
+// CHECK:        %[[F0:.*]] = llvm.mlir.addressof @presk_kernel_k0_thread0 : !llvm.ptr
+// CHECK-NEXT:   %[[F1:.*]] = llvm.mlir.addressof @presk_kernel_k0_thread1 : !llvm.ptr
+// CHECK:        %[[FNS:.*]] = llvm.alloca %{{.*}} x !llvm.ptr
+// CHECK:        llvm.store %[[F0]], %{{.*}} : !llvm.ptr, !llvm.ptr
+// CHECK:        llvm.store %[[F1]], %{{.*}} : !llvm.ptr, !llvm.ptr
+// CHECK:        %[[N:.*]] = arith.constant 2 : i32
+// CHECK-NEXT:   llvm.call @presk_pool_run(%[[N]], %[[FNS]], %[[ARGS]]) : (i32, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK:      llvm.func @presk_pool_run(i32, !llvm.ptr, !llvm.ptr)
+// CHECK-NOT:  pthread_create
+
+// THREADS:      func.func private @presk_kernel_k0_thread1(%0: !llvm.ptr) -> !llvm.ptr {
+// THREADS:        func.call @presk_kernel_k0_part1(%{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// THREADS:        func.return %{{.*}} : !llvm.ptr
+// THREADS:      func.func private @presk_kernel_k0(%0: !llvm.ptr, %1: !llvm.ptr, %2: !llvm.ptr) {
+// THREADS:        %[[ARGS:.*]] = llvm.alloca %{{.*}} x !llvm.ptr
+// THREADS:        %[[TID:.*]] = llvm.alloca %{{.*}} x i64
+// THREADS-NEXT:   %[[FN:.*]] = llvm.mlir.addressof @presk_kernel_k0_thread1 : !llvm.ptr
+// THREADS-NEXT:   %{{.*}} = llvm.call @pthread_create(%[[TID]], %{{.*}}, %[[FN]], %[[ARGS]])
+// THREADS-NEXT:   func.call @presk_kernel_k0_part0(%0, %1, %2)
+// THREADS-NEXT:   %[[T:.*]] = llvm.load %[[TID]] : !llvm.ptr -> i64
+// THREADS-NEXT:   %{{.*}} = llvm.call @pthread_join(%[[T]], %{{.*}})
+// THREADS:      llvm.func @pthread_create(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// THREADS:      llvm.func @pthread_join(i64, !llvm.ptr) -> i32

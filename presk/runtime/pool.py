@@ -1,0 +1,113 @@
+"""The worker pool in this process: presk_pool.c compiled once into a shared library and
+loaded so that native code resolves `presk_pool_run` (a split kernel's spawner calls it,
+presk/conversion/kernel_to_std/threads.py).
+
+The library is built by the C compiler (`$CC`, else `cc`) at most once per source: it is
+kept beside the native cache (`<cache dir>/runtime/presk_pool-<sha>.so`, written to a
+temporary name and renamed), or in a temporary directory of this process when the cache is
+off or unwritable. Without a C compiler there is no pool: `available()` says so and the
+lowering runs a split kernel's nest on the caller's thread (the same bits).
+
+  source_files() -> {name: text}     presk_pool.h / presk_pool.c (also the C export's)
+  load() -> ctypes.CDLL | None        build if needed, load once, and make it the JIT's
+  available() -> bool                 whether the pool can be had in this process
+  provide(object_code)                load the pool when the code calls it
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+SOURCES = ("presk_pool.h", "presk_pool.c")
+SYMBOL = "presk_pool_run"
+CFLAGS = ["-O2", "-std=c99", "-fPIC", "-shared", "-pthread"]
+
+
+def source_files() -> dict[str, str]:
+    """The pool's C files, name → text."""
+    return {name: (_HERE / name).read_text(encoding="utf-8") for name in SOURCES}
+
+
+def _digest() -> str:
+    h = hashlib.sha256()
+    for name, text in source_files().items():
+        h.update(name.encode() + b"\0" + text.encode())
+    h.update(" ".join(CFLAGS).encode())
+    return h.hexdigest()[:16]
+
+
+def _compiler() -> str | None:
+    cc = os.environ.get("CC", "").strip() or "cc"
+    return shutil.which(cc)
+
+
+def _library_dir() -> Path:
+    """Where the built library is kept: beside the native cache when it is on and
+    writable, else a fresh temporary directory."""
+    from .cache import cache_dir, cache_enabled
+    if cache_enabled():
+        d = cache_dir() / "runtime"
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            if os.access(d, os.W_OK):
+                return d
+        except OSError:
+            pass
+    return Path(tempfile.mkdtemp(prefix="presk-pool-"))
+
+
+def _build(cc: str, target: Path) -> bool:
+    """Compile the pool into `target` (atomically). False when the compiler fails."""
+    with tempfile.TemporaryDirectory(prefix="presk-pool-src-") as src:
+        for name, text in source_files().items():
+            Path(src, name).write_text(text, encoding="utf-8")
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        done = subprocess.run([cc, *CFLAGS, "-o", str(tmp), str(Path(src, "presk_pool.c"))],
+                              capture_output=True)
+        if done.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            return False
+        os.replace(tmp, target)
+    return True
+
+
+@lru_cache(maxsize=1)
+def load() -> ctypes.CDLL | None:
+    """The pool's library, built if needed and loaded into this process (its symbols
+    visible to MCJIT), or None without a working C compiler."""
+    from llvmlite import binding
+    cc = _compiler()
+    if cc is None:
+        return None
+    target = _library_dir() / f"presk_pool-{_digest()}.so"
+    if not target.exists() and not _build(cc, target):
+        return None
+    binding.load_library_permanently(str(target))
+    lib = ctypes.CDLL(str(target))
+    lib.presk_pool_workers.restype = ctypes.c_int32
+    return lib
+
+
+def available() -> bool:
+    """Whether split kernels run on the pool in this process."""
+    return load() is not None
+
+
+def provide(object_code: bytes) -> None:
+    """Load the pool before MCJIT links code that calls it."""
+    if SYMBOL.encode() in object_code:
+        load()
+
+
+def workers() -> int:
+    """The pool's running workers (0: none started, or no pool)."""
+    lib = load()
+    return 0 if lib is None else int(lib.presk_pool_workers())

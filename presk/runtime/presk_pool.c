@@ -1,0 +1,211 @@
+/* The Presk worker pool (presk_pool.h).
+ *
+ * One word, `pool.word`, publishes a launch: a generation counter in its upper bits and
+ * the launch's number of parts in its low 8 (POOL_STOP: stop). Reading both in one atomic
+ * load, a worker can never take one launch's part count for another's. Worker j (1…)
+ * runs part j of a launch that has more than j parts and counts `pool.pending` down; the
+ * caller runs part 0 and waits for `pending` to reach 0 before it returns, so the launch's
+ * functions and arguments stay valid (and unchanged) while any worker reads them.
+ *
+ * Waiting is a bounded spin on the word (back-to-back launches cost no sleep), then a
+ * bounded number of polls that yield the core, then a condition variable. A sleeper registers in `sleepers` (or
+ * `waiting`) before it reads the word (or `pending`) a last time, and the writer reads the
+ * register after its write, all sequentially consistent: one of the two sees the other,
+ * and the writer signals under the mutex the sleeper holds until it waits, so no wakeup
+ * is lost.
+ *
+ * Atomics are the GCC/Clang `__atomic` builtins (the export compiles as C99). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "presk_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#define POOL_MAX 64        /* workers besides the caller */
+#define POOL_STOP 0xFFu    /* the parts field of the word that stops every worker */
+#define POOL_SPIN 20       /* polls with a pause (PRESK_POOL_SPIN overrides) */
+#define POOL_YIELD 200     /* then polls with sched_yield (PRESK_POOL_YIELD), then sleep */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define POOL_RELAX() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define POOL_RELAX() __asm__ __volatile__("yield")
+#else
+#define POOL_RELAX() ((void)0)
+#endif
+
+static struct {
+    pthread_mutex_t launch;  /* one launch (or start, or stop) at a time */
+    pthread_mutex_t sleep;   /* what sleepers hold until they wait */
+    pthread_cond_t wake;     /* workers sleep here for the next word */
+    pthread_cond_t done;     /* the caller sleeps here for pending = 0 */
+    pthread_t threads[POOL_MAX];
+    uint64_t seen[POOL_MAX]; /* the word each worker starts from */
+    int32_t started;         /* workers running (under `launch`) */
+    uint64_t word;           /* atomic: generation << 8 | parts */
+    int32_t pending;         /* atomic: parts of this launch still running */
+    int32_t sleepers;        /* atomic: workers asleep or about to be */
+    int32_t waiting;         /* atomic: 1 when the caller sleeps on `done` */
+    int spin, yield;
+    presk_part const *fns;   /* this launch's, valid until pending = 0 */
+    void *args;
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+          PTHREAD_COND_INITIALIZER, {0}, {0}, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
+
+static int registered;  /* atexit and atfork, once (under `launch`) */
+
+static uint64_t load(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+
+/* Between polls: a pause for the first `spin`, then a yield of the core (a shared or
+ * oversubscribed machine may be running the thread we wait for on this one) `yield`
+ * times; 0 when it is time to sleep. */
+static int keep_polling(int i)
+{
+    if (i < pool.spin) {
+        POOL_RELAX();
+        return 1;
+    }
+    if (i < pool.spin + pool.yield) {
+        sched_yield();
+        return 1;
+    }
+    return 0;
+}
+
+/* The word once it differs from `seen`: poll, then sleep. */
+static uint64_t next_word(uint64_t seen)
+{
+    uint64_t w;
+    for (int i = 0;; i++) {
+        if ((w = __atomic_load_n(&pool.word, __ATOMIC_ACQUIRE)) != seen) return w;
+        if (!keep_polling(i)) break;
+    }
+    pthread_mutex_lock(&pool.sleep);
+    __atomic_add_fetch(&pool.sleepers, 1, __ATOMIC_SEQ_CST);
+    while ((w = load(&pool.word)) == seen) pthread_cond_wait(&pool.wake, &pool.sleep);
+    __atomic_sub_fetch(&pool.sleepers, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&pool.sleep);
+    return w;
+}
+
+static void *worker(void *index)
+{
+    const int32_t j = (int32_t)(intptr_t)index;  /* runs part j */
+    uint64_t seen = pool.seen[j - 1];
+    for (;;) {
+        seen = next_word(seen);
+        const uint32_t parts = (uint32_t)(seen & 0xFFu);
+        if (parts == POOL_STOP) return NULL;
+        if ((uint32_t)j >= parts) continue;
+        pool.fns[j](pool.args);
+        if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_SEQ_CST) == 0
+            && __atomic_load_n(&pool.waiting, __ATOMIC_SEQ_CST)) {
+            pthread_mutex_lock(&pool.sleep);
+            pthread_cond_signal(&pool.done);
+            pthread_mutex_unlock(&pool.sleep);
+        }
+    }
+}
+
+/* Publish a word and wake the sleepers. */
+static void publish(uint64_t word)
+{
+    __atomic_store_n(&pool.word, word, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&pool.sleepers, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&pool.sleep);
+        pthread_cond_broadcast(&pool.wake);
+        pthread_mutex_unlock(&pool.sleep);
+    }
+}
+
+/* The child of a fork has none of the parent's workers: it starts its own. */
+static void after_fork_in_child(void)
+{
+    pthread_mutex_init(&pool.launch, NULL);
+    pthread_mutex_init(&pool.sleep, NULL);
+    pthread_cond_init(&pool.wake, NULL);
+    pthread_cond_init(&pool.done, NULL);
+    pool.started = 0;
+    pool.sleepers = 0;
+    pool.waiting = 0;
+}
+
+static void stop_at_exit(void) { presk_pool_stop(); }
+
+/* Workers up to `want` (under `launch`); fewer if a thread cannot be created. */
+static void grow(int32_t want)
+{
+    if (!registered) {
+        const char *spin = getenv("PRESK_POOL_SPIN"), *yield = getenv("PRESK_POOL_YIELD");
+        pool.spin = spin ? atoi(spin) : POOL_SPIN;
+        pool.yield = yield ? atoi(yield) : POOL_YIELD;
+        atexit(stop_at_exit);
+        pthread_atfork(NULL, NULL, after_fork_in_child);
+        registered = 1;
+    }
+    if (want > POOL_MAX) want = POOL_MAX;
+    while (pool.started < want) {
+        const int32_t j = pool.started + 1;
+        pool.seen[j - 1] = pool.word;
+        if (pthread_create(&pool.threads[j - 1], NULL, worker, (void *)(intptr_t)j) != 0)
+            return;
+        pool.started = j;
+    }
+}
+
+static void run_here(int32_t parts, presk_part const *fns, void *args)
+{
+    for (int32_t j = 0; j < parts; j++) fns[j](args);
+}
+
+void presk_pool_run(int32_t parts, presk_part const *fns, void *args)
+{
+    if (parts < 2 || pthread_mutex_trylock(&pool.launch) != 0) {
+        run_here(parts, fns, args);
+        return;
+    }
+    grow(parts - 1);
+    if (pool.started < parts - 1) {  /* no threads to be had: the caller runs them all */
+        pthread_mutex_unlock(&pool.launch);
+        run_here(parts, fns, args);
+        return;
+    }
+    pool.fns = fns;
+    pool.args = args;
+    __atomic_store_n(&pool.pending, parts - 1, __ATOMIC_SEQ_CST);
+    publish((pool.word & ~(uint64_t)0xFFu) + 0x100u + (uint64_t)parts);
+    fns[0](args);
+    int done = 0;
+    for (int i = 0; !(done = __atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) == 0); i++)
+        if (!keep_polling(i)) break;
+    if (!done) {
+        pthread_mutex_lock(&pool.sleep);
+        __atomic_store_n(&pool.waiting, 1, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&pool.pending, __ATOMIC_SEQ_CST) != 0)
+            pthread_cond_wait(&pool.done, &pool.sleep);
+        __atomic_store_n(&pool.waiting, 0, __ATOMIC_SEQ_CST);
+        pthread_mutex_unlock(&pool.sleep);
+    }
+    pthread_mutex_unlock(&pool.launch);
+}
+
+int32_t presk_pool_workers(void)
+{
+    pthread_mutex_lock(&pool.launch);
+    const int32_t n = pool.started;
+    pthread_mutex_unlock(&pool.launch);
+    return n;
+}
+
+void presk_pool_stop(void)
+{
+    pthread_mutex_lock(&pool.launch);
+    if (pool.started > 0) {
+        publish((pool.word & ~(uint64_t)0xFFu) + 0x100u + POOL_STOP);
+        for (int32_t j = 0; j < pool.started; j++) pthread_join(pool.threads[j], NULL);
+        pool.started = 0;
+    }
+    pthread_mutex_unlock(&pool.launch);
+}

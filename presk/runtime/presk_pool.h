@@ -1,0 +1,27 @@
+/* The Presk worker pool: the threads a split kernel's parts run on.
+ *
+ * Started on the first split launch, grown to the largest split seen, stopped at exit.
+ * A launch publishes its parts and their argument array; the caller runs part 0 itself and
+ * returns when every part has finished. Used by the native backend (compiled once into a
+ * shared library the JIT resolves `presk_pool_run` in) and by the C export. */
+#ifndef PRESK_POOL_H
+#define PRESK_POOL_H
+
+#include <stdint.h>
+
+/* A kernel's part: its buffer pointers in `args` (one per kernel argument). */
+typedef void (*presk_part)(void *args);
+
+/* Run fns[0](args) … fns[parts-1](args), fns[0] on the calling thread, the others on the
+ * pool's workers; return when all have returned. A launch while another is under way
+ * (another thread's, or a part's own) runs its parts one after the other on the caller. */
+void presk_pool_run(int32_t parts, presk_part const *fns, void *args);
+
+/* The workers running now (0 before the first split launch and after a stop). */
+int32_t presk_pool_workers(void);
+
+/* Stop and join every worker (registered with atexit on the first start; a later launch
+ * starts them again). */
+void presk_pool_stop(void);
+
+#endif
