@@ -433,14 +433,19 @@ VECTOR_BYTES = 64
 vector into the machine's registers)."""
 
 SPLIT_WORK = 1 << 21
-"""Multiply-adds from which a contraction's rows are split among the machine's cores:
-starting and joining a thread costs some 20 µs, a fraction of such a kernel's time."""
+"""Multiply-adds from which a contraction's rows are split among the machine's cores: a
+split launch on the worker pool costs a few µs, a small fraction of such a kernel's time."""
 
 
 def workers() -> int:
-    """The threads a split kernel runs on: this machine's cores, at most 8."""
+    """The threads a split kernel runs on: `PRESK_THREADS` (a whole number ≥ 1; `presk
+    export --target c --threads N` sets it), else this machine's cores, at most 8."""
     import os
-    return max(1, min(8, os.cpu_count() or 1))
+    env = os.environ.get("PRESK_THREADS", "").strip()
+    if env.isdigit() and int(env) >= 1:
+        return int(env)
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1))
 
 
 def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
