@@ -5,7 +5,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test test-fast fuzz unit lit setup golden golden-bits clean
+.PHONY: demo test test-fast fuzz unit lit setup golden golden-bits clean explain-pdf
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -59,5 +59,14 @@ golden: $(STAMP)
 golden-bits: $(STAMP)
 	$(BIN)/python test/e2e/golden_bits.py
 
+# The tutorial's document (docs/explain/explain.md, which `make explain` writes and a test
+# holds current) typeset by typst, pictures included, into docs/explain/explain.pdf. The
+# PDF's bytes are deterministic for one typst version, not across versions, so it is not
+# kept in git (.gitignore) and no golden test compares it; test_explain_pdf.py checks
+# that its pages render and hold the pictures.
+explain-pdf: $(STAMP)
+	$(BIN)/python -m presk.explain.pdf docs/explain/explain.md docs/explain/explain.pdf
+
 clean:
 	rm -rf $(VENV) build *.egg-info
+
