@@ -268,6 +268,39 @@ class Stream:
             if got != len(rows) * self.header.sample_bytes:
                 self._truncated()
 
+    # ---- the memory map a native step gathers its batches from ----------------------
+
+    def memory_map(self) -> np.ndarray:
+        """The file's samples as read-only bytes (`count · sample_bytes`, from the first
+        sample), mapped from the open descriptor: what a batch reads, without a read. The
+        map lives as long as the array; a file renamed over this one does not change it."""
+        import mmap
+        if not self._close.alive:
+            raise DataError(f"{self.header.path}: the stream is closed")
+        size = self.header.data_offset + self.header.count * self.header.sample_bytes
+        self.check_size()
+        mapped = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
+        return np.frombuffer(mapped, np.uint8, self.header.count * self.header.sample_bytes,
+                             self.header.data_offset)
+
+    def check_size(self) -> None:
+        """Refuse (DataError) a file cut shorter than its header promises since it was
+        opened: a native step reads its samples through the map, where a page past the
+        end would be a fault, not a short read."""
+        if os.fstat(self._fd).st_size < \
+                self.header.data_offset + self.header.count * self.header.sample_bytes:
+            self._truncated()
+
+    def advance(self, steps: int) -> None:
+        """Move the position `steps` batches on, within its epoch or to the next's start
+        (what `steps` reads of `__next__` would do, without reading)."""
+        epoch, index = self.position.epoch, self.position.index + steps
+        if steps < 1 or index > self.steps_per_epoch:
+            raise ValueError(f"cannot advance {steps} batches from {self.position}")
+        if index == self.steps_per_epoch:
+            epoch, index = epoch + 1, 0
+        self.position = Position(epoch, index)
+
     def _truncated(self) -> None:
         """A read came back short: the file shrank after it was opened. Say where it now
         ends, in the reader's words."""

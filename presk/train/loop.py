@@ -29,11 +29,15 @@ from .checkpoint import Checkpoint, CheckpointError, check_fits, latest, save
 from .data import Stream
 from .objective import NativeObjective
 from .native_optim import native_from_info
+from .native_step import NativeStep, native_step
 from .optim import Optimizer
 
 LOG = "log.csv"
 PLOT = "loss.png"
 LOG_FIELDS = ("step", "epoch", "loss", "lr")
+STEPS_PER_CALL = 64
+"""The native step's default most steps a call (`presk train --steps-per-call`): the
+checkpoints, the log and Ctrl-C act between calls, so at most this many steps apart."""
 
 
 @dataclass
@@ -60,12 +64,14 @@ class Trainer:
     history: list[StepRecord] = field(default_factory=list)
     laid_out: bool = False  # the objective reads and writes the optimizer's arrays
     meta: dict[str, object] = field(default_factory=dict)
+    steps_per_call: int = STEPS_PER_CALL  # the native step's most steps a call; 0: none
+    native: NativeStep | None = None  # the step in one native call, where it applies
 
     @classmethod
     def create(cls, core_module, training: TrainingInfo, directory: str, *, seed: int = 0,
                weights: str | None = None, realization=None, remat: str = "store",
                epochs: int | None = None, steps: int | None = None,
-               plan=None) -> Trainer:
+               plan=None, steps_per_call: int = STEPS_PER_CALL) -> Trainer:
         objective = NativeObjective(core_module, training.objective.name, training.dims,
                                     realization, remat, plan=plan)
         stream = Stream.from_info(training.data, training.sample_type, training.batch_type)
@@ -79,7 +85,8 @@ class Trainer:
                 "remat": remat, "total": total,
                 "realization": objective.call.pipeline.realization_name}
         trainer = cls(training, objective, stream, native_from_info(training.optimizer, total),
-                      params, total, directory, ckpt, meta=meta)
+                      params, total, directory, ckpt, meta=meta,
+                      steps_per_call=steps_per_call)
         trainer.lay_out()
         return trainer
 
@@ -94,6 +101,10 @@ class Trainer:
             grp = groups[0]
             self.params = dict(grp.views)
             self.objective.bind(grp.views, self.optimizer.grad_views(grp))
+        self.native = None
+        if self.laid_out and self.steps_per_call > 0:
+            self.native = native_step(self.objective, self.optimizer, groups, self.stream,
+                                      self.steps_per_call)
 
     # ---- resuming ----
     def resume(self, warn: Callable[[str], None]) -> Checkpoint | None:
@@ -132,6 +143,31 @@ class Trainer:
         self.history.append(record)
         return record
 
+    def advance(self, limit: int) -> list[StepRecord]:
+        """Up to `limit` steps (at least one), as many in one native call as the step
+        program takes (`steps_per_call`) and the epoch has left; one `one_step` where
+        there is no native step, or for an SGD momentum buffer's first step (a copy).
+        The bits are one_step's, step for step."""
+        native, opt = self.native, self.optimizer
+        grp = opt._groups[0] if native is not None else None
+        if native is None or any(grp.fresh[b] for b in native.geometry.buffers
+                                 if native.geometry.optimizer == "sgd"):
+            return [self.one_step()]
+        where, batch = self.stream.position, self.stream.batch_size
+        n = min(limit, native.k, self.stream.steps_per_epoch - where.index)
+        self.stream.check_size()
+        for name in native.geometry.buffers:  # AdamW's fresh moments are zeros, as made
+            opt._made(grp, name)
+        losses, lrs = native.run(n, opt.steps, where.index * batch,
+                                 self.stream.order(where.epoch))
+        opt.steps += n
+        self.stream.advance(n)
+        records = [StepRecord(self.step + i, where.epoch, loss, lr) for i, (loss, lr)
+                   in enumerate(zip(losses.tolist(), lrs.tolist()), 1)]
+        self.step += n
+        self.history.extend(records)
+        return records
+
     def due(self) -> bool:
         every = self.training.checkpoint_every
         return bool(every) and self.step % every == 0
@@ -153,15 +189,20 @@ def run_steps(trainer: Trainer, log: LogWriter,
     log always covers the checkpoints), then the rest of the log and a last checkpoint
     (when the last step was not one). `stop()`, asked before each step, ends the loop
     early: False is returned and nothing more is written (the caller checkpoints)."""
+    every = trainer.training.checkpoint_every
     while trainer.step < trainer.total:
         if stop is not None and stop():
             return False
-        record = trainer.one_step()
+        limit = trainer.total - trainer.step
+        if every:
+            limit = min(limit, every - trainer.step % every)
+        records = trainer.advance(limit)
         if trainer.due():
             log.flush(trainer.history)
-            trainer.checkpoint(record.loss)
+            trainer.checkpoint(records[-1].loss)
         if on_step is not None:
-            on_step(record)
+            for record in records:
+                on_step(record)
     if stop is not None and stop():
         return False
     log.flush(trainer.history)

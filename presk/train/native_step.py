@@ -1,0 +1,380 @@
+"""A training step in one native call: the batch gathered from the data file's memory map,
+the objective's value and gradient, the schedule and the optimizer's update, for up to K
+steps a call, with no Python between them.
+
+`StepProgram` builds one function, `presk_entry_step_<form>(argv, arena)`, in the standard
+dialects (as presk/train/native_optim.py builds the update alone) and compiles it through
+the native backend (LLVM O2, no fused multiply-add, the on-disk cache). Per step s of a
+call (`t = t0 + s` updates done before it):
+
+1. batch: the samples `order[first + s·B + b]` (b < B) of the epoch's order copied from
+   the file's memory map (`data + index · sample_bytes`, each tensor at its offset in the
+   sample) into the objective's batch buffers — the bytes `Stream.read` reads;
+2. the objective: a call of its compiled entry (`presk_entry_loss`, loaded already, its
+   address given to LLVM under the name `presk_step_objective_<digest>`) on the buffers
+   the trainer bound: the parameters read from the optimizer's array, the gradient
+   written into it; the loss (widened to f64) stored in `losses[s]`;
+3. the schedule and the optimizer's scalars in f64, the operations of
+   presk/train/optim.py in its order (`Schedule.__call__`, `_scalars`): `cos` and `pow`
+   are the C library's (`math.cos`, Python's `**`), called by the names
+   `presk_libm_cos`/`presk_libm_pow` so that LLVM does not rewrite them; each then rounded
+   to the parameters' dtype; the learning rate stored in `lrs[s]`;
+4. the element-wise update of native_optim.py (`_adamw_body`, `_sgd_body`), the same
+   loop body.
+
+So a call computes the bits of as many `Trainer.one_step` calls (the tests compare both).
+The module depends on the geometry only (B, the sample's tensors, the group's size and
+dtype, the optimizer's form, the schedule's kind); the hyperparameters and the run's
+length come in buffers, so one compiled step serves every run of that shape.
+
+argv: ctl (i64: steps, t0, first, total, warmup), hyper (f64: lr and the optimizer's
+fields), order (i64), data (the first sample's byte), losses (f64), lrs (f64), the
+objective's argv and arena, its result buffer, the batch buffers, then g, p and the
+optimizer's buffers (`exp_avg`, `exp_avg_sq` / `momentum`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func, llvm, scf
+from xdsl.dialects.builtin import (IndexType, ModuleOp, UnrealizedConversionCastOp, f32,
+                                   f64, i8, i64)
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from ..conversion.kernel_to_std import PTR, Emitter
+from ..dialects import kernel as K
+from ..kernel_abi.calling import BufferSig, EntrySig, entry_symbol
+from .native_optim import _adamw_body, _sgd_body
+from .optim import SGD, AdamW
+
+_SOURCE = hashlib.sha256(Path(__file__).read_bytes() + Path(__file__).with_name(
+    "native_optim.py").read_bytes()).hexdigest()[:16]
+"""Part of the cache key: the step's code is this file's and native_optim.py's bodies."""
+
+CTL = ("steps", "t0", "first", "total", "warmup")
+HYPER = {"adamw": ("lr", "beta1", "beta2", "eps", "weight_decay"),
+         "sgd": ("lr", "momentum", "dampening", "weight_decay")}
+LIBM = ("cos", "pow")
+_FIXED = ("ctl", "hyper", "order", "data", "losses", "lrs", "obj_argv", "obj_arena",
+          "result")
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """What the compiled step depends on."""
+
+    batch: int  # B
+    tensors: tuple[tuple[int, str], ...]  # per tensor of a sample: (elements, f64|f32)
+    n: int  # the parameters' elements (one group)
+    dtype: str  # the group's: f64 or f32
+    optimizer: str  # adamw | sgd
+    form: tuple[bool, bool]  # adamw: (decay, small w1); sgd: (decay, momentum)
+    schedule: str  # constant | linear | cosine
+    result: str  # the loss's element type in the objective's output: f64 | f32
+    objective: str  # the symbol the objective's entry is called by
+
+    @property
+    def sample_bytes(self) -> int:
+        return sum(n * _ITEM[t] for n, t in self.tensors)
+
+    @property
+    def buffers(self) -> tuple[str, ...]:
+        if self.optimizer == "adamw":
+            return ("exp_avg", "exp_avg_sq")
+        return ("momentum",) if self.form[1] else ()
+
+    @property
+    def name(self) -> str:
+        shape = "_".join(f"{n}{t}" for n, t in self.tensors)
+        flags = "".join(str(int(f)) for f in self.form)
+        return (f"step_{self.optimizer}{flags}_{self.schedule}_{self.dtype}_{self.n}_"
+                f"B{self.batch}_{shape}_r{self.result}_{self.objective[-16:]}")
+
+
+_ITEM = {"f64": 8, "f32": 4}
+_TYPE = {"f64": f64, "f32": f32}
+
+
+# --------------------------------------------------------------------------------------
+# Building the step
+# --------------------------------------------------------------------------------------
+
+
+def _loop(e: Emitter, count: SSAValue, body: Callable[[Emitter, SSAValue], None]) -> None:
+    """for i in [0, count) (count an index value known only at run time)."""
+    block = Block(arg_types=[IndexType()])
+    e(scf.ForOp(e.index(0), count, e.index(1), [], Region(block)))
+    block.add_op(scf.YieldOp())
+    body(Emitter(e.rewriter, InsertPoint.before(block.last_op)), block.args[0])
+
+
+def _i64(e: Emitter, i: SSAValue) -> SSAValue:
+    return e(arith.IndexCastOp(i, i64))
+
+
+def _at(e: Emitter, ptr: SSAValue, offset: SSAValue, element) -> SSAValue:
+    """The address of element `offset` (an i64) of type `element` from `ptr`."""
+    return e(llvm.GEPOp(ptr, [llvm.GEP_USE_SSA_VAL], element, ssa_indices=[offset],
+                        inbounds=True))
+
+
+def _load(e: Emitter, ptr: SSAValue, offset: SSAValue, element) -> SSAValue:
+    return e(llvm.LoadOp(_at(e, ptr, offset, element), element))
+
+
+def _store(e: Emitter, value: SSAValue, ptr: SSAValue, offset: SSAValue) -> None:
+    e(llvm.StoreOp(value, _at(e, ptr, offset, value.type)))
+
+
+def _libm(e: Emitter, name: str, *args: SSAValue) -> SSAValue:
+    return e(llvm.CallOp(f"presk_libm_{name}", *args, return_type=f64))
+
+
+class _Build:
+    """The step function's body, emitted in order (one object per build)."""
+
+    def __init__(self, g: Geometry, e: Emitter, args: dict[str, SSAValue]):
+        self.g, self.e, self.a = g, e, args
+        self.c = {k: _load(e, args["ctl"], e.int(j, i64), i64) for j, k in enumerate(CTL)}
+        self.h = {k: _load(e, args["hyper"], e.int(j, i64), f64)
+                  for j, k in enumerate(HYPER[g.optimizer])}
+        t = _TYPE[g.dtype]
+        self.views = {k: e(UnrealizedConversionCastOp.get([args[k]],
+                                                          [K.BufferType.get(t, g.n)]))
+                      for k in ("g", "p", *g.buffers)}
+
+    def step(self, e: Emitter, s: SSAValue) -> None:
+        s64 = _i64(e, s)
+        self.gather(e, s64)
+        e(llvm.CallOp(self.g.objective, self.a["obj_argv"], self.a["obj_arena"]))
+        loss = _load(e, self.a["result"], e.int(0, i64), _TYPE[self.g.result])
+        if self.g.result != "f64":
+            loss = e(arith.ExtFOp(loss, f64))
+        _store(e, loss, self.a["losses"], s64)
+        t = e(arith.AddiOp(self.c["t0"], s64))
+        lr = e(arith.MulfOp(self.h["lr"], self.factor(e, t)))
+        _store(e, lr, self.a["lrs"], s64)
+        scalars = self.scalars(e, lr, e(arith.AddiOp(t, e.int(1, i64))))
+        self.update(e, scalars)
+
+    def gather(self, e: Emitter, s: SSAValue) -> None:
+        """The batch of step s: B samples of the order, each tensor to its buffer."""
+        g = self.g
+        base = e(arith.AddiOp(self.c["first"], e(arith.MuliOp(s, e.int(g.batch, i64)))))
+
+        def sample(b: Emitter, row: SSAValue) -> None:
+            r64 = _i64(b, row)
+            index = _load(b, self.a["order"], b(arith.AddiOp(base, r64)), i64)
+            src = _at(b, self.a["data"], b(arith.MuliOp(index, b.int(g.sample_bytes, i64))),
+                      i8)
+            offset = 0
+            for j, (count, ty) in enumerate(g.tensors):
+                element = _TYPE[ty]
+                first = b(arith.MuliOp(r64, b.int(count, i64)))
+                part = _at(b, src, b.int(offset, i64), i8)
+                dst = self.a[f"batch.{j}"]
+
+                def copy(c: Emitter, k: SSAValue, part=part, dst=dst, first=first,
+                         element=element) -> None:
+                    k64 = _i64(c, k)
+                    x = _load(c, part, k64, element)
+                    _store(c, x, dst, c(arith.AddiOp(first, k64)))
+                b.loop(count, copy)
+                offset += count * _ITEM[ty]
+        e.loop(g.batch, sample)
+
+    def factor(self, e: Emitter, t: SSAValue) -> SSAValue:
+        """Schedule.__call__(t), in its operations and order."""
+        if self.g.schedule == "constant":
+            return e.float(1.0, f64)
+        total, warmup = self.c["total"], self.c["warmup"]
+        fl = lambda v: e(arith.SIToFPOp(v, f64))  # noqa: E731  (float(int), exact here)
+        warm = e(arith.DivfOp(fl(t), fl(warmup)))
+        rest = e(arith.SubiOp(total, warmup))
+        one = e.int(1, i64)
+        span = fl(e(arith.SelectOp(e(arith.CmpiOp(rest, one, "slt")), one, rest)))
+        if self.g.schedule == "linear":
+            decay = e(arith.DivfOp(fl(e(arith.SubiOp(total, t))), span))
+        else:
+            x = e(arith.MulfOp(e.float(math.pi, f64),
+                               e(arith.DivfOp(fl(e(arith.SubiOp(t, warmup))), span))))
+            decay = e(arith.MulfOp(e.float(0.5, f64), e(arith.AddfOp(e.float(1.0, f64),
+                                                               _libm(e, "cos", x)))))
+        late = e(arith.SelectOp(e(arith.CmpiOp(t, total, "sge")), e.float(0.0, f64), decay))
+        return e(arith.SelectOp(e(arith.CmpiOp(t, warmup, "slt")), warm, late))
+
+    def scalars(self, e: Emitter, lr: SSAValue, t1: SSAValue) -> dict[str, SSAValue]:
+        """The optimizer's `_scalars(lr, t)` (t = t1 counts this update), rounded to the
+        group's dtype; AdamW's `one_minus_w1` in that dtype, as NativeAdamW computes it."""
+        h, one = self.h, e.float(1.0, f64)
+        sub = lambda a, b: e(arith.SubfOp(a, b))  # noqa: E731
+        if self.g.optimizer == "adamw":
+            step = e(arith.SIToFPOp(t1, f64))
+            s = {"decay": sub(one, e(arith.MulfOp(lr, h["weight_decay"]))),
+                 "w1": sub(one, h["beta1"]), "beta2": h["beta2"], "w2": sub(one, h["beta2"]),
+                 "c2s": _libm(e, "pow", sub(one, _libm(e, "pow", h["beta2"], step)),
+                              e.float(0.5, f64)),
+                 "eps": h["eps"],
+                 "neg_step": e(arith.NegfOp(e(arith.DivfOp(
+                     lr, sub(one, _libm(e, "pow", h["beta1"], step))))))}
+        else:
+            s = {"wd": h["weight_decay"], "momentum": h["momentum"],
+                 "keep": sub(one, h["dampening"]), "neg_lr": e(arith.NegfOp(lr))}
+        if self.g.dtype != "f64":
+            s = {k: e(arith.TruncFOp(v, _TYPE[self.g.dtype])) for k, v in s.items()}
+        if self.g.optimizer == "adamw":
+            s["one_minus_w1"] = e(arith.SubfOp(e.float(1.0, _TYPE[self.g.dtype]), s["w1"]))
+        return s
+
+    def update(self, e: Emitter, s: dict[str, SSAValue]) -> None:
+        g = self.g
+        body = _adamw_body(*g.form) if g.optimizer == "adamw" else _sgd_body(*g.form)
+
+        def element(b: Emitter, i: SSAValue) -> None:
+            x = {k: b.load(v, i) for k, v in self.views.items()}
+            for k, value in body(b, x, s).items():
+                b.store(value, self.views[k], i)
+        e.loop(g.n, element)
+
+
+def build_step(g: Geometry, k: int) -> tuple[ModuleOp, list[EntrySig]]:
+    """The llvm-dialect module of the step (`presk_entry_<g.name>`), up to k steps a call."""
+    from ..runtime.compile import llvm_module_from_std
+    names = [*_FIXED, *(f"batch.{j}" for j in range(len(g.tensors))), "g", "p", *g.buffers]
+    block = Block(arg_types=[PTR, PTR])
+    e = Emitter(Builder(InsertPoint.at_end(block)), InsertPoint.at_end(block))
+    args = {n: e(llvm.LoadOp(e(llvm.GEPOp(block.args[0], [i], PTR, inbounds=True)), PTR))
+            for i, n in enumerate(names)}
+    build = _Build(g, e, args)
+    _loop(e, e(arith.IndexCastOp(build.c["steps"], IndexType())), build.step)
+    e(func.ReturnOp())
+    decls = [llvm.FuncOp(g.objective, llvm.LLVMFunctionType([PTR, PTR]),
+                         linkage=llvm.LinkageAttr("external")),
+             *(llvm.FuncOp(f"presk_libm_{n}", llvm.LLVMFunctionType(
+                 [f64] * (2 if n == "pow" else 1), f64), linkage=llvm.LinkageAttr("external"))
+               for n in LIBM)]
+    module = ModuleOp([*decls, func.FuncOp(entry_symbol(g.name), ([PTR, PTR], []),
+                                           Region(block))])
+    raw = lambda n, t="f64", shape=(1,): BufferSig(n, t, shape)  # noqa: E731
+    inputs = tuple(raw(n) for n in names)  # raw pointers: the step binds them itself
+    return llvm_module_from_std(module), [EntrySig(g.name, entry_symbol(g.name), inputs,
+                                                   (), 0)]
+
+
+# --------------------------------------------------------------------------------------
+# Loading and calling it
+# --------------------------------------------------------------------------------------
+
+
+def _register_libm() -> None:
+    """`presk_libm_cos`/`presk_libm_pow`: the C library's functions, which `math.cos` and
+    Python's float `**` call (for the finite arguments a schedule and AdamW give them)."""
+    import llvmlite.binding as binding
+    libm = ctypes.CDLL(None)
+    for name in LIBM:
+        binding.add_symbol(f"presk_libm_{name}", ctypes.cast(getattr(libm, name),
+                                                             ctypes.c_void_p).value)
+
+
+def objective_symbol(objective) -> str:
+    """The name the step calls the objective's entry by: one per compiled objective (a
+    digest of its kernel module), so that two objectives in one process never share it."""
+    text = str(objective.call.pipeline.kernel) + objective.entry.sig.symbol
+    return "presk_step_objective_" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class NativeStep:
+    """The step program bound to a trainer's arrays: `run(n, t0, first, order)` makes n
+    steps (n ≤ k) in one call and returns their losses and learning rates."""
+
+    def __init__(self, geometry: Geometry, k: int, objective, optimizer, group, stream,
+                 cache: bool = True) -> None:
+        import llvmlite.binding as binding
+
+        from ..runtime import load_native
+        from ..runtime.compile import lowering_version
+        self.k, self.geometry = k, geometry
+        _register_libm()
+        binding.add_symbol(geometry.objective,
+                           ctypes.cast(objective._step.func, ctypes.c_void_p).value)
+        self.program = load_native(lambda: build_step(geometry, k),
+                                   f"{geometry} {_SOURCE}", lowering_version(), cache=cache)
+        symbol = entry_symbol(geometry.name)
+        self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
+            self.program.jit.address(symbol))
+        self.ctl = np.zeros(len(CTL), np.int64)
+        self.ctl[3], self.ctl[4] = optimizer.schedule.total, optimizer.schedule.warmup
+        self.hyper = np.array([getattr(optimizer, f) for f in HYPER[geometry.optimizer]],
+                              np.float64)
+        self.losses, self.lrs = np.zeros(k), np.zeros(k)
+        self.stream = stream
+        self._map = stream.memory_map()
+        obj_argv, obj_arena = objective._step.args
+        arrays = {"ctl": self.ctl, "hyper": self.hyper, "losses": self.losses,
+                  "lrs": self.lrs, "result": objective._result, "g": group.g, "p": group.p,
+                  **{b: group.bufs[b] for b in geometry.buffers},
+                  **{f"batch.{j}": s.buffer for j, s in enumerate(objective._batch_slots)}}
+        self._keep = (arrays, objective, group)
+        pointers = [0] * (len(_FIXED) + len(geometry.tensors) + 2 + len(geometry.buffers))
+        names = [*_FIXED, *(f"batch.{j}" for j in range(len(geometry.tensors))), "g", "p",
+                 *geometry.buffers]
+        for i, n in enumerate(names):
+            if n in arrays:
+                pointers[i] = arrays[n].ctypes.data
+        pointers[names.index("data")] = self._map.ctypes.data
+        pointers[names.index("obj_argv")], pointers[names.index("obj_arena")] = \
+            obj_argv, obj_arena
+        self._order_slot = names.index("order")
+        self._argv = (ctypes.c_void_p * len(names))(*pointers)
+        self._argv_at = ctypes.addressof(self._argv)
+        self._order: np.ndarray | None = None
+
+    def run(self, n: int, t0: int, first: int, order: np.ndarray) -> tuple[np.ndarray,
+                                                                             np.ndarray]:
+        """n steps (1 ≤ n ≤ k) from t0 updates done, the batches from place `first` of
+        `order` (an epoch's, int64, kept alive here while bound)."""
+        assert 1 <= n <= self.k and first + n * self.geometry.batch <= order.size
+        if order is not self._order:
+            self._order = np.ascontiguousarray(order, np.int64)
+            self._argv[self._order_slot] = self._order.ctypes.data
+        self.ctl[0], self.ctl[1], self.ctl[2] = n, t0, first
+        self._function(self._argv_at, 0)
+        return self.losses[:n], self.lrs[:n]
+
+
+def native_step(objective, optimizer, groups, stream, k: int,
+                cache: bool = True) -> NativeStep | None:
+    """The step program for a trainer whose objective reads and writes the optimizer's one
+    group (`Trainer.laid_out`), whose batch buffers have the file's dtype and whose loss is
+    f64 or f32; None otherwise (the trainer then steps in Python, `one_step`)."""
+    from .native_optim import NativeAdamW, NativeSGD
+    if len(groups) != 1 or not isinstance(optimizer, (NativeAdamW, NativeSGD)):
+        return None
+    grp = groups[0]
+    dtype = {np.dtype(np.float64): "f64", np.dtype(np.float32): "f32"}.get(grp.p.dtype)
+    header = stream.header
+    slots = objective._batch_slots
+    shapes = [(stream.batch_size, *s) for s in header.shapes]
+    result = next((b.element for b in objective.entry.sig.outputs if b.name == "result"),
+                  None)
+    if dtype is None or grp.p.size == 0 or result not in _ITEM or len(slots) != len(shapes) \
+            or any(s.element != header.dtype or s.buffer.shape != tuple(sh)
+                   for s, sh in zip(slots, shapes)):
+        return None
+    if isinstance(optimizer, NativeAdamW):
+        kind, form = "adamw", (optimizer.weight_decay != 0, abs(1 - optimizer.beta1) < 0.5)
+    else:
+        kind, form = "sgd", (optimizer.weight_decay != 0, optimizer.momentum != 0)
+    tensors = tuple((math.prod(s), header.dtype) for s in header.shapes)
+    geometry = Geometry(stream.batch_size, tensors, grp.p.size, dtype, kind, form,
+                        optimizer.schedule.kind, result, objective_symbol(objective))
+    return NativeStep(geometry, k, objective, optimizer, grp, stream, cache)
