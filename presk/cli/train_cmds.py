@@ -38,10 +38,20 @@ def add_train(sub: Any) -> None:
     add_plan_argument(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights")
     p.add_argument("--weights", help="initial weights: a safetensors file keyed by path")
+    p.add_argument("--steps-per-call", type=_natural, default=None, metavar="K",
+                   help="the native step's most steps a call (default 64; 0: the step "
+                   "driven from Python, one native call each for the objective and the "
+                   "update); checkpoints, the log and Ctrl-C act between calls")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--plot", metavar="DIR", help="only redraw DIR/loss.png from DIR/log.csv")
     add_opt(p)
     p.set_defaults(run=cmd_train)
+
+
+def _natural(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 0")
+    return int(text)
 
 
 def _positive(text: str) -> int:
@@ -106,14 +116,15 @@ def _trainer(args, core, training, directory: str):
     from ..analysis.weights import WeightsError
     from ..train.checkpoint import checkpoints
     from ..train.data import DataError
-    from ..train.loop import Trainer
+    from ..train.loop import STEPS_PER_CALL, Trainer
     if args.resume and not os.path.isdir(directory):
         raise UsageError(f"presk train: {directory}: no such run directory")
     try:
         trainer = Trainer.create(core, training, directory, seed=args.seed,
                                  weights=args.weights, realization=args.realize,
                                  remat=args.remat, epochs=args.epochs, steps=args.steps,
-                                 plan=args.plan)
+                                 plan=args.plan, steps_per_call=STEPS_PER_CALL
+                                 if args.steps_per_call is None else args.steps_per_call)
     except (DataError, WeightsError) as exc:
         raise UsageError(f"presk train: {exc}") from None
     if not args.resume and trainer.checkpoint_dir and checkpoints(trainer.checkpoint_dir):

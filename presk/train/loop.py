@@ -19,6 +19,7 @@ import io
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -40,8 +41,10 @@ STEPS_PER_CALL = 64
 checkpoints, the log and Ctrl-C act between calls, so at most this many steps apart."""
 
 
-@dataclass
-class StepRecord:
+class StepRecord(NamedTuple):
+    """One step's row of the log. A tuple of numbers, which the garbage collector stops
+    tracking: a run's history of millions of steps costs it no traversal."""
+
     step: int  # updates done after this one
     epoch: int
     loss: float  # the objective's value before the update

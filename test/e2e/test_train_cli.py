@@ -125,9 +125,14 @@ def test_epoch_means_follow_the_log(uninterrupted: Path) -> None:
     assert means[-1] < means[0]
 
 
-def test_a_data_file_cut_short_during_the_run_is_one_line(tmp_path: Path, capsys) -> None:
-    """The stream opens the file at the start and reads batch by batch: a file truncated
-    under a running run is reported in one line (exit 2), the log kept, no traceback."""
+@pytest.mark.parametrize("native", [True, False], ids=["native-step", "python-step"])
+def test_a_data_file_cut_short_during_the_run_is_one_line(tmp_path: Path, capsys,
+                                                           native: bool) -> None:
+    """The stream opens the file at the start and reads batch by batch (the Python-driven
+    step) or through its memory map, its size checked before each native call: a file
+    truncated under a running run is reported in one line (exit 2), the log kept, no
+    traceback. The native step's calls start at steps 0, 32 (epoch 1), 50, …: the cut at
+    epoch 1's first call stops it at step 32; the Python step reads batch (1, 3) at 35."""
     import shutil
 
     from presk.cli.main import main
@@ -137,23 +142,27 @@ def test_a_data_file_cut_short_during_the_run_is_one_line(tmp_path: Path, capsys
     program.write_text((ROOT / "tutorial" / "07_train.psk").read_text()
                        .replace('"06_tower.psk"', f'"{ROOT / "tutorial" / "06_tower.psk"}"'))
     from presk.train import data as D
-    original = D.Stream.read
+    name = "check_size" if native else "read"
+    original = getattr(D.Stream, name)
 
-    def read_then_cut(self, position):
-        if position.epoch == 1 and position.index == 3:
+    def cut_then(self, *position):
+        where = position[0] if position else self.position
+        if where.epoch == 1 and where.index == (0 if native else 3):
             path = data / "pairs.psk.d"
             path.write_bytes(path.read_bytes()[:200])
-        return original(self, position)
+        return original(self, *position)
 
-    D.Stream.read = read_then_cut
+    setattr(D.Stream, name, cut_then)
     try:
         cwd = os.getcwd()
         os.chdir(tmp_path)
-        rc = main(["train", str(program), "--quiet", "--out", "run"])
+        rc = main(["train", str(program), "--quiet", "--out", "run",
+                   *([] if native else ["--steps-per-call", "0"])])
     finally:
         os.chdir(cwd)
-        D.Stream.read = original
+        setattr(D.Stream, name, original)
+    stop = 32 if native else 35
     assert rc == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0].startswith("presk train: ") and "at step 35" in err[0], err
-    assert (tmp_path / "run" / "log.csv").read_text().count("\n") == 36  # header + 35 steps
+    assert len(err) == 1 and err[0].startswith("presk train: ") and f"at step {stop}" in err[0], err
+    assert (tmp_path / "run" / "log.csv").read_text().count("\n") == stop + 1  # the header too
