@@ -9,10 +9,20 @@ Presk's (`Presk / peer`: 12× means Presk makes 12 times as many steps a second)
 
 - Presk: the training loop as `presk train` runs it (presk/train/loop.py): `Trainer.create`
   (the objective's value and gradient compiled natively, the data stream, the optimizer),
-  then `Trainer.one_step` timed by `presk.runtime.time_call` (median of repeats): each
-  step reads its batch from the `.psk.d` file (the shuffled order, one positioned read a
-  sample), calls the native objective once and updates the parameters (AdamW, the
-  schedule). Checkpoints, the log and the progress bar are not in the step.
+  then one epoch of `Trainer.advance` timed by `presk.runtime.time_call` (median of
+  repeats), divided by its steps: the native step (presk/train/native_step.py), up to
+  `--steps-per-call` steps (64, `presk train`'s default) in one native call, each
+  gathering its batch from the `.psk.d` file's memory map (the shuffled order), the
+  objective's value and gradient, the schedule and AdamW; and, as before it, the step
+  driven from Python (`--steps-per-call 0`: the batch read by positioned reads, one native
+  call for the objective and one for the update). Checkpoints, the log and the progress
+  bar are not in the step; the history the steps append is cleared after each epoch.
+- JAX jit (when jax is installed: `pip install jax`; the bench says so otherwise): the same
+  Tower, `jax.value_and_grad` and torch's AdamW update in one `jax.jit` function, the
+  learning rate (presk's Schedule, as LambdaLR gives it) handed in each step, and
+  `float(loss)` each step (a synchronization, as PyTorch's `loss.item()`), the batches
+  already on the device, in the same order; float64 (`jax_enable_x64`) and float32, XLA's
+  CPU default threads.
 - PyTorch eager (CPU), the same Tower written by hand (bench/native.py `torch_loss`, the
   fastest of the PyTorch forms we have; the exported module builds a view module per
   block and call), in float64 and float32, at torch's default thread count and at 1
@@ -23,7 +33,8 @@ Presk's (`Presk / peer`: 12× means Presk makes 12 times as many steps a second)
 Cases:
 - `tutorial`: tutorial/07_train.psk as it is: B = 8 over tutorial/data/pairs.psk.d (D = 4,
   L = 3, 76 reals), AdamW with a cosine schedule, all-f64 (Presk's default realization).
-  The goal: Presk at least 10× PyTorch eager's steps/s, its fastest configuration here.
+  The goals: Presk at least 50× JAX jit's steps/s (its faster dtype here) and 10× PyTorch
+  eager's, its fastest configuration here.
 - `scaled`: bench/scaled_tower.psk's Tower (D = 256, L = 4), given a training run here (the
   tutorial's objective and optimizer) over `presk data linear --width 256` pairs
   (generated into a temporary directory), B = 64; Presk all-f64 and all-f32 (a
@@ -51,14 +62,17 @@ from typing import Any
 
 import numpy as np
 
+from presk.runtime import Timing
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from native import _threads, all_f32, header, torch_loss, verdict  # noqa: E402  (bench/native.py)
+from native import EPS, _threads, all_f32, header, torch_loss, verdict  # noqa: E402  (bench/native.py)
 
 TUTORIAL = ROOT / "tutorial" / "07_train.psk"
 SCALED = ROOT / "bench" / "scaled_tower.psk"
 GOAL_TUTORIAL = 10.0  # Presk's steps/s at least this many times PyTorch eager's
+GOAL_JAX = 50.0  # and this many times JAX jit's
 TOL = {"f64": 1e-10, "f32": 1e-3}
 SCALED_B, SCALED_COUNT = 64, 4096
 
@@ -101,6 +115,7 @@ class Settings:
 
 PRESK_F64 = "Presk (all-f64)"
 PRESK_F32 = "Presk (all-f32)"
+PYTHON_STEP = ", Python-driven step"
 
 
 def load_run(path: Path):
@@ -112,10 +127,87 @@ def load_run(path: Path):
     return lower_program(program), training
 
 
-def presk_trainer(core, training, directory: str, steps: int, realization=None):
+def presk_trainer(core, training, directory: str, steps: int, realization=None,
+                  steps_per_call: int | None = None):
     """A Trainer whose schedule spans `steps` (the agreement run, or every timed step)."""
-    from presk.train.loop import Trainer
-    return Trainer.create(core, training, directory, steps=steps, realization=realization)
+    from presk.train.loop import STEPS_PER_CALL, Trainer
+    return Trainer.create(core, training, directory, steps=steps, realization=realization,
+                          steps_per_call=STEPS_PER_CALL if steps_per_call is None
+                          else steps_per_call)
+
+
+def epoch_of_steps(trainer):
+    """A call that makes one epoch of the trainer's steps (`advance`, as `presk train`
+    does; `one_step` each for the Python-driven one) and forgets their history."""
+    steps = trainer.stream.steps_per_epoch
+
+    def epoch() -> None:
+        done = 0
+        while done < steps:
+            done += len(trainer.advance(steps - done))
+        trainer.history.clear()
+    return epoch, steps
+
+
+def jax_available() -> bool:
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class JaxRun:
+    """The hand-written Tower, its gradient and torch's AdamW in one jax.jit function, on
+    batches held on the device, in one dtype; the learning rate of each step from presk's
+    Schedule (as LambdaLR)."""
+
+    def __init__(self, trainer, batches: list[tuple[np.ndarray, np.ndarray]], dtype: str,
+                 total: int) -> None:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+        opt = trainer.optimizer
+        dt = {"f64": jnp.float64, "f32": jnp.float32}[dtype]
+        self.p = {k: jnp.asarray(v, dtype=dt) for k, v in trainer.params.items()}
+        self.m = {k: jnp.zeros_like(v) for k, v in self.p.items()}
+        self.v = {k: jnp.zeros_like(v) for k, v in self.p.items()}
+        self.batches = [(jnp.asarray(x, dtype=dt), jnp.asarray(y, dtype=dt))
+                        for x, y in batches]
+        self.schedule = type(opt.schedule)(opt.schedule.kind, total, opt.schedule.warmup)
+        self.lr, self.t, self.i = opt.lr, 0, 0
+        b1, b2, eps, wd = opt.beta1, opt.beta2, opt.eps, opt.weight_decay
+
+        def loss(p, x, y):
+            def rms(v, g):
+                return v / jnp.sqrt(jnp.mean(v * v, axis=-1, keepdims=True) + EPS) * g
+            h = x
+            for k in range(p["blocks.proj.w"].shape[0]):
+                h = h + (jax.nn.gelu(rms(h, p["blocks.norm.γ"][k]), approximate=False)
+                         @ p["blocks.proj.w"][k] + p["blocks.proj.b"][k])
+            return jnp.mean((rms(h, p["final.γ"]) - y) ** 2)
+
+        def step(p, m, v, t, lr, x, y):
+            value, g = jax.value_and_grad(loss)(p, x, y)
+            c1, c2s = 1 - b1 ** t, jnp.sqrt(1 - b2 ** t)
+            p = {k: p[k] * (1 - lr * wd) for k in p}
+            m = {k: m[k] + (1 - b1) * (g[k] - m[k]) for k in m}
+            v = {k: v[k] * b2 + (1 - b2) * g[k] * g[k] for k in v}
+            p = {k: p[k] - (lr / c1) * m[k] / (jnp.sqrt(v[k]) / c2s + eps) for k in p}
+            return p, m, v, value
+        self._step = jax.jit(step)
+
+    def step(self) -> float:
+        x, y = self.batches[self.i % len(self.batches)]
+        self.i += 1
+        lr = self.lr * self.schedule(self.t)
+        self.t += 1
+        self.p, self.m, self.v, value = self._step(self.p, self.m, self.v, float(self.t),
+                                                   lr, x, y)
+        return float(value)
+
+    def params(self) -> dict[str, np.ndarray]:
+        return {k: np.asarray(v, dtype=np.float64) for k, v in self.p.items()}
 
 
 class TorchRun:
@@ -187,26 +279,40 @@ def agree(core, training, directory: str, settings: Settings,
     ref_trainer = presk_trainer(core, training, directory, k)
     batches = batches_of(ref_trainer, k)
     runs = {f"PyTorch eager {dt}": TorchRun(ref_trainer, batches, dt, k) for dt in ("f64", "f32")}
-    presk_runs = {"Presk f64": ref_trainer}
+    if jax_available():
+        runs.update({f"JAX jit {dt}": JaxRun(ref_trainer, batches, dt, k) for dt in ("f64", "f32")})
+    presk_runs = {"Presk f64": ref_trainer,
+                  "Presk f64" + PYTHON_STEP: presk_trainer(core, training, directory, k,
+                                                          steps_per_call=0)}
     if f32_realization is not None:
         presk_runs["Presk f32"] = presk_trainer(core, training, directory, k, f32_realization)
     for _ in range(k):
         for r in runs.values():
             r.step()
-        for t in presk_runs.values():
-            t.one_step()
+    for t in presk_runs.values():
+        while t.step < k:
+            t.advance(k - t.step)
     ref = runs["PyTorch eager f64"].params()
     print(f"  agreement after {k} steps from the same weights and batches, the parameters' "
           "max |ours − torch f64| / max |torch f64|, the largest over tensors:")
     ok = True
-    rows = [(n, "f64" if n.endswith("f64") else "f32", t.params) for n, t in presk_runs.items()]
-    rows.append(("PyTorch eager f32", "f32", runs["PyTorch eager f32"].params()))
+    rows = [(n, "f32" if "f32" in n else "f64", t.params) for n, t in presk_runs.items()]
+    rows += [(n, n[-3:], r.params()) for n, r in runs.items() if n != "PyTorch eager f64"]
     for name, dt, params in rows:
         d = difference(params, ref)
         good = d <= TOL[dt]
         ok &= good
-        print(f"    {name:<28} {d:10.3e}   (bound {TOL[dt]:g}) "
+        print(f"    {name:<36} {d:10.3e}   (bound {TOL[dt]:g}) "
               f"{'ok' if good else 'DISAGREES'}")
+    same = all(np.array_equal(ref_trainer.params[p], presk_runs["Presk f64" + PYTHON_STEP]
+                              .params[p]) for p in ref_trainer.params) and \
+        [r.loss for r in ref_trainer.history] == \
+        [r.loss for r in presk_runs["Presk f64" + PYTHON_STEP].history]
+    ok &= same
+    print(f"    the native step and the Python-driven one: {'the same bits' if same else 'DIFFER'}"
+          f" (losses and parameters after {k} steps)")
+    if not jax_available():
+        print("    JAX: not installed (pip install jax): no JAX rows")
     for t in presk_runs.values():
         t.stream.close()
     return ok
@@ -230,12 +336,20 @@ def time_all(core, training, directory: str, settings: Settings, presk_sides: di
     import torch
     rates = []
     for label, realization in presk_sides.items():
-        trainer = presk_trainer(core, training, directory, total, realization)
-        rates.append((label, time_it(trainer.one_step, settings)))
-        trainer.stream.close()
+        for suffix, per_call in (("", None), (PYTHON_STEP, 0)):
+            trainer = presk_trainer(core, training, directory, total, realization, per_call)
+            epoch, steps = epoch_of_steps(trainer)
+            t = time_it(epoch, settings)
+            rates.append((label + suffix, Timing(t.median / steps, t.minimum / steps,
+                                                 t.repeats, t.number * steps)))
+            trainer.stream.close()
     source = presk_trainer(core, training, directory, total)
     batches = batches_of(source, torch_batches)
     source.stream.close()
+    if jax_available():
+        for dt in ("f64", "f32"):
+            rates.append((f"JAX jit {dt}", time_it(JaxRun(source, batches, dt, total).step,
+                                                   settings)))
     default = torch.get_num_threads()
     try:
         for dt in ("f64", "f32"):
@@ -256,11 +370,11 @@ def print_table(timings: list[tuple[str, Any]], presk_label: str,
     steps/s (median)."""
     rates = {label: 1 / t.median for label, t in timings}
     base = rates[presk_label]
-    print(f"  {'implementation':<30} {'steps/s':>9} {'µs/step':>9} {'best steps/s':>12}"
+    print(f"  {'implementation':<38} {'steps/s':>9} {'µs/step':>9} {'best steps/s':>12}"
           f"   {'Presk / peer':>12}")
     for label, t in timings:
         r = base / rates[label]
-        print(f"  {label:<30} {rates[label]:9,.0f} {t.median * 1e6:9.1f} "
+        print(f"  {label:<38} {rates[label]:9,.0f} {t.median * 1e6:9.1f} "
               f"{1 / t.minimum:12,.0f}   {(f'{r:.1f}×' if r >= 10 else f'{r:.2f}×'):>12}")
     print(f"  (medians of {settings.repeats} samples each; Presk / peer > 1: Presk makes "
           f"more steps a second; Presk is `{presk_label}`)")
@@ -284,12 +398,17 @@ def case_tutorial(settings: Settings) -> bool:
                          total, 2048)
     label = PRESK_F64
     got = print_table(rates, label, settings)
-    torch_rows = {k: v for k, v in got.items() if k.startswith("PyTorch")}
-    best = max(torch_rows, key=torch_rows.__getitem__)
-    r = got[label] / torch_rows[best]
-    print(f"  goal: Presk ≥ {GOAL_TUTORIAL:g}× PyTorch eager's steps/s: "
-          f"{verdict(r >= GOAL_TUTORIAL)} — {r:.1f}× against its fastest configuration "
-          f"here ({best}); Presk: {_threads()}")
+    for peer, goal in (("JAX jit", GOAL_JAX), ("PyTorch eager", GOAL_TUTORIAL)):
+        rows = {k: v for k, v in got.items() if k.startswith(peer)}
+        if not rows:
+            print(f"  goal: Presk ≥ {goal:g}× {peer}'s steps/s: not measured ({peer} missing)")
+            continue
+        best = max(rows, key=rows.__getitem__)
+        r, before = got[label] / rows[best], got[label + PYTHON_STEP] / rows[best]
+        print(f"  goal: Presk ≥ {goal:g}× {peer}'s steps/s: {verdict(r >= goal)} — {r:.1f}× "
+              f"against its fastest configuration here ({best}); the Python-driven step: "
+              f"{before:.1f}×")
+    print(f"  Presk: {_threads()}")
     return True
 
 

@@ -17,14 +17,14 @@ call (`t = t0 + s` updates done before it):
 3. the schedule and the optimizer's scalars in f64, the operations of
    presk/train/optim.py in its order (`Schedule.__call__`, `_scalars`): `cos` and `pow`
    are the C library's (`math.cos`, Python's `**`), called by the names
-   `presk_libm_cos`/`presk_libm_pow` so that LLVM does not rewrite them; each then rounded
-   to the parameters' dtype; the learning rate stored in `lrs[s]`;
+   `presk_libm_cos`/`presk_libm_pow` so that LLVM does not rewrite them (the parameters
+   are f64 master copies: no rounding after); the learning rate stored in `lrs[s]`;
 4. the element-wise update of native_optim.py (`_adamw_body`, `_sgd_body`), the same
    loop body.
 
 So a call computes the bits of as many `Trainer.one_step` calls (the tests compare both).
-The module depends on the geometry only (B, the sample's tensors, the group's size and
-dtype, the optimizer's form, the schedule's kind); the hyperparameters and the run's
+The module depends on the geometry only (B, the sample's tensors and their buffers'
+types, the group's size, the optimizer's form, the schedule's kind); the hyperparameters and the run's
 length come in buffers, so one compiled step serves every run of that shape.
 
 argv: ctl (i64: steps, t0, first, total, warmup), hyper (f64: lr and the optimizer's
@@ -73,9 +73,9 @@ class Geometry:
     """What the compiled step depends on."""
 
     batch: int  # B
-    tensors: tuple[tuple[int, str], ...]  # per tensor of a sample: (elements, f64|f32)
-    n: int  # the parameters' elements (one group)
-    dtype: str  # the group's: f64 or f32
+    tensors: tuple[tuple[int, str, str], ...]  # per tensor of a sample: (elements, the
+    # file's element type, the batch buffer's), each f64 or f32
+    n: int  # the parameters' elements (one group of f64 master copies)
     optimizer: str  # adamw | sgd
     form: tuple[bool, bool]  # adamw: (decay, small w1); sgd: (decay, momentum)
     schedule: str  # constant | linear | cosine
@@ -84,7 +84,7 @@ class Geometry:
 
     @property
     def sample_bytes(self) -> int:
-        return sum(n * _ITEM[t] for n, t in self.tensors)
+        return sum(n * _ITEM[t] for n, t, _ in self.tensors)
 
     @property
     def buffers(self) -> tuple[str, ...]:
@@ -94,9 +94,9 @@ class Geometry:
 
     @property
     def name(self) -> str:
-        shape = "_".join(f"{n}{t}" for n, t in self.tensors)
+        shape = "_".join(f"{n}{t}{b}" for n, t, b in self.tensors)
         flags = "".join(str(int(f)) for f in self.form)
-        return (f"step_{self.optimizer}{flags}_{self.schedule}_{self.dtype}_{self.n}_"
+        return (f"step_{self.optimizer}{flags}_{self.schedule}_{self.n}_"
                 f"B{self.batch}_{shape}_r{self.result}_{self.objective[-16:]}")
 
 
@@ -147,9 +147,8 @@ class _Build:
         self.c = {k: _load(e, args["ctl"], e.int(j, i64), i64) for j, k in enumerate(CTL)}
         self.h = {k: _load(e, args["hyper"], e.int(j, i64), f64)
                   for j, k in enumerate(HYPER[g.optimizer])}
-        t = _TYPE[g.dtype]
         self.views = {k: e(UnrealizedConversionCastOp.get([args[k]],
-                                                          [K.BufferType.get(t, g.n)]))
+                                                          [K.BufferType.get(f64, g.n)]))
                       for k in ("g", "p", *g.buffers)}
 
     def step(self, e: Emitter, s: SSAValue) -> None:
@@ -177,16 +176,18 @@ class _Build:
             src = _at(b, self.a["data"], b(arith.MuliOp(index, b.int(g.sample_bytes, i64))),
                       i8)
             offset = 0
-            for j, (count, ty) in enumerate(g.tensors):
-                element = _TYPE[ty]
+            for j, (count, ty, into) in enumerate(g.tensors):
                 first = b(arith.MuliOp(r64, b.int(count, i64)))
                 part = _at(b, src, b.int(offset, i64), i8)
                 dst = self.a[f"batch.{j}"]
 
-                def copy(c: Emitter, k: SSAValue, part=part, dst=dst, first=first,
-                         element=element) -> None:
+                def copy(c: Emitter, k: SSAValue, part=part, dst=dst, first=first, ty=ty,
+                         into=into) -> None:
                     k64 = _i64(c, k)
-                    x = _load(c, part, k64, element)
+                    x = _load(c, part, k64, _TYPE[ty])
+                    if ty != into:  # Slot.fill: widened exactly, or rounded to nearest
+                        x = c((arith.ExtFOp if into == "f64" else arith.TruncFOp)(
+                            x, _TYPE[into]))
                     _store(c, x, dst, c(arith.AddiOp(first, k64)))
                 b.loop(count, copy)
                 offset += count * _ITEM[ty]
@@ -213,8 +214,8 @@ class _Build:
         return e(arith.SelectOp(e(arith.CmpiOp(t, warmup, "slt")), warm, late))
 
     def scalars(self, e: Emitter, lr: SSAValue, t1: SSAValue) -> dict[str, SSAValue]:
-        """The optimizer's `_scalars(lr, t)` (t = t1 counts this update), rounded to the
-        group's dtype; AdamW's `one_minus_w1` in that dtype, as NativeAdamW computes it."""
+        """The optimizer's `_scalars(lr, t)` (t = t1 counts this update) in f64, the
+        group's dtype; AdamW's `one_minus_w1` as NativeAdamW computes it."""
         h, one = self.h, e.float(1.0, f64)
         sub = lambda a, b: e(arith.SubfOp(a, b))  # noqa: E731
         if self.g.optimizer == "adamw":
@@ -229,10 +230,8 @@ class _Build:
         else:
             s = {"wd": h["weight_decay"], "momentum": h["momentum"],
                  "keep": sub(one, h["dampening"]), "neg_lr": e(arith.NegfOp(lr))}
-        if self.g.dtype != "f64":
-            s = {k: e(arith.TruncFOp(v, _TYPE[self.g.dtype])) for k, v in s.items()}
         if self.g.optimizer == "adamw":
-            s["one_minus_w1"] = e(arith.SubfOp(e.float(1.0, _TYPE[self.g.dtype]), s["w1"]))
+            s["one_minus_w1"] = e(arith.SubfOp(one, s["w1"]))
         return s
 
     def update(self, e: Emitter, s: dict[str, SSAValue]) -> None:
@@ -354,27 +353,28 @@ class NativeStep:
 def native_step(objective, optimizer, groups, stream, k: int,
                 cache: bool = True) -> NativeStep | None:
     """The step program for a trainer whose objective reads and writes the optimizer's one
-    group (`Trainer.laid_out`), whose batch buffers have the file's dtype and whose loss is
-    f64 or f32; None otherwise (the trainer then steps in Python, `one_step`)."""
+    group of f64 parameters (`Trainer.laid_out`), whose batch buffers are f64 or f32 (the
+    file's values widened or rounded into them) and whose loss is f64 or f32; None otherwise (the trainer then steps in Python, `one_step`)."""
     from .native_optim import NativeAdamW, NativeSGD
     if len(groups) != 1 or not isinstance(optimizer, (NativeAdamW, NativeSGD)):
         return None
     grp = groups[0]
-    dtype = {np.dtype(np.float64): "f64", np.dtype(np.float32): "f32"}.get(grp.p.dtype)
     header = stream.header
     slots = objective._batch_slots
     shapes = [(stream.batch_size, *s) for s in header.shapes]
     result = next((b.element for b in objective.entry.sig.outputs if b.name == "result"),
                   None)
-    if dtype is None or grp.p.size == 0 or result not in _ITEM or len(slots) != len(shapes) \
-            or any(s.element != header.dtype or s.buffer.shape != tuple(sh)
-                   for s, sh in zip(slots, shapes)):
+    if grp.p.dtype != np.float64 or grp.p.size == 0 or result not in _ITEM or \
+            len(slots) != len(shapes) or any(s.element not in _ITEM or
+                                             s.buffer.shape != tuple(sh)
+                                             for s, sh in zip(slots, shapes)):
         return None
     if isinstance(optimizer, NativeAdamW):
         kind, form = "adamw", (optimizer.weight_decay != 0, abs(1 - optimizer.beta1) < 0.5)
     else:
         kind, form = "sgd", (optimizer.weight_decay != 0, optimizer.momentum != 0)
-    tensors = tuple((math.prod(s), header.dtype) for s in header.shapes)
-    geometry = Geometry(stream.batch_size, tensors, grp.p.size, dtype, kind, form,
+    tensors = tuple((math.prod(s), header.dtype, slot.element)
+                    for s, slot in zip(header.shapes, slots))
+    geometry = Geometry(stream.batch_size, tensors, grp.p.size, kind, form,
                         optimizer.schedule.kind, result, objective_symbol(objective))
     return NativeStep(geometry, k, objective, optimizer, grp, stream, cache)

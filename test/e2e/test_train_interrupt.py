@@ -11,6 +11,7 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
 from safetensors.numpy import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,27 +22,37 @@ def newest(run: Path) -> Path:
     return sorted((run / "ckpt").glob("step-*.json"))[-1]
 
 
-def test_sigint_mid_step_checkpoints_a_whole_step(tmp_path: Path, monkeypatch, capsys) -> None:
+@pytest.mark.parametrize("native", [True, False], ids=["native-step", "python-step"])
+def test_sigint_mid_step_checkpoints_a_whole_step(tmp_path: Path, monkeypatch, capsys,
+                                                  native: bool) -> None:
+    """Ctrl-C inside a native call: the call ends, a checkpoint holds the steps done. The
+    native step's calls (at most 64 steps, an epoch of 32, a checkpoint every 50) start at
+    steps 0, 32, 50, 64, 96, 100: a SIGINT in the 4th stops the run at 96; in the
+    Python-driven step's 70th objective call, at 70."""
     from presk.cli.main import main
+    from presk.train.native_step import NativeStep
     from presk.train.objective import NativeObjective
     monkeypatch.chdir(tmp_path)
-    args = ["train", TRAIN, "--quiet", "--epochs", "4"]
+    args = ["train", TRAIN, "--quiet", "--epochs", "4",
+            *([] if native else ["--steps-per-call", "0"])]
     assert main([*args, "--out", "ref"]) == 0
-    call, calls = NativeObjective.call_bound, []  # the step's native call (all-f64)
+    owner, name, at, stop = (NativeStep, "run", 4, 96) if native else \
+        (NativeObjective, "call_bound", 70, 70)
+    call, calls = getattr(owner, name), []  # the step's native call (all-f64)
 
-    def interrupting(self, batch):
+    def interrupting(self, *a):
         calls.append(1)
-        if len(calls) == 70:
+        if len(calls) == at:
             os.kill(os.getpid(), signal.SIGINT)
-        return call(self, batch)
+        return call(self, *a)
 
-    monkeypatch.setattr(NativeObjective, "call_bound", interrupting)
+    monkeypatch.setattr(owner, name, interrupting)
     assert main([*args, "--out", "run"]) == 130
-    assert "interrupted at step 70 of 128" in capsys.readouterr().err
+    assert f"interrupted at step {stop} of 128" in capsys.readouterr().err
     saved = json.loads(newest(tmp_path / "run").read_text())
-    assert saved["step"] == 70
-    assert saved["data"]["epoch"] * 32 + saved["data"]["index"] == 70  # 32 batches an epoch
-    monkeypatch.setattr(NativeObjective, "call_bound", call)
+    assert saved["step"] == stop
+    assert saved["data"]["epoch"] * 32 + saved["data"]["index"] == stop  # 32 batches an epoch
+    monkeypatch.setattr(owner, name, call)
     assert main(["train", TRAIN, "--quiet", "--resume", "run"]) == 0
     mine = load_file(str(newest(tmp_path / "run")).replace(".json", ".safetensors"))
     ref = load_file(str(newest(tmp_path / "ref")).replace(".json", ".safetensors"))
