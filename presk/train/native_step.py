@@ -245,10 +245,16 @@ class _Build:
         e.loop(g.n, element)
 
 
-def build_step(g: Geometry, k: int) -> tuple[ModuleOp, list[EntrySig]]:
-    """The llvm-dialect module of the step (`presk_entry_<g.name>`), up to k steps a call."""
+def argument_names(g: Geometry) -> list[str]:
+    """The step's argv, in order."""
+    return [*_FIXED, *(f"batch.{j}" for j in range(len(g.tensors))), "g", "p", *g.buffers]
+
+
+def build_step(g: Geometry) -> tuple[ModuleOp, list[EntrySig]]:
+    """The llvm-dialect module of the step (`presk_entry_<g.name>`): as many steps a call
+    as `ctl[0]` says (the caller's losses and lrs hold that many)."""
     from ..runtime.compile import llvm_module_from_std
-    names = [*_FIXED, *(f"batch.{j}" for j in range(len(g.tensors))), "g", "p", *g.buffers]
+    names = argument_names(g)
     block = Block(arg_types=[PTR, PTR])
     e = Emitter(Builder(InsertPoint.at_end(block)), InsertPoint.at_end(block))
     args = {n: e(llvm.LoadOp(e(llvm.GEPOp(block.args[0], [i], PTR, inbounds=True)), PTR))
@@ -302,10 +308,10 @@ class NativeStep:
         from ..runtime import load_native
         from ..runtime.compile import lowering_version
         self.k, self.geometry = k, geometry
+        function, obj_argv, obj_arena = objective.bound_call
         _register_libm()
-        binding.add_symbol(geometry.objective,
-                           ctypes.cast(objective._step.func, ctypes.c_void_p).value)
-        self.program = load_native(lambda: build_step(geometry, k),
+        binding.add_symbol(geometry.objective, function)
+        self.program = load_native(lambda: build_step(geometry),
                                    f"{geometry} {_SOURCE}", lowering_version(), cache=cache)
         symbol = entry_symbol(geometry.name)
         self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
@@ -315,36 +321,30 @@ class NativeStep:
         self.hyper = np.array([getattr(optimizer, f) for f in HYPER[geometry.optimizer]],
                               np.float64)
         self.losses, self.lrs = np.zeros(k), np.zeros(k)
-        self.stream = stream
         self._map = stream.memory_map()
-        obj_argv, obj_arena = objective._step.args
         arrays = {"ctl": self.ctl, "hyper": self.hyper, "losses": self.losses,
-                  "lrs": self.lrs, "result": objective._result, "g": group.g, "p": group.p,
-                  **{b: group.bufs[b] for b in geometry.buffers},
-                  **{f"batch.{j}": s.buffer for j, s in enumerate(objective._batch_slots)}}
-        self._keep = (arrays, objective, group)
-        pointers = [0] * (len(_FIXED) + len(geometry.tensors) + 2 + len(geometry.buffers))
-        names = [*_FIXED, *(f"batch.{j}" for j in range(len(geometry.tensors))), "g", "p",
-                 *geometry.buffers]
-        for i, n in enumerate(names):
-            if n in arrays:
-                pointers[i] = arrays[n].ctypes.data
-        pointers[names.index("data")] = self._map.ctypes.data
-        pointers[names.index("obj_argv")], pointers[names.index("obj_arena")] = \
-            obj_argv, obj_arena
+                  "lrs": self.lrs, "data": self._map, "result": objective.result_buffer,
+                  "g": group.g, "p": group.p, **{b: group.bufs[b] for b in geometry.buffers},
+                  **{f"batch.{j}": s.buffer for j, s in enumerate(objective.batch_slots)}}
+        self._keep = (arrays, objective, group)  # what the pointers point into
+        names = argument_names(geometry)
+        pointers = [arrays[n].ctypes.data if n in arrays else 0 for n in names]
+        pointers[names.index("obj_argv")] = obj_argv
+        pointers[names.index("obj_arena")] = obj_arena
         self._order_slot = names.index("order")
         self._argv = (ctypes.c_void_p * len(names))(*pointers)
         self._argv_at = ctypes.addressof(self._argv)
-        self._order: np.ndarray | None = None
+        self._order: tuple[np.ndarray, np.ndarray] | None = None  # (given, as bound)
 
     def run(self, n: int, t0: int, first: int, order: np.ndarray) -> tuple[np.ndarray,
                                                                              np.ndarray]:
         """n steps (1 ≤ n ≤ k) from t0 updates done, the batches from place `first` of
         `order` (an epoch's, int64, kept alive here while bound)."""
         assert 1 <= n <= self.k and first + n * self.geometry.batch <= order.size
-        if order is not self._order:
-            self._order = np.ascontiguousarray(order, np.int64)
-            self._argv[self._order_slot] = self._order.ctypes.data
+        if self._order is None or order is not self._order[0]:
+            bound = np.ascontiguousarray(order, np.int64)
+            self._order = (order, bound)
+            self._argv[self._order_slot] = bound.ctypes.data
         self.ctl[0], self.ctl[1], self.ctl[2] = n, t0, first
         self._function(self._argv_at, 0)
         return self.losses[:n], self.lrs[:n]
@@ -360,7 +360,7 @@ def native_step(objective, optimizer, groups, stream, k: int,
         return None
     grp = groups[0]
     header = stream.header
-    slots = objective._batch_slots
+    slots = objective.batch_slots
     shapes = [(stream.batch_size, *s) for s in header.shapes]
     result = next((b.element for b in objective.entry.sig.outputs if b.name == "result"),
                   None)

@@ -98,6 +98,24 @@ class NativeObjective:
         self._step = self.entry.bind(inputs, outputs)
         self._result = self.outputs[self.call.output_names.index("result")]
 
+    @property
+    def bound_call(self) -> tuple[int, int, int]:
+        """(the entry's address, its argv, its arena) as `bind` bound them: what a native
+        caller (presk/train/native_step.py) calls the objective with."""
+        import ctypes
+        argv, arena = self._step.args  # type: ignore[attr-defined]
+        return ctypes.cast(self._step.func, ctypes.c_void_p).value, argv, arena  # type: ignore[attr-defined]
+
+    @property
+    def result_buffer(self) -> np.ndarray:
+        """The bound output the loss is written to."""
+        return self._result
+
+    @property
+    def batch_slots(self) -> list[Slot]:
+        """The batch's input buffers, in the order of the objective's batch argument."""
+        return self._batch_slots
+
     def call_bound(self, batch: Sequence[np.ndarray]) -> float:
         """The loss at the bound parameters; the gradient is in the bound arrays."""
         for slot, values in zip(self._batch_slots, batch):
