@@ -210,8 +210,9 @@ def types(sites: Sequence[SiteType], path: str) -> Picture:
             for s in members:
                 w = widths[s.site]
                 ax.add_patch(_cell(x, y, w, colours[s.type], s.role == "carried"))
+                dark = s.type in ("f64", "f32") and s.role != "carried"
                 ax.text(x + w / 2, y, _short(s), ha="center", va="center", fontsize=6,
-                        color="white" if s.type in ("f64", "f32") else "black")
+                        color="white" if dark else "black")
                 x += w
         ax.set_xlim(0, span)
         ax.set_ylim(len(rows) - 0.5, -0.5)
@@ -243,9 +244,14 @@ def _short(s: SiteType) -> str:
 
 
 def _cell(x: float, y: int, w: float, colour: str, carried: bool):
+    """A value's cell; a carried one pale and hatched in its type's colour, so that its
+    label stays legible."""
+    from matplotlib.colors import to_rgba
     from matplotlib.patches import Rectangle
-    return Rectangle((x + 0.04, y - 0.38), w - 0.08, 0.76, facecolor=colour,
-                     edgecolor="white", hatch="///" if carried else None, linewidth=0.5)
+    face = to_rgba(colour, 0.3) if carried else colour
+    return Rectangle((x + 0.04, y - 0.38), w - 0.08, 0.76, facecolor=face,
+                     edgecolor=colour if carried else "white",
+                     hatch="///" if carried else None, linewidth=0.5)
 
 
 def _type_colours(names: list[str]) -> dict[str, str]:
