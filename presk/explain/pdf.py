@@ -7,12 +7,13 @@ the document — `*`, `_`, `$`, `#`, `@`, `<`, `//`, a backslash — can be read
 syntax. The constructs are the document's: headings, paragraphs, emphasis, inline code,
 links, images, fenced and indented code, lists, pipe tables, rules. Any other node (a
 block quote, HTML) raises `UnsupportedMarkdown` with its line: it must not vanish from
-the PDF unnoticed.
+the PDF unnoticed. An HTML comment is left out (it is for the markdown's reader).
 
 Tables fit the page: a table's width is estimated from its cells' characters, and it is
 set smaller as it grows; one too wide even then is set on a landscape page with columns
-that wrap, long names broken after `/`, `.`, `_`. Code listings are wrapped at CODE_COLUMNS
-characters, each continuation line marked `↪`, so no line runs off the page.
+that wrap, long names broken after `/`, `.`, `_`. A code listing is set smaller when its
+lines are long, and wrapped when they are longer still, each continuation line marked `↪`,
+so no line runs off the page.
 
 The PDF is deterministic: typst's own fonts only (no system font can change a glyph),
 the document's date none, no timestamp; two runs on the same files give the same bytes.
@@ -20,6 +21,7 @@ the document's date none, no timestamp; two runs on the same files give the same
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import struct
@@ -28,8 +30,11 @@ from dataclasses import dataclass
 
 from presk.analysis.artifact import write_atomic
 
-CODE_SIZE_PT = 7.5
-CODE_COLUMNS = 100  # DejaVu Sans Mono at 7.5 pt: 104 columns fit the 17 cm text width
+# A listing is set at CODE_SIZES[0] when its longest line fits, else smaller down to
+# CODE_SIZES[1], and wrapped only when it is too long even then.
+CODE_SIZES = (7.5, 6.0)
+MONO_ADVANCE = 0.62  # DejaVu Sans Mono's advance is 0.602 em; a little room besides
+TEXT_WIDTH_PT = 595.28 - 2 * 56.69 - 8  # A4 less the 2 cm margins and the block's inset
 CONTINUATION = "↪ "
 PAGE_HEIGHT_IN = 9.0  # the tallest a picture is set (A4's text height is 10.1 in)
 
@@ -40,7 +45,7 @@ PREAMBLE = f"""\
 #set par(justify: false)
 #show raw: set text(font: "DejaVu Sans Mono")
 #show raw.where(block: false): set text(size: 1.1em)
-#show raw.where(block: true): set text(size: {CODE_SIZE_PT}pt)
+#show raw.where(block: true): set text(size: {CODE_SIZES[0]}pt)
 #show raw.where(block: true): it => block(fill: luma(246), inset: 4pt, radius: 2pt, \
 width: 100%, it)
 #show link: set text(fill: rgb("#1f3b73"))
@@ -48,9 +53,14 @@ width: 100%, it)
 """
 
 # (the widest a table may be, in characters of its cells plus 3 a column, the font size
-# it is set in), tried in order; a wider table goes on a landscape page.
+# it is set in), tried in order. A wider table wraps its long columns; one of at least
+# LANDSCAPE_MIN_COLUMNS columns goes on a landscape page instead, and wraps only when it is
+# wider than LANDSCAPE_WIDTH even there.
 TABLE_SIZES = [(110, 9.0), (135, 7.5), (160, 6.5)]
-LANDSCAPE_COLUMNS = 240  # at 6.5 pt; wider still, its columns wrap
+WRAP_SIZE = 7.5
+LANDSCAPE_MIN_COLUMNS = 7
+LANDSCAPE_WIDTH = 240  # at 6.5 pt
+SHORT_COLUMN = 16  # a column whose cells are at most this long keeps its width
 WRAP_CAP = 40  # a wrapping column's share of the width is its cells' length, at most this
 
 
@@ -108,7 +118,17 @@ def string(text: str) -> str:
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def wrap_code(text: str, columns: int = CODE_COLUMNS) -> str:
+def code_size(longest: int) -> tuple[float, int]:
+    """(the font size a listing whose longest line has `longest` characters is set in,
+    the characters a line holds at that size)."""
+    def fits(pt: float) -> int:
+        return int(TEXT_WIDTH_PT / (MONO_ADVANCE * pt))
+    size = max(CODE_SIZES[1], min(CODE_SIZES[0], TEXT_WIDTH_PT / (MONO_ADVANCE * max(longest, 1))))
+    size = math.floor(size * 10) / 10
+    return size, fits(size)
+
+
+def wrap_code(text: str, columns: int) -> str:
     """Each line longer than `columns` broken, at its last space in the second half of the
     width when it has one, else at the width; continuation lines start with `↪ `."""
     out: list[str] = []
@@ -140,7 +160,7 @@ class _Writer:
     wrap_cells: bool = False
 
     def blocks(self, nodes) -> str:
-        return "\n\n".join(self.block(n) for n in nodes)
+        return "\n\n".join(b for b in (self.block(n) for n in nodes) if b)
 
     def block(self, node) -> str:
         if node.map:
@@ -166,9 +186,22 @@ class _Writer:
         return self.inline(inline)
 
     def _fence(self, node) -> str:
-        return f"#raw(block: true, {string(wrap_code(node.content.rstrip(chr(10))))})"
+        text = node.content.rstrip("\n")
+        size, columns = code_size(max((len(line) for line in text.split("\n")), default=0))
+        raw = f"#raw(block: true, {string(wrap_code(text, columns))})"
+        if size == CODE_SIZES[0]:
+            return raw
+        return f"#[#show raw: set text(size: {size}pt)\n{raw}]"  # the show rule's own size
 
     _code_block = _fence
+
+    def _html_block(self, node) -> str:
+        """A comment is for the markdown's reader (`<!-- written by presk explain -->`),
+        not for the page; any other HTML is refused."""
+        if not _COMMENT.fullmatch(node.content.strip()):
+            raise UnsupportedMarkdown(f"line {self.line}: html block is not typeset "
+                                      "(presk/explain/pdf.py)")
+        return ""
 
     def _hr(self, node) -> str:
         return "#line(length: 100%, stroke: 0.4pt + luma(170))"
@@ -192,11 +225,14 @@ class _Writer:
         align = [_align(rows[0].children[c]) if c < len(rows[0].children) else "left"
                  for c in range(columns)]
         width = sum(lengths) + 3 * columns
-        size, landscape = next(((pt, False) for limit, pt in TABLE_SIZES if width <= limit),
-                               (TABLE_SIZES[-1][1], True))
-        self.wrap_cells = landscape and width > LANDSCAPE_COLUMNS
-        spec = (", ".join(f"{max(min(n, WRAP_CAP), 3)}fr" for n in lengths)
-                if self.wrap_cells else ", ".join(["auto"] * columns))
+        size = next((pt for limit, pt in TABLE_SIZES if width <= limit), None)
+        landscape = size is None and columns >= LANDSCAPE_MIN_COLUMNS
+        if landscape:
+            size, self.wrap_cells = TABLE_SIZES[-1][1], width > LANDSCAPE_WIDTH
+        elif size is None:
+            size, self.wrap_cells = WRAP_SIZE, True
+        spec = ", ".join("auto" if not self.wrap_cells or n <= SHORT_COLUMN else
+                         f"{min(n, WRAP_CAP)}fr" for n in lengths)
         cells = [self._row(tr, columns, header=i < head) for i, tr in enumerate(rows)]
         self.wrap_cells = False
         header = f"table.header({', '.join(cells[:head])}), " if head else ""
@@ -267,6 +303,9 @@ class _Writer:
 _SPANS = {name: getattr(_Writer, "_" + name) for name in
           ("text", "code_inline", "em", "strong", "link", "image", "softbreak", "hardbreak")}
 _INLINE_ONLY = set(_SPANS)
+
+
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
 
 
 def _plain(node) -> str:

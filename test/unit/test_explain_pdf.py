@@ -71,6 +71,17 @@ def test_hostile_text_in_headings_comes_out_as_written():
     assert headings(pdf.to_typst(md, str(SAMPLE))) == ['@x <y> $z$ #w \\ "q" a / b c // d']
 
 
+def test_a_listing_is_set_smaller_before_it_wraps():
+    assert pdf.code_size(80) == (7.5, 101)  # 101 · 0.62 · 7.5 pt ≤ 473.9 pt, the text width
+    size, columns = pdf.code_size(115)
+    assert size < 7.5 and columns >= 115
+    assert pdf.code_size(400) == (6.0, 127)
+    for longest, wraps in ((100, False), (120, False), (127, False), (128, True)):
+        src = pdf.to_typst("```\n" + "y" * longest + "\n```", str(SAMPLE))
+        assert (pdf.CONTINUATION in src) == wraps, longest
+        assert ("#show raw: set text(size:" in src) == (longest > 101)
+
+
 def test_code_is_wrapped_at_the_width_with_every_character_kept():
     words = " ".join(f"w{i:03d}" * (1 + i % 7) for i in range(200))
     long_token = "x" * 333
@@ -126,7 +137,7 @@ def test_the_sample_pages_render_and_hold_its_text(tmp_path):
         for s in ("$DOC, #set, @ref,", "<label>, // not a comment, /* nor this */, a\\b,",
                   '"quotes", ~tilde, -- and --- dashes, 2 * 3 * 4, x_1_2, [brackets]',
                   "0a4ed24b1b666e13f0d8e7a2c4b9a1e0c3d2f1a0b9c8d7e6f5a4b3c2d1e0f9a8",
-                  "mean((t.Tower.apply(θ, x) - y)^2)", pdf.CONTINUATION + "the listing",
+                  "mean((t.Tower.apply(θ, x) - y)^2)", pdf.CONTINUATION + "listing, so that it wraps",
                   "ℝ[batch: B, model: 4]", "at operation 12 of 39"):
             assert s in text, s
 
@@ -142,14 +153,16 @@ def table(columns: int, width: int) -> str:
     (3, 20, 9.0, False, False),    # 3·(20 + 3) = 69 characters
     (4, 28, 7.5, False, False),    # 124
     (5, 28, 6.5, False, False),    # 155
-    (6, 32, 6.5, True, False),     # 210: a landscape page
+    (6, 32, 7.5, False, True),     # 210, 6 columns: its long columns wrap
+    (8, 24, 6.5, True, False),     # 216, 8 columns: a landscape page
     (8, 40, 6.5, True, True),      # 344: landscape, and the columns wrap
 ])
 def test_a_table_is_set_to_fit_the_page(columns, width, size, landscape, wraps):
     src = pdf.to_typst(table(columns, width), str(SAMPLE))
     assert f"#text(size: {size}pt)[#table(" in src
     assert ("#page(flipped: true)" in src) == landscape
-    assert ("fr" in src.split("columns: (")[1].split(")")[0]) == wraps
+    spec = src.split("columns: (")[1].split(")")[0]
+    assert ("fr" in spec) == wraps
     assert ("\u200b" in src) == wraps
     pdf.compile_typst(src)
 
@@ -222,3 +235,8 @@ def test_the_tutorials_document_typesets_as_make_explain_pdf_does(tmp_path):
     subprocess.run(["pdftoppm", "-r", "20", "-png", str(out), str(tmp_path / "page")],
                    check=True, capture_output=True)
     assert len(list(tmp_path.glob("page-*.png"))) == len(pages)
+
+
+def test_an_html_comment_is_left_out():
+    src = pdf.to_typst("<!-- written by presk explain: do not edit -->\n\n# t\n", str(SAMPLE))
+    assert "written by" not in src and headings(src) == ["t"]
