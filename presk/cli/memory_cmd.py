@@ -134,6 +134,7 @@ def format_symbolic(entry: str, sym, rep_dims: dict[str, int], counted) -> list[
 
 def format_step(training, dims: dict[str, int], counts: list, realization: str) -> list[str]:
     """The step's table, the policies side by side, then where each one's peak is."""
+    from ..train.native_step import STEPS_PER_CALL
     first = counts[0]
     name = first.count.trace.entry.sym_name.data
     h = first.holdings
@@ -154,6 +155,9 @@ def format_step(training, dims: dict[str, int], counts: list, realization: str) 
         ("the batch and the seed", [c.holdings.batch_and_seed for c in counts]),
         ("kept for the backward", [c.kept for c in counts]),
     ]
+    if h.step_buffers:
+        rows.insert(-1, ("the native step's ctl, hyper, losses, lrs",
+                         [c.holdings.step_buffers for c in counts]))
     for i, call in enumerate(first.calls):
         rows.append((f"`{call.name}`: its peak", [c.calls[i].peak for c in counts]))
         rows.append((f"`{call.name}`: with what the loop holds",
@@ -166,7 +170,10 @@ def format_step(training, dims: dict[str, int], counts: list, realization: str) 
     if h.laid_out:
         lines.append("presk memory --step: laid out (every parameter and gradient buffer is "
                      "f64): the objective reads the group's p and writes the gradient into "
-                     "its g; its own θ and gradient buffers stay allocated, idle")
+                     "its g; its own θ and gradient buffers stay allocated, idle; the steps "
+                     f"run in native calls of up to {STEPS_PER_CALL} (presk train's default; "
+                     "the batches gathered from the file's memory map, not counted: the "
+                     "page cache's, not the process's)")
     for c in counts:
         lines.append(_step_peak_line(c))
     return lines
@@ -182,7 +189,9 @@ def _step_peak_line(c) -> str:
     return (head + f", at its operation {c.count.peak_step + 1} (`{s.site}`): parameters "
             f"{h.objective_params} (the objective's) + {h.master + h.group_p} (f64, the "
             f"loop's), moments {h.moments}, the group's g, tmp, tmp2 and scalars "
-            f"{h.group_g + h.scratch + h.scalars}, the batch and the seed "
+            f"{h.group_g + h.scratch + h.scalars}"
+            + (f", the native step's buffers {h.step_buffers}" if h.step_buffers else "")
+            + f", the batch and the seed "
             f"{h.batch_and_seed}, kept for the backward {c.kept_at_peak}, the gradient made "
             f"so far {c.grad_at_peak}, the rest {rest}")
 

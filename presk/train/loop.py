@@ -30,15 +30,12 @@ from .checkpoint import Checkpoint, CheckpointError, check_fits, latest, save
 from .data import Stream
 from .objective import NativeObjective
 from .native_optim import native_from_info
-from .native_step import NativeStep, native_step
+from .native_step import STEPS_PER_CALL, NativeStep, native_step
 from .optim import Optimizer
 
 LOG = "log.csv"
 PLOT = "loss.png"
 LOG_FIELDS = ("step", "epoch", "loss", "lr")
-STEPS_PER_CALL = 64
-"""The native step's default most steps a call (`presk train --steps-per-call`): the
-checkpoints, the log and Ctrl-C act between calls, so at most this many steps apart."""
 
 
 class StepRecord(NamedTuple):

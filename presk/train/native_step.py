@@ -60,6 +60,9 @@ _SOURCE = hashlib.sha256(Path(__file__).read_bytes() + Path(__file__).with_name(
     "native_optim.py").read_bytes()).hexdigest()[:16]
 """Part of the cache key: the step's code is this file's and native_optim.py's bodies."""
 
+STEPS_PER_CALL = 64
+"""The native step's default most steps a call (`presk train --steps-per-call`): the
+checkpoints, the log and Ctrl-C act between calls, so at most this many steps apart."""
 CTL = ("steps", "t0", "first", "total", "warmup")
 HYPER = {"adamw": ("lr", "beta1", "beta2", "eps", "weight_decay"),
          "sgd": ("lr", "momentum", "dampening", "weight_decay")}
@@ -280,6 +283,11 @@ def build_step(g: Geometry) -> tuple[ModuleOp, list[EntrySig]]:
 # --------------------------------------------------------------------------------------
 
 
+def step_buffer_bytes(optimizer_kind: str, k: int) -> int:
+    """What a NativeStep allocates: ctl (i64), hyper, losses and lrs (f64, k each)."""
+    return 8 * (len(CTL) + len(HYPER[optimizer_kind]) + 2 * k)
+
+
 def _register_libm() -> None:
     """`presk_libm_cos`/`presk_libm_pow`: the C library's functions, which `math.cos` and
     Python's float `**` call (for the finite arguments a schedule and AdamW give them)."""
@@ -320,7 +328,7 @@ class NativeStep:
         self.ctl[3], self.ctl[4] = optimizer.schedule.total, optimizer.schedule.warmup
         self.hyper = np.array([getattr(optimizer, f) for f in HYPER[geometry.optimizer]],
                               np.float64)
-        self.losses, self.lrs = np.zeros(k), np.zeros(k)
+        self.losses, self.lrs = np.zeros(k), np.zeros(k)  # step_buffer_bytes counts these
         self._map = stream.memory_map()
         arrays = {"ctl": self.ctl, "hyper": self.hyper, "losses": self.losses,
                   "lrs": self.lrs, "data": self._map, "result": objective.result_buffer,

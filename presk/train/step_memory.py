@@ -20,6 +20,7 @@ import numpy as np
 from ..analysis.memory import Count
 from ..kernel_abi.lives import Trace, live_at
 from .native_optim import NativeAdamW, NativeSGD
+from .native_step import STEPS_PER_CALL, step_buffer_bytes
 
 MASTER = np.dtype(np.float64)  # E.weights: the loop's parameters are f64
 _NATIVE = {"adamw": NativeAdamW, "sgd": NativeSGD}
@@ -39,6 +40,7 @@ class Holdings:
     scratch: int  # the group's `tmp` and `tmp2`
     moments: int
     scalars: int  # the native update's scalar buffer
+    step_buffers: int  # the native step's ctl, hyper, losses and lrs (0: no native step)
     laid_out: bool
     moment_names: tuple[str, ...]
 
@@ -46,7 +48,7 @@ class Holdings:
     def loop(self) -> int:
         """The optimizer's and the loop's own arrays."""
         return (self.master + self.group_p + self.group_g + self.scratch + self.moments
-                + self.scalars)
+                + self.scalars + self.step_buffers)
 
 
 @dataclass
@@ -71,9 +73,11 @@ class StepCount:
         return max(self.calls, key=lambda c: c.with_loop)
 
 
-def holdings(trace: Trace, optimizer_kind: str) -> Holdings:
+def holdings(trace: Trace, optimizer_kind: str,
+             steps_per_call: int = STEPS_PER_CALL) -> Holdings:
     """The arrays `Trainer.create` and the optimizer's `lay_out` allocate for `trace`'s
-    objective (one f64 group: the loop's parameters are all f64)."""
+    objective (one f64 group: the loop's parameters are all f64), and, laid out, the
+    native step's (presk/train/native_step.py)."""
     params = [b for b in trace.buffers if b.kind == "input" and b.name.startswith("θ.")]
     others = [b for b in trace.buffers if b.kind == "input" and not b.name.startswith("θ.")]
     outs = [b for b in trace.buffers if b.kind == "output"]
@@ -84,7 +88,9 @@ def holdings(trace: Trace, optimizer_kind: str) -> Holdings:
     return Holdings(sum(b.bytes for b in params), sum(b.bytes for b in others),
                     sum(b.bytes for b in outs), sum(b.bytes for b in grads),
                     0 if laid_out else n, n, n, 2 * n, len(cls.BUFFERS) * n,
-                    len(cls.SCALARS) * MASTER.itemsize, laid_out, tuple(cls.BUFFERS))
+                    len(cls.SCALARS) * MASTER.itemsize,
+                    step_buffer_bytes(optimizer_kind, steps_per_call)
+                    if laid_out and steps_per_call else 0, laid_out, tuple(cls.BUFFERS))
 
 
 def reverse_start(trace: Trace) -> int:
@@ -104,8 +110,9 @@ def _kept(trace: Trace, start: int, at: int) -> int:
                if b.kind == "made" and b.intervals and b.intervals[0][0] < start)
 
 
-def step_count(c: Count, remat: str, optimizer_kind: str) -> StepCount:
-    h = holdings(c.trace, optimizer_kind)
+def step_count(c: Count, remat: str, optimizer_kind: str,
+               steps_per_call: int = STEPS_PER_CALL) -> StepCount:
+    h = holdings(c.trace, optimizer_kind, steps_per_call)
     start = reverse_start(c.trace)
     kept = _kept(c.trace, start, start) if start < len(c.trace.steps) else 0
     grad_at_peak = sum(b.bytes for b in live_at(c.trace, c.peak_step)

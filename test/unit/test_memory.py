@@ -305,6 +305,10 @@ def test_step_holdings_are_what_a_trainer_allocates(tmp_path, realization):
                    if v.base is not grp.p) == h.master
         [(_, _, scalars, _)] = trainer.optimizer._native._bound.values()
         assert scalars.nbytes == h.scalars
+        native = trainer.native  # the step in one native call, where laid out
+        step_arrays = [native.ctl, native.hyper, native.losses, native.lrs] if native else []
+        assert (native is not None) == trainer.laid_out
+        assert sum(a.nbytes for a in step_arrays) == h.step_buffers
         obj = trainer.objective
         assert sum(s.buffer.nbytes for s in obj.slots if s.name.startswith("θ.")) == \
             h.objective_params
@@ -320,7 +324,7 @@ def test_step_holdings_are_what_a_trainer_allocates(tmp_path, realization):
         own = sum(b.bytes for b in live_at(c.trace, c.peak_step) if b.kind == "made")
         arrays = {id(a): a.nbytes for a in [grp.p, grp.g, grp.tmp, grp.tmp2, scalars,
                                             *grp.bufs.values(), *obj.outputs,
-                                            *(s.buffer for s in obj.slots)]}
+                                            *(s.buffer for s in obj.slots), *step_arrays]}
         master = sum(v.nbytes for v in trainer.params.values() if v.base is not grp.p)
         assert value_vjp.with_loop == own + sum(arrays.values()) + master
 
