@@ -43,6 +43,10 @@ def add_export(sub: Any) -> None:
     c = p.add_argument_group("with --target c (--realize, --entry, --dim also with pytorch)")
     add_recording_arguments(c, "export")
     add_plan_argument(c)
+    c.add_argument("--threads", type=int, metavar="N",
+                   help="the workers a large contraction's default layout splits among, "
+                   "run by the program's worker pool (default: PRESK_THREADS, else this "
+                   "machine's cores; 1: one thread, no pool)")
     c.add_argument("--seed", type=int, default=0,
                    help="seed of the weights and inputs `make check` runs on")
     c.add_argument("--weights", help="a safetensors file of parameters keyed by path")

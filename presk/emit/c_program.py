@@ -169,11 +169,32 @@ class KernelC:
         return f"void {self.symbol}({', '.join(params)})"
 
     def text(self) -> str:
+        if self.kernel.parts is not None:
+            return self.spawner()
         for a in self.kernel.input_args:
             if a not in self.used:
                 self.emit(1, f"(void){self.names[a]};")
         self.block(self.kernel.body.block, 1, 0)
         return "\n".join([self.signature(), "{", *self.lines, "}"])
+
+    def spawner(self) -> str:
+        """A kernel psk-kernel-split gave parts, as native code runs it: the buffer
+        pointers in an array, one trampoline per part (`void (void *args)`), and one
+        launch on the worker pool (presk_pool.c), which runs part 0 on this thread."""
+        parts = [f"presk_kernel_{c_identifier(p.root_reference.data)}"
+                 for p in self.kernel.parts]  # type: ignore[union-attr]
+        names = [self.names[a] for a in self.kernel.args]
+        unpack = ", ".join(f"a[{i}]" for i in range(len(names)))
+        out = [f"static void {self.symbol}_thread{j}(void *args)\n{{\n"
+               f"    void *const *a = args;\n    {part}({unpack});\n}}\n"
+               for j, part in enumerate(parts)]
+        trampolines = ", ".join(f"{self.symbol}_thread{j}" for j in range(len(parts)))
+        args = ", ".join(f"(void *){n}" for n in names)
+        out.append("\n".join([
+            self.signature(), "{", f"    void *args[] = {{{args}}};",
+            f"    static presk_part const parts[] = {{{trampolines}}};",
+            f"    presk_pool_run({len(parts)}, parts, args);", "}"]))
+        return "\n".join(out)
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -282,13 +303,32 @@ def kernel_listing(kernel: K.KernelOp) -> str:
         return str(kernel)
 
 
+def threaded(module: Operation) -> bool:
+    """Whether some kernel has parts (psk-kernel-split): the program then runs them on the
+    worker pool (presk_pool.c, presk/runtime/) and links it."""
+    return any(k.parts is not None for k in K.kernels(module).values())
+
+
+def _part_of(module: Operation) -> dict[str, tuple[str, int, int]]:
+    """part kernel → (the kernel it is a part of, its index, how many parts)."""
+    out = {}
+    for name, kernel in K.kernels(module).items():
+        for j, p in enumerate(kernel.parts or ()):
+            out[p.root_reference.data] = (name, j, len(kernel.parts))  # type: ignore[arg-type]
+    return out
+
+
 def kernels_c(module: Operation) -> str:
-    """kernels.c: every kernel, its listing and launches in a comment above it."""
+    """kernels.c: every kernel, its listing and launches in a comment above it; a kernel
+    with parts a launch of them on the worker pool."""
     counts = count(module)
     aliased = aliased_kernels(module)
+    part_of = _part_of(module)
+    pool = ['#include "presk_pool.h"'] if threaded(module) else []
     parts = ["/* The kernels: each one loop nest of PSK-Kernel, in the nest's order of",
              " * operations (a sum runs k ascending), as the native backend computes it. */",
-             "#include <math.h>", "#include <stdint.h>", "", '#include "presk_rt.h"', ""]
+             "#include <math.h>", "#include <stdint.h>", "", '#include "presk_rt.h"', *pool,
+             ""]
     for name, kernel in K.kernels(module).items():
         c = KernelC(kernel, name not in aliased)
         parts.append(f"{c.signature()};")
@@ -298,8 +338,18 @@ def kernels_c(module: Operation) -> str:
         where = ", ".join(f"{label} ×{t}" if len(labels) > 1 else label
                           for label, t in labels.items())
         parts.append("")
+        if name in part_of:
+            whole, j, n = part_of[name]
+            loop = next(op for op in kernel.body.block.ops if isinstance(op, K.ForOp))
+            parts.append(f"// {name}: part {j} of {n} of {whole}, its outermost loop over "
+                         f"[{loop.lower.data}, {loop.upper.data})")
+            parts.append(KernelC(kernel, name not in aliased).text())
+            continue
         parts.append(f"// {name}: {total} launch{'es' * (total != 1)}"
                      + (f" at {where}" if where else ""))
+        if kernel.parts is not None:
+            parts.append(f"// its outermost loop split among {len(kernel.parts)} workers "
+                         "(the parts above), run on the worker pool")
         parts.extend(_comment_lines(kernel_listing(kernel)))
         parts.append(KernelC(kernel, name not in aliased).text())
     return "\n".join(parts) + "\n"
@@ -362,6 +412,25 @@ class HostC:
             self.emit(1, "(void)arena;")
         self.block(self.host.body.block, 1)
         return "\n".join([self.signature(), "{", *self.lines, "}"])
+
+    def spawner(self) -> str:
+        """A kernel psk-kernel-split gave parts, as native code runs it: the buffer
+        pointers in an array, one trampoline per part (`void (void *args)`), and one
+        launch on the worker pool (presk_pool.c), which runs part 0 on this thread."""
+        parts = [f"presk_kernel_{c_identifier(p.root_reference.data)}"
+                 for p in self.kernel.parts]  # type: ignore[union-attr]
+        names = [self.names[a] for a in self.kernel.args]
+        unpack = ", ".join(f"a[{i}]" for i in range(len(names)))
+        out = [f"static void {self.symbol}_thread{j}(void *args)\n{{\n"
+               f"    void *const *a = args;\n    {part}({unpack});\n}}\n"
+               for j, part in enumerate(parts)]
+        trampolines = ", ".join(f"{self.symbol}_thread{j}" for j in range(len(parts)))
+        args = ", ".join(f"(void *){n}" for n in names)
+        out.append("\n".join([
+            self.signature(), "{", f"    void *args[] = {{{args}}};",
+            f"    static presk_part const parts[] = {{{trampolines}}};",
+            f"    presk_pool_run({len(parts)}, parts, args);", "}"]))
+        return "\n".join(out)
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -979,16 +1048,18 @@ def main_c(entry: EntryC) -> str:
             .replace("__FN__", entry.function))
 
 
-def makefile(entry: EntryC) -> str:
+def makefile(entry: EntryC, threads: bool = False) -> str:
     prog = entry.program
+    pool_c, pool_h, pthread = (" presk_pool.c", " presk_pool.h", " -pthread") if threads \
+        else ("", "", "")
     return f"""# Build the exported program and check it against the native backend's outputs.
 CC = cc
 CFLAGS = {CFLAGS}
 # The native bits need IEEE arithmetic with nothing fused, whatever CFLAGS say.
-FPFLAGS = {FPFLAGS}
-LDLIBS = -lm
-SOURCES = main.c model.c kernels.c presk_rt.c presk_libm.c
-HEADERS = model.h presk_rt.h
+FPFLAGS = {FPFLAGS}{pthread}
+LDLIBS = -lm{pthread}
+SOURCES = main.c model.c kernels.c presk_rt.c presk_libm.c{pool_c}
+HEADERS = model.h presk_rt.h{pool_h}
 
 {prog}: $(SOURCES) $(HEADERS)
 \t$(CC) $(CFLAGS) $(FPFLAGS) -o $@ $(SOURCES) $(LDLIBS)
@@ -1049,9 +1120,9 @@ void *arena = malloc({arena_macro});  /* {arena} bytes, reusable */
 {function}(&in, &out, arena);
 ```
 
-Link `model.c kernels.c presk_rt.c presk_libm.c` (and `-lm`). Inputs are only read;
+Link `model.c kernels.c presk_rt.c presk_libm.c{pool_c}` (and `-lm`{pthread}). Inputs are only read;
 outputs are written in place. The arena is scratch memory for one call at a time: give
-concurrent calls their own. Nothing else is global.
+concurrent calls their own. Nothing else is global{pool_global}.
 
 ## Files
 
@@ -1064,8 +1135,16 @@ concurrent calls their own. Nothing else is global.
   correctly), numpy's min/max and heaviside.
 - `presk_libm.c`: the math library's functions the kernels call, the same programs the
   native backend compiles.
-- `main.c`: reads the inputs, runs, writes and compares the outputs.
+- `main.c`: reads the inputs, runs, writes and compares the outputs.{pool_files}
 """
+
+
+POOL_README = """
+- `presk_pool.c`, `presk_pool.h`: the worker pool the split kernels run on (up to {n}
+  parts each, part 0 on the calling thread): started on the first split launch, its
+  workers waiting for the next launch (a short spin, then sleep), joined at exit.
+  `PRESK_POOL_SPIN` and `PRESK_POOL_YIELD` set how long they poll before sleeping.
+  Concurrent calls are safe: a launch while another runs runs its parts on its caller."""
 
 
 def readme(module: Operation, entry: EntryC) -> str:
@@ -1079,6 +1158,11 @@ def readme(module: Operation, entry: EntryC) -> str:
         in_example=",\n".join(f"    .{f} = {f}" for f, _ in entry.inputs),
         out_example=",\n".join(f"    .{f} = {f}" for f, _ in entry.outputs),
         kernels=len(K.kernels(module)),
+        pool_c=" presk_pool.c" if threaded(module) else "",
+        pool_global=" but the worker pool (presk_pool.c)" if threaded(module) else "",
+        pthread=", `-pthread`" if threaded(module) else "",
+        pool_files=POOL_README.format(n=max(len(k.parts or ()) for k in K.kernels(module)
+                                            .values())) if threaded(module) else "",
         hosts=len(ArenaPlan(module).reached(entry_host(module).sym_name.data)))
 
 
@@ -1087,12 +1171,18 @@ def readme(module: Operation, entry: EntryC) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def c_sources(kernel_module: Operation, output_names: Sequence[str] | None = None
-              ) -> dict[str, str]:
+def c_sources(kernel_module: Operation, output_names: Sequence[str] | None = None,
+              pool: dict[str, str] | None = None) -> dict[str, str]:
     """The C program of a PSK-Kernel module's entry host: file name → text (no data).
-    `output_names` (`result`, `grad.<path>`) name the entry's outputs."""
+    `output_names` (`result`, `grad.<path>`) name the entry's outputs. A module whose
+    kernels have parts (psk-kernel-split) needs `pool`, the worker pool's files
+    (presk/runtime/pool.py `source_files()`), which the program then includes."""
     entry = entry_c(kernel_module, output_names)
-    return {
+    threads = threaded(kernel_module)
+    if threads and not pool:
+        raise CExportError("its kernels are split among threads and the worker pool's "
+                           "files were not given")
+    files = {
         "kernels.c": kernels_c(kernel_module),
         "model.h": model_h(entry),
         "model.c": model_c(kernel_module, entry),
@@ -1100,9 +1190,10 @@ def c_sources(kernel_module: Operation, output_names: Sequence[str] | None = Non
         "presk_rt.c": RT_C,
         "presk_libm.c": libm_c(kernel_module),
         "main.c": main_c(entry),
-        "Makefile": makefile(entry),
+        "Makefile": makefile(entry, threads),
         "README.md": readme(kernel_module, entry),
     }
+    return files | (dict(pool) if threads and pool else {})
 
 
 @dataclass
@@ -1111,18 +1202,23 @@ class Shape:
     the hosts besides the entry's, the folds (host loops), and the arena's bytes."""
 
     launches: int
-    kernels: int
+    kernels: int  # not counting split kernels' parts
     functions: int
     loops: int
     arena_bytes: int
+    split: int = 0  # kernels whose parts run on the worker pool
+    threads: int = 1  # the most parts of one
 
 
 def program_shape(kernel_module: Operation) -> Shape:
     hosts = reachable_hosts(kernel_module)
     loops = sum(isinstance(op, K.FoldOp) for h in hosts for op in K.host_ops(h))
     functions = ArenaPlan(kernel_module).reached(entry_host(kernel_module).sym_name.data)
-    return Shape(count(kernel_module).launches, len(K.kernels(kernel_module)),
-                 len(functions) - 1, loops, entry_c(kernel_module).sig.arena_bytes)
+    kernels = K.kernels(kernel_module)
+    parts = [len(k.parts) for k in kernels.values() if k.parts is not None]
+    return Shape(count(kernel_module).launches, len(kernels) - sum(parts),
+                 len(functions) - 1, loops, entry_c(kernel_module).sig.arena_bytes,
+                 len(parts), max(parts, default=1))
 
 
 def _main(argv: Sequence[str]) -> int:

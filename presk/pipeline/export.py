@@ -6,7 +6,8 @@ PSK-Realize module by Core site — what presk/emit/pytorch.py casts to.
 
 The C target: an entry recorded exactly as `run_native` records it (call.py
 `entry_call`), run once as native code, and written as a C program
-(presk/emit/c_program.py) with that run's data: `inputs/<file>.bin` (what the native
+(presk/emit/c_program.py) with that run's data — its split kernels' parts run on the
+worker pool, as in native code (presk/runtime/presk_pool.c, copied into the program): `inputs/<file>.bin` (what the native
 entry read, in each buffer's storage type) and `expected/<file>.bin` (what it wrote), so
 that `make -C DIR check` compares the C with the native backend bit for bit.
 
@@ -46,6 +47,20 @@ def write_into(root: str, relative: str, content: str | bytes) -> None:
     write_atomic(path, content)
 
 
+def _split(kernel_module):
+    """The kernel module as native code runs it: when a kernel's layout splits it, a copy
+    whose split kernels have their parts (psk-kernel-split), with the worker pool's C
+    files; else the module itself and no files."""
+    from ..runtime.compile import splits
+    from ..runtime.pool import source_files
+    from ..transforms.kernel_split import split_kernels
+    if not splits(kernel_module):
+        return kernel_module, None
+    module = kernel_module.clone()
+    split_kernels(module)
+    return module, source_files()
+
+
 def export_c(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
              values: dict[str, Any], out_dir: str, realization=None, grad: bool = False,
              remat: str = "store", plan=None, pipe=None) -> CExport:
@@ -56,8 +71,8 @@ def export_c(core_module, entry: str, dims: dict[str, int], params: dict[str, An
                       remat, plan=plan, pipe=pipe)
     _, native = compile_call(call)
     outputs = native(call.inputs)
-    kernel = call.pipeline.kernel
-    files = c_sources(kernel, call.output_names)
+    kernel, pool = _split(call.pipeline.kernel)
+    files = c_sources(kernel, call.output_names, pool)
     names = entry_c(kernel, call.output_names)
     data = {f"inputs/{f}.bin": _little_endian(a) for (f, _), a in zip(names.inputs, call.inputs)}
     data |= {f"expected/{f}.bin": _little_endian(a)
