@@ -118,3 +118,32 @@ def test_scaled_tower_value_and_gradient(tmp_path: Path) -> None:
                            grad=True)
     titles = same_bits_split(pipe.kernel, tmp_path, ns=(2,))
     assert {"sum_to", "mean axis model", "gelu"} <= titles
+
+
+@pytest.mark.skipif(not CAN_C, reason="needs cc and make")
+def test_export_c_threads(tmp_path: Path) -> None:
+    """`presk export --target c --threads N`: with 2, the scaled Tower's contractions at
+    B = 32 (one kernel of 2²¹ multiply-adds, launched per block) are split and the program carries the pool and passes
+    `make check`; with 1, nothing splits and no pool is written; 0 is one line, exit 2."""
+    import os
+    import sys
+    presk = str(Path(sys.executable).with_name("presk"))
+    env = {**os.environ, "PRESK_THREADS": ""}
+    base = [presk, "export", str(ROOT / "bench" / "scaled_tower.psk"), "--target", "c",
+            "--entry", "loss", "--dim", "B=32"]
+    two = subprocess.run([*base, "--threads", "2", "-o", str(tmp_path / "two")],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert two.returncode == 0, two.stderr
+    assert "of 9 kernels (1 split among up to 2 threads on the worker pool)" in two.stdout, two.stdout
+    assert (tmp_path / "two" / "presk_pool.c").exists()
+    check = subprocess.run(["make", "-s", "-C", str(tmp_path / "two"), "check"],
+                           capture_output=True, text=True, timeout=600)
+    assert check.returncode == 0 and check.stdout.count("bit for bit") == 1, check.stdout
+    one = subprocess.run([*base, "--threads", "1", "-o", str(tmp_path / "one")],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert one.returncode == 0 and "split among" not in one.stdout, one.stdout
+    assert not (tmp_path / "one" / "presk_pool.c").exists()
+    zero = subprocess.run([*base, "--threads", "0", "-o", str(tmp_path / "zero")],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert zero.returncode == 2
+    assert zero.stderr == "presk export: --threads is 1 or more, not 0\n", zero.stderr
