@@ -1035,14 +1035,39 @@ def _c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def main_c(entry: EntryC) -> str:
+PROCESSOR_TIME = """        const clock_t start = clock();
+        for (long r = 0; r < repeat; r++) __FN__(&in, &out, arena);
+        const double seconds = (double)(clock() - start) / CLOCKS_PER_SEC;
+        printf("time per call: %.3f us (%ld calls, processor time)\\n", seconds / repeat * 1e6,
+               repeat);
+"""
+WALL_TIME = """        struct timespec start, end;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (long r = 0; r < repeat; r++) __FN__(&in, &out, arena);
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        const double seconds = (double)(end.tv_sec - start.tv_sec)
+                               + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
+        printf("time per call: %.3f us (%ld calls, wall time: the pool's threads run at once)\\n",
+               seconds / repeat * 1e6, repeat);
+"""
+
+
+def main_c(entry: EntryC, threads: bool = False) -> str:
+    """main.c; with `threads` (split kernels on the pool) `--repeat` times wall time,
+    not the process's processor time, which counts every worker's."""
+    text = MAIN_C
+    if threads:
+        assert PROCESSOR_TIME in text
+        text = ("#define _POSIX_C_SOURCE 199309L /* clock_gettime */\n"
+                + text.replace(PROCESSOR_TIME, WALL_TIME))
+
     def rows(fields: list[tuple[str, BufferSig]]) -> str:
         return "".join(f"    {{{_c_string(b.name)}, \"{f}\", \"{_listing_type(b)}\", "
                        f"{ELEMENT_ENUM[b.element]}, {b.size}u, NULL}},\n" for f, b in fields)
 
     bind = [f"    in.{f} = inputs[{i}].data;" for i, (f, _) in enumerate(entry.inputs)]
     bind += [f"    out.{f} = outputs[{i}].data;" for i, (f, _) in enumerate(entry.outputs)]
-    return (MAIN_C.replace("__INPUTS__", rows(entry.inputs))
+    return (text.replace("__INPUTS__", rows(entry.inputs))
             .replace("__OUTPUTS__", rows(entry.outputs)).replace("__BIND__", "\n".join(bind))
             .replace("__ARENA__", entry.arena_macro).replace("__PROG__", entry.program)
             .replace("__FN__", entry.function))
@@ -1189,7 +1214,7 @@ def c_sources(kernel_module: Operation, output_names: Sequence[str] | None = Non
         "presk_rt.h": rt_h(kernel_module),
         "presk_rt.c": RT_C,
         "presk_libm.c": libm_c(kernel_module),
-        "main.c": main_c(entry),
+        "main.c": main_c(entry, threads),
         "Makefile": makefile(entry, threads),
         "README.md": readme(kernel_module, entry),
     }
