@@ -75,3 +75,52 @@ def test_split_launch_starts_workers() -> None:
     (out,) = program.entry("h0")([x])
     assert out.tobytes() == x.tobytes()
     assert pool.workers() >= 2
+
+
+def _python(code: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    import os
+    import sys
+    full = {**os.environ, "PRESK_CACHE_DIR": str(tmp_path / "cache"), **env}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=full)
+
+
+SPLIT_RUN = """
+import numpy as np
+from presk.runtime.kernel_timing import _baseline, harness
+from presk.runtime.compile import native_program, spawn
+from presk.transforms.plan_layout import Point
+k = _baseline(2)
+k.layout = Point((), 2).attr()
+(out,) = native_program(harness([k], [1])).entry("h0")([np.array([1.0, 2.0])])
+print(spawn(), out.tolist())
+"""
+
+
+def test_a_process_with_workers_exits(tmp_path: Path) -> None:
+    """A process whose split launch started the pool's workers exits promptly (its atexit
+    handler joins them) with status 0."""
+    if not pool.available():
+        pytest.skip("no C compiler for the pool")
+    done = _python(SPLIT_RUN, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "pool [1.0, 2.0]\n"
+
+
+def test_without_a_c_compiler_parts_start_threads(tmp_path: Path) -> None:
+    """When cc cannot build the pool, split kernels start a thread per part and launch
+    (the same outputs), and the cache key says which way the code was built."""
+    done = _python(SPLIT_RUN, tmp_path, CC="false")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "threads [1.0, 2.0]\n"
+
+
+@pytest.mark.parametrize("way", ["pool", "threads"])
+def test_split_launch_seconds_is_measured(way: str) -> None:
+    """The spawn term's measurement gives a finite, non-negative time (never asserted
+    against a figure: the machine is shared)."""
+    from presk.runtime.kernel_timing import split_launch_seconds
+    if way == "pool" and not pool.available():
+        pytest.skip("no C compiler for the pool")
+    seconds = split_launch_seconds(2, repeats=4, samples=2, threads=way, cache=False)
+    assert np.isfinite(seconds) and seconds >= 0.0
