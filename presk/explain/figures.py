@@ -169,7 +169,7 @@ def _terms(ax, rows: Sequence[SiteSensitivity], budget: float) -> None:
     ax.barh(y, [rows[i].term for i in y], color="#f2a03d")
     ax.axvline(budget, color=BUDGET_COLOUR, linestyle="--", linewidth=2.0,
                label=f"budget {_sci(budget)}")
-    _log_x(ax)
+    _log_x(ax, labels=5)  # the narrow panel
     ax.set_xlabel("s · r(type), the term of the estimate")
     ax.set_title("each decision's term")
     ax.legend(loc="best")
@@ -177,11 +177,13 @@ def _terms(ax, rows: Sequence[SiteSensitivity], budget: float) -> None:
                      and not _positive(r.term)])
 
 
-def _log_x(ax) -> None:
-    """A log x axis with minor ticks at 2 and 5 only: matplotlib labels them when the
-    axis spans about a decade, and labels at 2, 3, 4 would overlap."""
+def _log_x(ax, labels: int = 8) -> None:
+    """A log x axis with at most `labels` labelled decades, and minor ticks at 2 and 5
+    only: matplotlib labels those when the axis spans about a decade, and labels at 2, 3,
+    4 would overlap."""
     from matplotlib.ticker import LogLocator
     ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(numticks=labels))
     ax.xaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
 
 
@@ -337,11 +339,14 @@ def live_bytes(ops: Sequence[LiveOp], inputs: int, path: str) -> Picture:
         ax.stairs(live, edges, fill=True, color="#4f8fd6", alpha=0.25)
         ax.stairs(live, edges, color="#1f3b73", linewidth=1.2)
         ax.plot([at + 1], [peak], marker="o", color=BUDGET_COLOUR)
+        # the label above every step (the peak may be reached again), an arrow to the peak
         ax.annotate(f"peak {peak} bytes: operation {at + 1}, {site}", (at + 1, peak),
-                    xytext=(6, -12 if peak else 6), textcoords="offset points",
-                    fontsize=7, color=BUDGET_COLOUR)
+                    xytext=(min(max(at / len(ops), 0.02), 0.55), 0.95),
+                    textcoords="axes fraction", va="top", fontsize=7,
+                    color=BUDGET_COLOUR, arrowprops={"arrowstyle": "->",
+                                                     "color": BUDGET_COLOUR})
         ax.set_xlim(0.5, len(ops) + 0.5)
-        ax.set_ylim(0, max(peak, 1) * 1.25)
+        ax.set_ylim(0, max(peak, 1) * 1.4)
         ax.set_xlabel(f"operation, in the order it runs (of {len(ops)})")
         ax.set_ylabel("bytes live, the inputs apart")
         ax.set_title("live bytes over one call")
