@@ -121,11 +121,9 @@ _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 def code_size(longest: int) -> tuple[float, int]:
     """(the font size a listing whose longest line has `longest` characters is set in,
     the characters a line holds at that size)."""
-    def fits(pt: float) -> int:
-        return int(TEXT_WIDTH_PT / (MONO_ADVANCE * pt))
-    size = max(CODE_SIZES[1], min(CODE_SIZES[0], TEXT_WIDTH_PT / (MONO_ADVANCE * max(longest, 1))))
-    size = math.floor(size * 10) / 10
-    return size, fits(size)
+    size = TEXT_WIDTH_PT / (MONO_ADVANCE * max(longest, 1))
+    size = math.floor(min(max(size, CODE_SIZES[1]), CODE_SIZES[0]) * 10) / 10
+    return size, int(TEXT_WIDTH_PT / (MONO_ADVANCE * size))
 
 
 def wrap_code(text: str, columns: int) -> str:

@@ -137,7 +137,8 @@ def test_the_sample_pages_render_and_hold_its_text(tmp_path):
         for s in ("$DOC, #set, @ref,", "<label>, // not a comment, /* nor this */, a\\b,",
                   '"quotes", ~tilde, -- and --- dashes, 2 * 3 * 4, x_1_2, [brackets]',
                   "0a4ed24b1b666e13f0d8e7a2c4b9a1e0c3d2f1a0b9c8d7e6f5a4b3c2d1e0f9a8",
-                  "mean((t.Tower.apply(θ, x) - y)^2)", pdf.CONTINUATION + "listing, so that it wraps",
+                  "mean((t.Tower.apply(θ, x) - y)^2)",
+                  pdf.CONTINUATION + "listing, so that it wraps",
                   "ℝ[batch: B, model: 4]", "at operation 12 of 39"):
             assert s in text, s
 
