@@ -15,6 +15,10 @@ that `cc -O2 -ffp-contract=off -fno-fast-math` gives the bits the JIT gives:
   a host `convert` from f64 rounds to odd in f32 first (one correct rounding), as
   presk/analysis/kernel_interpret.py defines; `min`/`max` are numpy's (NaN from either
   side, ties the second operand), `heaviside` gives numpy's canonical NaN;
+* a kernel psk-kernel-split gave parts (presk/pipeline/export.py splits as native code
+  does) launches them on the worker pool, presk/runtime/presk_pool.c copied into the
+  program: each part computes its outputs whole, in the nest's order, so the bits are
+  one thread's;
 * transcendental functions are the one math library's straight-line programs
   (presk/emit/mathlib.py `to_c`), `sqrt` and `abs` the exact C99 functions;
 * a host is a static function over buffer pointers and the arena; every `alloc` is the
@@ -412,25 +416,6 @@ class HostC:
             self.emit(1, "(void)arena;")
         self.block(self.host.body.block, 1)
         return "\n".join([self.signature(), "{", *self.lines, "}"])
-
-    def spawner(self) -> str:
-        """A kernel psk-kernel-split gave parts, as native code runs it: the buffer
-        pointers in an array, one trampoline per part (`void (void *args)`), and one
-        launch on the worker pool (presk_pool.c), which runs part 0 on this thread."""
-        parts = [f"presk_kernel_{c_identifier(p.root_reference.data)}"
-                 for p in self.kernel.parts]  # type: ignore[union-attr]
-        names = [self.names[a] for a in self.kernel.args]
-        unpack = ", ".join(f"a[{i}]" for i in range(len(names)))
-        out = [f"static void {self.symbol}_thread{j}(void *args)\n{{\n"
-               f"    void *const *a = args;\n    {part}({unpack});\n}}\n"
-               for j, part in enumerate(parts)]
-        trampolines = ", ".join(f"{self.symbol}_thread{j}" for j in range(len(parts)))
-        args = ", ".join(f"(void *){n}" for n in names)
-        out.append("\n".join([
-            self.signature(), "{", f"    void *args[] = {{{args}}};",
-            f"    static presk_part const parts[] = {{{trampolines}}};",
-            f"    presk_pool_run({len(parts)}, parts, args);", "}"]))
-        return "\n".join(out)
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
