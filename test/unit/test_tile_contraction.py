@@ -4,9 +4,9 @@ the kernel interpreter's bits.
 A contraction `x · w` of x : ℝ[a: I, b: K] and w : ℝ[K, J] is a `tiled` kernel; its
 gradient adds the two transposed contractions (dx = dy · wᵀ, whose j operand is read
 transposed and packed; dw = xᵀ · dy, summed over the batch). Sizes are chosen so that
-the default layouts take every form — [4, 4] tiles of 4 lanes (J < 16), [4, 16] and
-[4, 32] tiles of 16 f32 or 8 f64 lanes — with rows and columns left over for the scalar
-remainder nests, and each is run under all-f64, all-f32 and bf16 parameters.
+the default layouts take every form — tiles of up to 8 rows (as many as I has: 1, 4, 5, 7
+and 8 here) × 4 lanes (J < 16), 16 and 32 columns of 16 f32 or 8 f64 lanes — with rows and
+columns left over for the scalar remainder nests, and each is run under all-f64, all-f32 and bf16 parameters.
 """
 
 from __future__ import annotations
@@ -73,13 +73,14 @@ def test_tiles_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, i: int
 
 
 def test_wide_contractions_take_two_vectors_of_columns(tmp_path: Path) -> None:
-    """The default layout of J ≥ 32 f32 columns: 4 rows × 32 columns, 16 lanes."""
+    """The default layout of J ≥ 32 f32 columns and I ≥ 8 rows: 8 rows × 32 columns, 16
+    lanes."""
     core = lower_program(elaborate(str(_program(tmp_path, 9, 5, 37))))
     call = entry_call(core, "out", {}, {"w": np.ones((5, 37))}, {"x": np.ones((9, 5))},
                       _realization("f32"))
     (kernel,) = [k for k in K.kernels(call.pipeline.kernel).values()
                  if k.layout.kind.data == "tiled"]
-    assert kernel.layout.text() == "tiled, tile [4, 32], lanes 16, order IJ"
+    assert kernel.layout.text() == "tiled, tile [8, 32], lanes 16, order IJ"
 
 
 @pytest.mark.slow
