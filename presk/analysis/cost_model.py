@@ -12,7 +12,10 @@ A prediction has seven terms, each a count read from the nest times a fitted con
   started, finished and stored by itself);
 * loads — its loads and stores, by storage type (a bf16 load widens, a store rounds),
   a register tile's apart (its broadcasts and vectors, and its accumulators' loads and
-  stores when R·v + v + 1 vectors do not fit the machine's registers);
+  stores when R·v + v + 1 vectors do not fit the machine's registers), and the loads
+  that each need a cache line of their own from past L1 (the innermost loop steps them
+  a line or more apart: a contraction as written walking down a column of its other
+  operand, a transposed read) — `lines`;
 * L2, L3, mem — the bytes it moves from the level that holds them: its buffers once (from
   the level the call's whole working set fits in — what else the call touches evicts
   them between launches —; nothing when it fits in L1) and, for a contraction, the
@@ -20,7 +23,8 @@ A prediction has seven terms, each a count read from the nest times a fitted con
   the level that operand fits in.
 
 A register tile [R, C] (tile_contraction.py) runs the main part of the outputs — R rows ×
-C columns at a time, C in vectors of the machine's width — with 2R·v vector ops and R + v
+C columns at a time, C in vectors of the machine's width — with 2R·v vector instructions
+(priced apart from element-wise ops, which LLVM vectorizes itself: `tile_ops`) and R + v
 loads per tile and k step (v = the vectors C lanes take) in place of 2RC scalar ops and
 2RC loads; the rest of the outputs (rows past R·⌊I/R⌋, columns past C·⌊J/C⌋) as written.
 A split over n workers divides the work, loads and traffic by 1 + e·(n − 1), e the
@@ -51,8 +55,8 @@ TERMS = ("λ", "spawn", "work", "loads", "L2", "L3", "mem")
 # which term each feeds.
 FEATURES = ("launch", "spawn", "arith_f64", "arith_f32", "math_f64", "math_f32",
             "steps", "load_f64", "load_f32", "load_bf16", "tile_loads", "scalar_outputs",
-            "bytes_l2", "bytes_l3", "bytes_mem")
-TERM_OF = (0, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 2, 4, 5, 6)
+            "bytes_l2", "bytes_l3", "bytes_mem", "lines", "tile_ops")
+TERM_OF = (0, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 2, 4, 5, 6, 3, 2)
 
 UNROLLED = 16
 """A loop carrying a sum over at most this many iterations is unrolled whole by LLVM, so
@@ -73,33 +77,54 @@ class Counts:
     buffer_bytes: tuple[int, ...]  # each argument's bytes
     sides: tuple[int, int, int] | None  # a contraction's (I, J, K)
     outer: int  # the outermost loop's trip (what a split divides)
+    strided: tuple[float, ...] = ()  # each argument's accesses a cache line apart
 
 
 def _type(t) -> str:
     return K.type_name(t)
 
 
-def _walk(block, times: float, c: dict) -> None:
+def _line_apart(op, innermost, line: int) -> bool:
+    """Whether consecutive iterations of the innermost loop make `op` access elements a
+    cache line or more apart (its induction indexes an axis that is not the last, or
+    whose stride is a line): each access then moves a whole line."""
+    if innermost is None:
+        return False
+    t = op.buffer.type
+    esize = _bytes(t.element)
+    for axis, index in enumerate(op.indices):
+        if index is innermost:
+            return math.prod(t.shape[axis + 1:]) * esize >= line
+    return False
+
+
+def _walk(block, times: float, c: dict, innermost=None) -> None:
     for op in block.ops:
         if isinstance(op, K.ForOp):
             if op.inits and op.trip > UNROLLED:
                 c["steps"] += times * op.trip
-            _walk(op.body.block, times * op.trip, c)
+            _walk(op.body.block, times * op.trip, c, op.induction)
         elif isinstance(op, _ARITH):
             c["arith"][_type(op.results[0].type)] += times
         elif isinstance(op, K.MathOp):
             c["math"][_type(op.results[0].type)] += times
         elif isinstance(op, (K.LoadOp, K.StoreOp)):
             c["loads"][_type(op.buffer.type.element)] += times
+            if _line_apart(op, innermost, c["line"]):
+                c["strided"][op.buffer.index] += times
 
 
-def count(kernel: K.KernelOp) -> Counts:
-    """The counts of one launch of `kernel` as written."""
+def _bytes(element) -> int:
+    return {"bf16": 2, "f32": 4}.get(_type(element), 8)
+
+
+def count(kernel: K.KernelOp, line: int = 64) -> Counts:
+    """The counts of one launch of `kernel` as written (`line`: the cache line)."""
     c = {"arith": {"f64": 0.0, "f32": 0.0}, "math": {"f64": 0.0, "f32": 0.0},
-         "loads": {"f64": 0.0, "f32": 0.0, "bf16": 0.0}, "steps": 0.0}
+         "loads": {"f64": 0.0, "f32": 0.0, "bf16": 0.0}, "steps": 0.0,
+         "strided": [0.0] * len(kernel.arg_types), "line": line}
     _walk(kernel.body.block, 1.0, c)
-    sizes = [t.size * (2 if _type(t.element) == "bf16" else 8 if _type(t.element) == "f64"
-                       else 4) for t in kernel.arg_types]  # type: ignore[attr-defined]
+    sizes = [t.size * _bytes(t.element) for t in kernel.arg_types]  # type: ignore[attr-defined]
     sides = None
     if is_contraction(kernel) and (ij := contraction_sides(kernel)) is not None:
         outputs = math.prod(kernel.arg_types[-1].shape)  # type: ignore[attr-defined]
@@ -107,7 +132,8 @@ def count(kernel: K.KernelOp) -> Counts:
         sides = (ij[0], ij[1], max(1, round(macs / 2 / max(outputs, 1))))
     loops = [op for op in kernel.body.block.ops if isinstance(op, K.ForOp)]
     outer = loops[0].trip if len(loops) == 1 and not loops[0].inits else 1
-    return Counts(c["arith"], c["math"], c["steps"], c["loads"], tuple(sizes), sides, outer)
+    return Counts(c["arith"], c["math"], c["steps"], c["loads"], tuple(sizes), sides, outer,
+                  tuple(c["strided"]))
 
 
 def _level(nbytes: float, machine: Machine) -> int:
@@ -120,21 +146,23 @@ def _level(nbytes: float, machine: Machine) -> int:
 
 
 def features(counts: Counts, point: Point, machine: Machine,
-             efficiency: float = 1.0, resident: int = 0) -> np.ndarray:
+             efficiency: float = 1.0, resident: int = 0, width: int = 0) -> np.ndarray:
     """The feature row of one launch at `point` (FEATURES); a split's n parts divide the
     work by 1 + efficiency·(n − 1) (1: each worker a whole one). `resident`: the bytes a
     call of the program touches — a nest's buffers come from the level that holds them
-    all (in a calibration, where a nest runs alone, its own)."""
+    all (in a calibration, where a nest runs alone, its own). `width`: the bytes of a
+    vector a register tile's instructions run at full rate (0: the machine's registers')."""
     x = np.zeros(len(FEATURES))
     arith, loads, maths = dict(counts.arith), dict(counts.loads), dict(counts.math)
-    steps, tile_loads, scalar_outputs = counts.steps, 0.0, 0.0
+    steps, tile_loads, scalar_outputs, tile_ops = counts.steps, 0.0, 0.0, 0.0
     if point.tiled and counts.sides is not None:
         i, j, _ = counts.sides
         r, cols = min(point.tile[0], i), min(point.tile[1], j)
         main = (r * (i // r)) * (cols * (j // cols)) / (i * j)
         esize = 8 if arith["f64"] else 4
-        v = math.ceil(cols * esize / machine.vector_bytes)
-        op_factor = main * (v / cols) + (1 - main)
+        v = math.ceil(cols * esize / (width or machine.vector_bytes))
+        # the tiles' 2R·v vector instructions a k step, each a whole vector's work
+        tile_ops = (arith["f64"] + arith["f32"]) * main * v / cols
         # a tile's loads (R broadcasts and v vectors a k step) are priced apart from a
         # nest's as written, which stream through vectors LLVM makes itself
         tile_loads = sum(loads.values()) * main * (r + v) / (2 * r * cols)
@@ -143,7 +171,7 @@ def features(counts: Counts, point: Point, machine: Machine,
             # the accumulators spill, a load and a store each a k step
             macs = (arith["f64"] + arith["f32"]) / 2
             tile_loads += 2 * r * v * macs * main / (r * cols)
-        arith = {t: n * op_factor for t, n in arith.items()}
+        arith = {t: n * (1 - main) for t, n in arith.items()}
         scalar_outputs = i * j * (1 - main)
         loads = {t: n * (1 - main) for t, n in loads.items()}
         steps *= main / (r * cols) + (1 - main)  # a tile's R·C sums step together
@@ -166,13 +194,29 @@ def features(counts: Counts, point: Point, machine: Machine,
     total = float(sum(counts.buffer_bytes))
     moved = [0.0, 0.0, 0.0, 0.0]
     moved[_level(max(total, resident), machine)] += total
+    tiled = point.tiled and counts.sides is not None
+    lines = 0.0
+    if not tiled:
+        # an access a line apart from the last waits for a line of its own from past L1
+        # (a transposed read, a contraction's k walk down a column): priced apart from
+        # streamed bytes, whose lines the prefetcher brings ahead
+        lines = sum(n for nbytes, n in zip(counts.buffer_bytes, counts.strided)
+                    if _level(nbytes, machine) > 0)
     if counts.sides is not None and len(counts.buffer_bytes) >= 3:
         i, j, _ = counts.sides
-        r, cols = (min(point.tile[0], i), min(point.tile[1], j)) if point.tiled else (1, 1)
+        r, cols = (min(point.tile[0], i), min(point.tile[1], j)) if tiled else (1, 1)
         lhs, rhs = counts.buffer_bytes[0], counts.buffer_bytes[1]
-        moved[_level(rhs, machine)] += rhs * (math.ceil(i / r) - 1)
+        if tiled:
+            # a tile's k step reads C contiguous elements of a row of the other
+            # operand: a whole line when they are fewer than a line's
+            esize = 8 if counts.arith["f64"] else 4
+            lines = max(1.0, machine.cache_line / (cols * esize))
+            moved[_level(rhs, machine)] += rhs * lines * (math.ceil(i / r) - 1)
+        elif not any(counts.strided):
+            moved[_level(rhs, machine)] += rhs * (i - 1)
         moved[_level(lhs, machine)] += lhs * (math.ceil(j / cols) - 1)
     x[12], x[13], x[14] = (m / parts for m in moved[1:])
+    x[15], x[16] = lines / parts, tile_ops / parts
     return x
 
 
@@ -183,7 +227,7 @@ def constants(model: Model) -> np.ndarray:
                      model.loads["f32"], model.loads["bf16"], model.loads["tile"],
                      model.scalar_output,
                      1 / model.bandwidth["l2"], 1 / model.bandwidth["l3"],
-                     1 / model.bandwidth["mem"]])
+                     1 / model.bandwidth["mem"], model.loads["line"], model.work["tile"]])
 
 
 def terms(x: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -217,10 +261,10 @@ def price(kernel: K.KernelOp, points: list[Point], machine: Machine,
           model: Model, resident: int = 0) -> list[Priced]:
     """Each point's prediction, cheapest first (ties: the earlier point of the space);
     `resident` as `features` takes it."""
-    counts = count(kernel)
+    counts = count(kernel, machine.cache_line)
     theta = constants(model)
-    rows = np.array([features(counts, p, machine, model.efficiency, resident)
-                     for p in points])
+    rows = np.array([features(counts, p, machine, model.efficiency, resident,
+                              model.tile_width) for p in points])
     t = terms(rows, theta)
     total = combine(t, model.p)
     order = sorted(range(len(points)), key=lambda i: (total[i], i))

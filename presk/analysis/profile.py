@@ -59,7 +59,9 @@ class Machine:
 class Model:
     """The cost model's constants (seconds, bytes per second) and its error on the
     calibration's held-out points. `work[t]` is the time of one arithmetic op computed
-    in t, `math[t]` of one math-library call, `loads[t]` of one load of a t element."""
+    in t (`work["tile"]` of a register tile's vector instruction), `math[t]` of one math-library call, `loads[t]` of one load of a t element
+    (`loads["tile"]` a register tile's, `loads["line"]` one that needs a cache line of
+    its own from past L1)."""
 
     launch: float
     spawn: float
@@ -70,6 +72,7 @@ class Model:
     loads: dict[str, float]
     bandwidth: dict[str, float]  # l2, l3, mem
     efficiency: float  # what each further worker of a split adds (1: a whole worker)
+    tile_width: int  # the vector bytes a register tile's instructions run at full rate
     p: float  # how the terms combine: (Σ tᵢᵖ)^(1/p)
     u: float  # median relative error on the held-out points
     u90: float  # their 90th percentile
@@ -191,7 +194,7 @@ _MACHINE = {"cpu": "string", "workers": "natural", "workers_from": "string",
             "vector_registers": "natural", "vector_bytes": "natural",
             "cache_line": "natural"}
 _MODEL_NUMBERS = ("launch", "spawn", "step", "scalar_output", "efficiency", "p", "u", "u90", "rho")
-_MODEL_TABLES = {"work": ("f64", "f32"), "math": ("f64", "f32"), "loads": (*TYPES, "tile"),
+_MODEL_TABLES = {"work": ("f64", "f32", "tile"), "math": ("f64", "f32"), "loads": (*TYPES, "tile", "line"),
                  "bandwidth": ("l2", "l3", "mem")}
 
 
@@ -217,7 +220,8 @@ def profile_from_json(data: object, where: str) -> Profile:
         raise ProfileError(f"{where}: machine: \"workers\" is 0")
     raw = expect(top, "model", "object", where, ProfileError)
     names = {n: "number" for n in _MODEL_NUMBERS} | {n: "object" for n in _MODEL_TABLES}
-    names |= {"points": "natural", "held_out": "natural", "fit": "string"}
+    names |= {"points": "natural", "held_out": "natural", "fit": "string",
+              "tile_width": "natural"}
     model = _fields(raw, names, f"{where}: model")
     for n in _MODEL_NUMBERS:
         model[n] = _positive(model[n], n, f"{where}: model")
@@ -274,11 +278,14 @@ def profile_tables(profile: Profile) -> list[tuple[str, list[tuple[str, str]]]]:
         ("Bandwidth from L2, L3, memory",
          ", ".join(f"{bw[n] / 1e9:.3g}" for n in ("l2", "l3", "mem")) + " GB/s"),
         ("An arithmetic op, f64 / f32", f"{_seconds(k.work['f64'])} / {_seconds(k.work['f32'])}"),
+        ("A register tile's vector instruction",
+         f"{_seconds(k.work['tile'])} ({k.tile_width}-byte vectors at full rate)"),
         ("A math-library call, f64 / f32",
          f"{_seconds(k.math['f64'])} / {_seconds(k.math['f32'])}"),
         ("A dependent step of a sum", _seconds(k.step)),
         ("A load, f64 / f32 / bf16", " / ".join(_seconds(k.loads[t]) for t in TYPES)),
         ("A register tile's load", _seconds(k.loads["tile"])),
+        ("A load a cache line apart, past L1", _seconds(k.loads["line"])),
         ("A contraction's output computed alone", _seconds(k.scalar_output)),
         ("Terms combined by", f"a p-norm, p = {k.p:.3g}"),
         ("Its error on the calibration (u)",

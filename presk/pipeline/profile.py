@@ -56,8 +56,14 @@ fn ex(x : ℝ[batch: N, model: M]) -> ℝ[batch: N, model: M] =
   exp(x)
 """
 
-FULL_SIZES = [(4, 4), (16, 64), (64, 16), (64, 256), (1024, 16), (1024, 64), (256, 128)]
-QUICK_SIZES = [(32, 16), (512, 64)]
+FULL_SIZES = [(4, 4), (16, 64), (64, 16), (64, 256), (1024, 16), (1024, 64), (256, 128),
+              (512, 512), (1024, 1024)]
+QUICK_SIZES = [(32, 16), (512, 64), (1024, 1024)]
+"""(N, M): the last sizes' element-wise nests (3 buffers of N·M elements: 6 and 24 MiB
+in f64) outgrow a 2 MiB L2; `large_sizes` adds sizes past the machine's own L2 and L3
+when those are larger."""
+CLOCK = time.thread_time  # what a point costs when nothing preempts it
+ROUNDS = 3  # interleaved passes over the points (presk/runtime/kernel_timing.py)
 MAX_MACS = 1 << 22  # a contraction of more multiply-adds is not timed at every point
 P_GRID = (1.0, 1.05, 1.1, 1.2, 1.35, 1.5, 2.0)
 EFFICIENCY_GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
@@ -70,7 +76,8 @@ class Sample:
     nest: str
     counts: object  # presk.analysis.cost_model.Counts
     point: object  # presk.transforms.plan_layout.Point
-    seconds: float
+    seconds: float  # a launch: the host's call over its launches (the call's overhead in)
+    repeats: int = 1  # launches in the timed call
 
 
 # --------------------------------------------------------------------------------------
@@ -139,7 +146,7 @@ def measure(quick: bool, machine: Machine, progress: Callable[[str, int, int], N
     kernels = calibration_kernels(quick)
     variants, rows, names, keys = [], [], [], []
     for k in kernels:
-        c = count(k)
+        c = count(k, machine.cache_line)
         for point in calibration_points(k, machine.workers, quick):
             v = k.clone()
             v.layout = point.attr()
@@ -153,10 +160,12 @@ def measure(quick: bool, machine: Machine, progress: Callable[[str, int, int], N
              + float(x[6]) * 2e-9 for x in rows]
     if progress:
         progress("compiling", 0, len(variants))
-    times = time_kernels(variants, [_repeats(g) for g in guess], cache=cache,
+    times = time_kernels(variants, [_repeats(g) for g in guess], ROUNDS * 2, cache=cache,
+                         rounds=ROUNDS, clock=CLOCK,
                          progress=(lambda i: progress("timing", i + 1, len(variants)))
                          if progress else None)
-    return [Sample(n, c, p, t.seconds) for n, (c, p), t in zip(names, keys, times)]
+    return [Sample(n, c, p, t.call / t.repeats, t.repeats)
+            for n, (c, p), t in zip(names, keys, times)]
 
 
 # --------------------------------------------------------------------------------------
@@ -191,8 +200,11 @@ def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 500) -> np.ndarray:
 
 
 def _predict(x: np.ndarray, theta: np.ndarray, p: float) -> np.ndarray:
+    """A timed call's seconds a launch: the model's launch (`x`'s features, all of
+    `theta` but its last) and the call's overhead (`theta[-1]`) over its launches (the
+    last column of `x`: 1 / launches)."""
     from ..analysis.cost_model import combine, terms
-    return combine(terms(x, theta), p)
+    return combine(terms(x[:, :-1], theta[:-1]), p) + theta[-1] * x[:, -1]
 
 
 def _refit(x: np.ndarray, y: np.ndarray, theta: np.ndarray, p: float,
@@ -201,13 +213,15 @@ def _refit(x: np.ndarray, y: np.ndarray, theta: np.ndarray, p: float,
     from ..analysis.cost_model import TERM_OF, terms
     owner = np.array(TERM_OF)
     for _ in range(steps):
-        t = terms(x, theta)
-        pred = np.sum(t ** p, axis=1) ** (1 / p)
+        t = terms(x[:, :-1], theta[:-1])
+        launch = np.sum(t ** p, axis=1) ** (1 / p)
         safe_t = np.where(t > 0, t, 0.0)
-        # ∂pred/∂θ_c = pred^(1−p) · t_term(c)^(p−1) · x_c
-        jac = (pred[:, None] ** (1 - p)) * (safe_t[:, owner] ** (p - 1)) * x
+        # ∂launch/∂θ_c = launch^(1−p) · t_term(c)^(p−1) · x_c; the overhead's is x_−1
+        jac = np.empty_like(x)
+        jac[:, :-1] = (launch[:, None] ** (1 - p)) * (safe_t[:, owner] ** (p - 1)) * x[:, :-1]
+        jac[:, -1] = x[:, -1]
         jac[:, (x == 0).all(axis=0)] = 0.0
-        r = pred / y - 1
+        r = (launch + theta[-1] * x[:, -1]) / y - 1
         j = jac / y[:, None]
         step = np.linalg.lstsq(j, -r, rcond=None)[0]
         best, best_cost = theta, float(np.sum(r ** 2))
@@ -238,61 +252,107 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(c) if math.isfinite(c) else 0.0
 
 
-def fit_model(samples: list[Sample], machine: Machine, seed: int = 0,
-              held_share: float = 0.25) -> Model:
-    """The constants fitted on most samples, u and ρ on the rest (module docstring)."""
-    from ..analysis.cost_model import features
-    usable = [s for s in samples if s.seconds > 0]
-    y = np.array([s.seconds for s in usable])
-    rng = np.random.default_rng(seed)
-    held = np.zeros(len(y), dtype=bool)
-    held[rng.permutation(len(y))[:max(1, round(held_share * len(y)))]] = True
-    yf = y[~held]
+def held_out(n: int, seed: int = 0, share: float = 0.25) -> np.ndarray:
+    """Which of n points are held out of the fit: a share, drawn with a fixed seed."""
+    held = np.zeros(n, dtype=bool)
+    held[np.random.default_rng(seed).permutation(n)[:max(1, round(share * n))]] = True
+    return held
 
-    def rows(e: float) -> np.ndarray:
-        return np.array([features(s.counts, s.point, machine, e) for s in usable])
+
+@dataclass(frozen=True)
+class Fit:
+    """Fitted constants (FEATURES' and the call's overhead last), p, the split's
+    efficiency, the tile's full-rate vector width, every sample's feature rows at them."""
+
+    theta: np.ndarray
+    p: float
+    efficiency: float
+    width: int
+    x: np.ndarray
+
+
+def tile_widths(machine: Machine) -> tuple[int, ...]:
+    """The vector widths a tile's instructions may run at full rate: the registers', or
+    half (a core with one 512-bit FMA unit and two 256-bit ones issues the same work a
+    cycle either way — not a fact sysfs or /proc/cpuinfo states, so the fit chooses)."""
+    return tuple(sorted({machine.vector_bytes, max(16, machine.vector_bytes // 2)}))
+
+
+def fit_constants(samples: list[Sample], machine: Machine, fitted: np.ndarray) -> Fit:
+    """The model fitted on the samples `fitted` marks: the split's efficiency and the
+    tile's width on grids at p = 1 (NNLS), then p on a grid at those."""
+    from ..analysis.cost_model import features
+    y = np.array([s.seconds for s in samples])
+    yf = y[fitted]
+
+    def rows(e: float, width: int) -> np.ndarray:
+        """The features, and 1 / launches: the call's overhead's share of a launch."""
+        return np.array([[*features(s.counts, s.point, machine, e, 0, width),
+                          1 / s.repeats] for s in samples])
 
     def fitted_error(x: np.ndarray, theta: np.ndarray, p: float) -> float:
-        return float(np.median(np.abs(_predict(x[~held], theta, p) / yf - 1)))
+        return float(np.median(np.abs(_predict(x[fitted], theta, p) / yf - 1)))
 
-    # the split's efficiency e on a grid at p = 1 (NNLS), then p on a grid at that e
-    tries = [(e, rows(e)) for e in EFFICIENCY_GRID]
-    scored = [(fitted_error(x, nnls(x[~held] / yf[:, None], np.ones(len(yf))), 1.0), e, x)
-              for e, x in tries]
-    _, efficiency, x = min(scored, key=lambda t: t[0])
-    theta0 = nnls(x[~held] / yf[:, None], np.ones(len(yf)))
+    def at_p1(x: np.ndarray) -> np.ndarray:
+        return nnls(x[fitted] / yf[:, None], np.ones(len(yf)))
+
+    tries = [(e, w, rows(e, w)) for e in EFFICIENCY_GRID for w in tile_widths(machine)]
+    _, efficiency, width, x = min(((fitted_error(x, at_p1(x), 1.0), e, w, x)
+                                   for e, w, x in tries), key=lambda t: t[0])
+    theta0 = at_p1(x)
     best = None
     for p in P_GRID:
-        theta = _refit(x[~held], yf, theta0.copy(), p) if p > 1 else theta0
+        theta = _refit(x[fitted], yf, theta0.copy(), p) if p > 1 else theta0
         u_fit = fitted_error(x, theta, p)
         if best is None or u_fit < best[0]:
             best = (u_fit, p, theta)
     _, p, theta = best
+    return Fit(theta, p, efficiency, width, x)
+
+
+def fit_model(samples: list[Sample], machine: Machine, seed: int = 0,
+              held_share: float = 0.25) -> Model:
+    """The constants fitted on most samples, u and ρ on the rest (module docstring)."""
+    usable = [s for s in samples if s.seconds > 0]
+    y = np.array([s.seconds for s in usable])
+    held = held_out(len(y), seed, held_share)
+    f = fit_constants(usable, machine, ~held)
+    theta, p, efficiency, x = f.theta, f.p, f.efficiency, f.x
     u, u90, rho = errors(_predict(x[held], theta, p), y[held])
     notes = []
     bw = {}
     for name, col, faster in (("l2", 12, None), ("l3", 13, "l2"), ("mem", 14, "l3")):
         if theta[col] > 0 and (x[:, col] > 0).any():
             bw[name] = 1 / theta[col]
-        else:
-            bw[name] = bw[faster] if faster else 1e12
-            notes.append(f"no point measured {name} traffic"
-                         + (f": {name} = {faster}'s bandwidth" if faster else
-                            ": 1000 GB/s stands in"))
-    fit = ("NNLS on relative residuals (rows ÷ measured time); the split's efficiency and "
-           "p by grids, p's constants refitted by projected Gauss–Newton; the minimum of "
-           "5 samples a point")
+            continue
+        bw[name] = bw[faster] if faster else 1e12
+        why = (f"no point's working set is past {'L2' if name == 'l3' else 'L3'}"
+               f" ({_mib(machine.l2 if name == 'l3' else machine.l3)})"
+               if not (x[:, col] > 0).any() else f"the fit found {name} traffic free")
+        notes.append(f"{why}: {name} = " + (f"{faster}'s bandwidth" if faster
+                                             else "1000 GB/s"))
+    fit = ("NNLS on relative residuals (rows ÷ measured time); the split's efficiency, "
+           "the tile's vector width and p by grids, p's constants refitted by projected "
+           "Gauss–Newton; a point's time the calling thread's CPU time, the minimum over "
+           f"{ROUNDS} interleaved rounds; the call's overhead fitted apart "
+           f"({theta[-1] * 1e9:.0f} ns a timed call)")
     if notes:
         fit += "; " + "; ".join(notes)
     return Model(launch=float(theta[0]), spawn=float(theta[1]),
-                 work={"f64": float(theta[2]), "f32": float(theta[3])},
+                 work={"f64": float(theta[2]), "f32": float(theta[3]),
+                       "tile": float(theta[16])},
                  math={"f64": float(theta[4]), "f32": float(theta[5])},
                  step=float(theta[6]),
                  loads={"f64": float(theta[7]), "f32": float(theta[8]),
-                        "bf16": float(theta[9]), "tile": float(theta[10])},
+                        "bf16": float(theta[9]), "tile": float(theta[10]),
+                        "line": float(theta[15])},
                  scalar_output=float(theta[11]),
-                 bandwidth=bw, efficiency=float(efficiency), p=float(p), u=u, u90=u90, rho=rho, points=len(y),
+                 bandwidth=bw, efficiency=float(efficiency), tile_width=f.width, p=float(p), u=u, u90=u90, rho=rho, points=len(y),
                  held_out=int(held.sum()), fit=fit)
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB"
 
 
 def calibrate(quick: bool, progress=None, cache: bool = True) -> tuple[Profile, float]:

@@ -4,11 +4,17 @@ fits the cost model to, and `--measure` sets beside its predictions.
 `time_kernels(kernels)` puts each kernel (a copy, under its own layout) into one module
 with a host per kernel, marked entry, that launches it `repeats` times back to back on
 the same buffers, and one baseline host that launches a one-element kernel once; the
-module is compiled once. A launch's time is (the host's time − the baseline's) / repeats:
-what the call from Python, the argument checks and the entry's prologue cost is taken
-out, so what remains is the launches a program's host makes. Each time is the minimum
-over samples (`time_call`): on a machine shared with other work the minimum is the one
-estimate that noise only raises.
+module is compiled once. A kernel's `call` is its host's time, `base` the baseline's:
+what the call from Python, the argument checks and the entry's prologue cost. `seconds`
+= (call − base) / repeats, a launch with that taken out (what `--measure` sets beside a
+prediction); the calibration fits the call instead (the launch cost λ and the call's
+overhead are separate constants there: presk/pipeline/profile.py).
+
+The kernels are timed in `rounds` interleaved passes (kernel 1, 2, …, n, the baseline,
+then again): a burst of other work on a shared machine slows one pass of a kernel, not
+all of them. Each sample is the minimum over a pass's samples (`time_call`), and a
+kernel's time the minimum over passes — on a shared machine the minimum is the one
+estimate that noise only raises; `median` keeps the median of the passes' minima.
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ from .timing import time_call
 class KernelTime:
     seconds: float  # a launch, the baseline taken out (never below 0)
     repeats: int  # launches per timed call
+    call: float = 0.0  # the host's call: `repeats` launches and the call's overhead
+    base: float = 0.0  # the baseline host's call
+    median: float = 0.0  # the median over rounds of the call's minimum
 
 
 def _baseline(n: int = 1) -> K.KernelOp:
@@ -71,24 +80,37 @@ def _inputs(entry, rng: np.random.Generator) -> list[np.ndarray]:
 
 def time_kernels(kernels: Sequence[K.KernelOp], repeats: Sequence[int], samples: int = 5,
                  min_seconds: float = 0.004, cache: bool = True,
-                 progress=None, threads: str | None = None) -> list[KernelTime]:
-    """Each kernel's time a launch (see the module docstring); `progress(i)` after each;
-    split kernels' parts started by `threads` (`pool`/`threads`, default: the pool)."""
+                 progress=None, threads: str | None = None, rounds: int = 1,
+                 clock=None) -> list[KernelTime]:
+    """Each kernel's time (see the module docstring); `progress(i)` after each kernel's
+    last round; split kernels' parts started by `threads` (`pool`/`threads`, default:
+    the pool); `clock` as `time_call` takes it (default: wall time)."""
     from .compile import native_program
     program = native_program(harness(kernels, repeats), cache=cache, threads=threads)
     rng = np.random.default_rng(0)
+    per_round = max(samples // max(rounds, 1), 1) if rounds > 1 else samples
 
-    def timed(host: str) -> float:
+    def bound(host: str):
         entry = program.entry(host)
-        step = entry.bind(_inputs(entry, rng))
-        return time_call(step, samples, min_seconds).minimum
+        return entry.bind(_inputs(entry, rng))
 
-    base = timed("h_base")
+    base_step = bound("h_base")
+    clocks = (clock,) if clock is not None else ()
+    calls: list[list[float]] = [[] for _ in repeats]
+    bases: list[float] = []
+    for r in range(max(rounds, 1)):
+        bases.append(time_call(base_step, per_round, min_seconds, *clocks).minimum)
+        for i in range(len(repeats)):
+            # bound anew each round: a point's buffers are not all kept alive at once
+            calls[i].append(time_call(bound(f"h{i}"), per_round, min_seconds, *clocks).minimum)
+            if progress is not None and r == rounds - 1:
+                progress(i)
+    base = min(bases)
     out = []
-    for i, n in enumerate(repeats):
-        out.append(KernelTime(max(timed(f"h{i}") - base, 0.0) / n, n))
-        if progress is not None:
-            progress(i)
+    for n, c in zip(repeats, calls):
+        call = min(c)
+        out.append(KernelTime(max(call - base, 0.0) / n, n, call, base,
+                              float(np.median(c))))
     return out
 
 
