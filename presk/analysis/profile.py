@@ -1,4 +1,4 @@
-"""The machine profile, `presk-profile/1`: the machine as the layout cost model sees it
+"""The machine profile, `presk-profile/2`: the machine as the layout cost model sees it
 (its workers, caches, vector registers — read from what the operating system reports,
 never guessed) and the model's constants fitted on a calibration (`presk profile
 calibrate`, presk/pipeline/profile.py), with the fit's error on points it did not see.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .artifact import check_format, expect, read_json
 
-FORMAT = "presk-profile/1"
+FORMAT = "presk-profile/2"
 TYPES = ("f64", "f32", "bf16")
 """The storage types the model prices loads for; work is priced per compute type (f64,
 f32: a bf16 value is computed in f32)."""

@@ -23,7 +23,7 @@ def add_opt(p: Any) -> None:
 def add_profile(p: Any) -> None:
     if "--profile" not in p._option_string_actions:  # noqa: SLF001 — plan has its own
         p.add_argument("--profile", metavar="PROFILE",
-                       help="with --opt: the machine profile (presk-profile/1) that prices "
+                       help="with --opt: the machine profile (presk-profile/2) that prices "
                        "the optimizer's time term; absent: this machine's cached one, else "
                        "operations and bytes")
 

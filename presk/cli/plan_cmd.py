@@ -110,7 +110,7 @@ def add_plan(sub: Any) -> None:
     p.add_argument("file", help="the program's main .psk file")
     add_recording_arguments(p, "plan")
     p.add_argument("--profile", metavar="PROFILE",
-                   help="a presk-profile/1 file; absent: this machine's, from `presk "
+                   help="a presk-profile/2 file; absent: this machine's, from `presk "
                    "profile calibrate`")
     p.add_argument("--threads", type=int, metavar="N",
                    help="the workers a split may use (default: PRESK_THREADS, else the "

@@ -79,7 +79,7 @@ def add_profile(sub: Any) -> None:
     verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
     verbs.required = True
     show = verbs.add_parser("show", help="print a profile's Machine and Layout model tables")
-    show.add_argument("file", help="a presk-profile/1 file (or @file, or inline JSON)")
+    show.add_argument("file", help="a presk-profile/2 file (or @file, or inline JSON)")
     show.set_defaults(run=cmd_show)
     cal = verbs.add_parser("calibrate", help="time PSK-Kernel nests across the layout "
                            "space on this machine and fit the cost model's constants")

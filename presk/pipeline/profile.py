@@ -391,7 +391,11 @@ def profile_for(spec: str | None) -> tuple[Profile, str]:
         if not path.exists():
             raise InvalidInput("presk: no profile of this machine: run `presk profile "
                                f"calibrate` (it is kept in {path}) or give --profile FILE")
-        return load_profile(str(path)), str(path)
+        try:
+            return load_profile(str(path)), str(path)
+        except ProfileError as exc:
+            raise ProfileError(f"{exc}: run `presk profile calibrate` to measure this "
+                               "machine again") from None
     except ProfileError as exc:
         raise InvalidInput(str(exc) if str(exc).startswith("presk") else
                            f"presk: {exc}") from None

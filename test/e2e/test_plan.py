@@ -56,9 +56,10 @@ def test_choices_are_the_models(tmp_path):
     for nest in plan.nests:
         k = kernels[nest.kernel]
         space = layout_space(k, plan.workers)
-        c = count(k)
+        c = count(k, profile.machine.cache_line)
         seconds = [float(combine(terms(features(c, p, profile.machine,
-                                                profile.model.efficiency, resident),
+                                                profile.model.efficiency, resident,
+                                                profile.model.tile_width),
                                        theta),
                                  profile.model.p)) for p in space]
         assert nest.point == space[int(np.argmin(seconds))]

@@ -89,7 +89,7 @@ GOOD = {"format": "presk-plan/1", "entry": "f", "dims": {}, "grad": False,
 
 @pytest.mark.parametrize("change, message", [
     ({"format": "presk-plan/2"}, "plan format version 2 is not supported"),
-    ({"format": "presk-profile/1"}, "is a presk-profile/1 artifact, not a plan"),
+    ({"format": "presk-profile/2"}, "is a presk-profile/2 artifact, not a plan"),
     ({"extra": 1}, 'unknown field "extra"'),
     ({"dims": {"B": 0}}, '"dims" maps each dimension to a size ≥ 1'),
     ({"nests": [{"kernel": "k0"}]}, 'nest 0: no "site" field'),

@@ -1,4 +1,4 @@
-"""The machine profile (`presk-profile/1`): this machine's facts read from sysfs and
+"""The machine profile (`presk-profile/2`): this machine's facts read from sysfs and
 /proc/cpuinfo (compared with the files themselves), a frozen profile shown as the
 reference's tables, refusals of a bad profile (one line, exit 2), the fit recovering
 known constants, and Spearman's ρ against a direct computation."""
@@ -53,7 +53,7 @@ def test_show_frozen():
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda d: d.update(format="presk-profile/2"), "profile format version 2"),
+    (lambda d: d.update(format="presk-profile/1"), "profile format version 1"),
     (lambda d: d.update(format="presk-plan/1"), "is a presk-plan/1 artifact"),
     (lambda d: d["model"].update(p=0.5), '"p" is 0.5, not ≥ 1'),
     (lambda d: d["model"]["bandwidth"].update(l2=0), '"l2" is 0'),
@@ -88,3 +88,58 @@ def test_nnls_and_spearman():
     n = len(u)
     direct = 1 - 6 * np.sum((ru - rv) ** 2) / (n * (n * n - 1))
     assert spearman(u, v) == pytest.approx(direct)
+
+
+def test_strided_lines_counted():
+    """A contraction as written walks down a column of its right operand: every k step
+    of every output needs its own cache line once a row of w is a line or more; its left
+    operand and its output are read along their rows (no line of their own)."""
+    from presk.analysis.cost_model import count
+    from presk.pipeline import kernel_pipeline, load_core
+    core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
+    pipe = kernel_pipeline(core, "loss", {"B": 4})
+    from presk.dialects import kernel as K
+    checked = 0
+    for k in pipe.kernel.ops:
+        if not isinstance(k, K.KernelOp) or k.title.data != "dot":
+            continue
+        (i, kk), (_, j) = k.arg_types[0].shape, k.arg_types[1].shape
+        c = count(k, 64)
+        row = j * 8  # a row of w, f64
+        assert c.strided[1] == (i * j * kk if row >= 64 else 0)
+        assert c.strided[0] == 0 and c.strided[-1] == 0
+        assert count(k, row + 1).strided[1] == 0  # a longer line holds the next k's
+        checked += 1
+    assert checked
+
+
+def test_fit_recovers_known_constants():
+    """Samples made by known constants (and a call overhead over each call's launches)
+    are fitted back: every prediction equals its made time."""
+    from presk.analysis.cost_model import FEATURES, count
+    from presk.analysis.profile import read_machine
+    from presk.pipeline import kernel_pipeline, load_core
+    from presk.pipeline.profile import Sample, _predict, fit_constants
+    from presk.transforms.plan_layout import layout_space
+    from presk.dialects import kernel as K
+    machine = load_profile(str(FROZEN)).machine
+    core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
+    samples = []
+    theta = np.zeros(len(FEATURES) + 1)
+    theta[[0, 2, 3, 7, 8, 6, 11, 12, 15, 16]] = [5e-9, 3e-11, 1.5e-11, 4e-11, 2e-11,
+                                                 2e-10, 2e-10, 2e-12, 5e-10, 1e-10]
+    theta[-1] = 2e-7
+    from presk.analysis.cost_model import features
+    for b in (1, 4, 16, 64):
+        pipe = kernel_pipeline(core, "loss", {"B": b})
+        for k in pipe.kernel.ops:
+            if isinstance(k, K.KernelOp):
+                c = count(k, machine.cache_line)
+                for point in layout_space(k, 1):
+                    x = np.array([[*features(c, point, machine, 1.0, 0, 32), 1 / 4]])
+                    samples.append(Sample(k.title.data, c, point,
+                                          float(_predict(x, theta, 1.0)[0]), 4))
+    fit = fit_constants(samples, machine, np.ones(len(samples), dtype=bool))
+    y = np.array([s.seconds for s in samples])
+    assert fit.width == 32 and fit.p == 1.0
+    assert np.allclose(_predict(fit.x, fit.theta, fit.p), y, rtol=1e-6)
