@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 def regret(report) -> list[tuple[str, float, float, float, str, str]]:
     """Per nest: (site, chosen's measured, best measured, ratio, chosen, best point)."""
     from presk.dialects import kernel as K
-    from presk.runtime.kernel_timing import time_kernels
+    from presk.pipeline.profile import time_points
     kernels = {k.sym_name.data: k for k in report.kernel_module.ops
                if isinstance(k, K.KernelOp)}
     variants, owner = [], []
@@ -47,7 +47,7 @@ def regret(report) -> list[tuple[str, float, float, float, str, str]]:
             variants.append(v)
             owner.append((n, priced))
     repeats = [int(min(32, max(1, 20e-6 / max(p.seconds, 1e-9)))) for _, p in owner]
-    times = time_kernels(variants, repeats)
+    times = time_points(variants, repeats)
     out = []
     for n in report.nests:
         mine = [(t.seconds, p) for (m, p), t in zip(owner, times) if m is n]

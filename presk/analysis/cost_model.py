@@ -166,11 +166,13 @@ def features(counts: Counts, point: Point, machine: Machine,
         # a tile's loads (R broadcasts and v vectors a k step) are priced apart from a
         # nest's as written, which stream through vectors LLVM makes itself
         tile_loads = sum(loads.values()) * main * (r + v) / (2 * r * cols)
-        if r * v + v + 1 > machine.vector_registers:
-            # R·v accumulators, v loaded vectors and a broadcast do not fit the registers:
-            # the accumulators spill, a load and a store each a k step
+        held = math.ceil(cols * esize / machine.vector_bytes)  # registers a row takes
+        if r * held + held + 1 > machine.vector_registers:
+            # R rows of accumulators, a loaded row and a broadcast do not fit the
+            # registers (counted at their own width, not the width they run at full
+            # rate): the accumulators spill, a load and a store each a k step
             macs = (arith["f64"] + arith["f32"]) / 2
-            tile_loads += 2 * r * v * macs * main / (r * cols)
+            tile_loads += 2 * r * held * macs * main / (r * cols)
         arith = {t: n * (1 - main) for t, n in arith.items()}
         scalar_outputs = i * j * (1 - main)
         loads = {t: n * (1 - main) for t, n in loads.items()}

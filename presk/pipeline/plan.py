@@ -116,9 +116,10 @@ def make_plan(core_module, entry: str, dims: dict[str, int], profile: Profile,
 
 
 def measure_plan(report: PlanReport) -> None:
-    """Time each nest's chosen point natively (minimum of samples): `NestChoice.measured`."""
+    """Time each nest's chosen point natively, as the calibration times its points
+    (`time_points`): `NestChoice.measured`."""
     from ..dialects import kernel as K
-    from ..runtime.kernel_timing import time_kernels
+    from .profile import time_points
     kernels = {k.sym_name.data: k for k in report.kernel_module.ops
                if isinstance(k, K.KernelOp)}
     variants = []
@@ -127,7 +128,7 @@ def measure_plan(report: PlanReport) -> None:
         v.layout = n.chosen.point.attr()
         variants.append(v)
     repeats = [int(min(32, max(1, 20e-6 / max(n.chosen.seconds, 1e-9)))) for n in report.nests]
-    for n, t in zip(report.nests, time_kernels(variants, repeats)):
+    for n, t in zip(report.nests, time_points(variants, repeats)):
         n.measured = t.seconds
 
 
@@ -228,11 +229,11 @@ class KernelMeasure:
 
 def measure_kernels(kernel_module, profile: Profile) -> list[KernelMeasure]:
     """Each kernel of the module, at the layout it has, predicted by the profile and
-    timed natively (presk/runtime/kernel_timing.py, the minimum of samples)."""
+    timed natively as the calibration times its points (`time_points`)."""
     from ..dialects import kernel as K
     from ..emit.kernel_listing import count
-    from ..runtime.kernel_timing import time_kernels
     from ..transforms.plan_layout import Point, first_sites
+    from .profile import time_points
     sites = first_sites(kernel_module)
     per_call = count(kernel_module).by_kernel
     resident = resident_bytes(kernel_module)
@@ -241,7 +242,7 @@ def measure_kernels(kernel_module, profile: Profile) -> list[KernelMeasure]:
     predicted = [price(k, [Point.of(k.layout)], profile.machine, profile.model,
                        resident)[0].seconds for k in kernels]
     repeats = [int(min(32, max(1, 20e-6 / max(p, 1e-9)))) for p in predicted]
-    times = time_kernels(kernels, repeats)
+    times = time_points(kernels, repeats)
     return [KernelMeasure(k.sym_name.data, sites[k.sym_name.data][0],
                           sum(per_call.get(k.sym_name.data, {}).values()), p, t.seconds)
             for k, p, t in zip(kernels, predicted, times)]

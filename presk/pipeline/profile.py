@@ -133,6 +133,16 @@ def calibration_points(kernel, workers: int, quick: bool) -> list:
     return [p for p in space if p.tile in keep]
 
 
+def time_points(kernels: list, repeats: list[int], progress=None,
+                cache: bool = True) -> list:
+    """The kernels timed as the calibration times its points (presk/runtime/
+    kernel_timing.py: CLOCK, ROUNDS interleaved rounds of two samples, the minimum), so
+    that a prediction is set beside the quantity the model was fitted to."""
+    from ..runtime.kernel_timing import time_kernels
+    return time_kernels(kernels, repeats, ROUNDS * 2, cache=cache, rounds=ROUNDS,
+                        clock=CLOCK, progress=progress)
+
+
 def _repeats(seconds_guess: float) -> int:
     """Launches per timed call: enough that a call is ~20 µs (at most 32)."""
     return int(min(32, max(1, 20e-6 / max(seconds_guess, 1e-9))))
@@ -142,7 +152,6 @@ def measure(quick: bool, machine: Machine, progress: Callable[[str, int, int], N
             | None = None, cache: bool = True) -> list[Sample]:
     """Time every calibration point on this machine."""
     from ..analysis.cost_model import count, features
-    from ..runtime.kernel_timing import time_kernels
     kernels = calibration_kernels(quick)
     variants, rows, names, keys = [], [], [], []
     for k in kernels:
@@ -160,10 +169,9 @@ def measure(quick: bool, machine: Machine, progress: Callable[[str, int, int], N
              + float(x[6]) * 2e-9 for x in rows]
     if progress:
         progress("compiling", 0, len(variants))
-    times = time_kernels(variants, [_repeats(g) for g in guess], ROUNDS * 2, cache=cache,
-                         rounds=ROUNDS, clock=CLOCK,
-                         progress=(lambda i: progress("timing", i + 1, len(variants)))
-                         if progress else None)
+    times = time_points(variants, [_repeats(g) for g in guess],
+                        (lambda i: progress("timing", i + 1, len(variants)))
+                        if progress else None, cache)
     return [Sample(n, c, p, t.call / t.repeats, t.repeats)
             for n, (c, p), t in zip(names, keys, times)]
 

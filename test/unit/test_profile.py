@@ -90,27 +90,28 @@ def test_nnls_and_spearman():
     assert spearman(u, v) == pytest.approx(direct)
 
 
-def test_strided_lines_counted():
+@pytest.mark.parametrize("n, m", [(8, 16), (4, 4)])
+def test_strided_lines_counted(tmp_path, n, m):
     """A contraction as written walks down a column of its right operand: every k step
     of every output needs its own cache line once a row of w is a line or more; its left
     operand and its output are read along their rows (no line of their own)."""
     from presk.analysis.cost_model import count
-    from presk.pipeline import kernel_pipeline, load_core
-    core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
-    pipe = kernel_pipeline(core, "loss", {"B": 4})
     from presk.dialects import kernel as K
-    checked = 0
-    for k in pipe.kernel.ops:
-        if not isinstance(k, K.KernelOp) or k.title.data != "dot":
-            continue
+    from presk.pipeline import kernel_pipeline, load_core
+    from presk.pipeline.profile import CALIBRATION
+    (tmp_path / "cal.psk").write_text(CALIBRATION, encoding="utf-8")
+    core, _ = load_core(str(tmp_path / "cal.psk"))
+    pipe = kernel_pipeline(core, "cal", {"N": n, "M": m})
+    dots = [k for k in pipe.kernel.ops if isinstance(k, K.KernelOp)
+            and k.title.data == "dot"]
+    assert dots
+    for k in dots:
         (i, kk), (_, j) = k.arg_types[0].shape, k.arg_types[1].shape
         c = count(k, 64)
         row = j * 8  # a row of w, f64
         assert c.strided[1] == (i * j * kk if row >= 64 else 0)
         assert c.strided[0] == 0 and c.strided[-1] == 0
-        assert count(k, row + 1).strided[1] == 0  # a longer line holds the next k's
-        checked += 1
-    assert checked
+        assert count(k, row + 8).strided[1] == 0  # a longer line holds the next k's
 
 
 def test_fit_recovers_known_constants():
