@@ -52,16 +52,19 @@ def _short(seconds: float) -> str:
 
 def _measure_lines(run: NativeRun, args: argparse.Namespace) -> list[str]:
     """--measure: each kernel timed beside the profile's prediction, the call timed, the
-    host's share (the call less its launches), u and ρ over the kernels."""
+    host's time by phase (the call less its launches: a bare call into native code, the
+    conversions, copies and fills beside their predictions, the rest), u and ρ over the
+    kernels. Every time is the calibration's clock (pipeline/profile.py CLOCK)."""
     import numpy as np
 
-    from ..pipeline.plan import measure_kernels
-    from ..pipeline.profile import errors, profile_for
+    from ..pipeline.plan import host_phases, measure_kernels
+    from ..pipeline.profile import CLOCK, errors, profile_for
     from ..runtime import time_call
     profile, name = profile_for(getattr(args, "profile", None))
     rows = measure_kernels(run.call.pipeline.kernel, profile)
-    call = time_call(run.entry.bind(run.call.inputs), 9, 0.2).minimum
-    lines = [f"measured (the minimum of samples; profile {name}):",
+    call = time_call(run.entry.bind(run.call.inputs), 9, 0.2, CLOCK).minimum
+    lines = [f"measured (the calling thread's CPU time, the minimum of interleaved rounds; "
+             f"profile {name}):",
              f"  {'kernel':<6} {'site':<28} {'launches':>8} {'predicted':>11} "
              f"{'measured':>11} {'ratio':>6}"]
     for r in rows:
@@ -69,9 +72,17 @@ def _measure_lines(run: NativeRun, args: argparse.Namespace) -> list[str]:
         lines.append(f"  {r.kernel:<6} {r.site:<28} {r.launches:>8} {_short(r.predicted):>11} "
                      f"{_short(r.measured):>11} {ratio:>6.2f}")
     launches = sum(r.launches * r.measured for r in rows)
+    host = max(call - launches, 0.0)
     lines.append(f"  a call {_us(call)}: its launches {_us(launches)} (each kernel's time × "
-                 f"its launches), the host {_us(max(call - launches, 0.0))} (conversions, "
-                 "copies, calls, the entry's prologue)")
+                 f"its launches), the host {_us(host)}, by phase:")
+    bare = min((r.bare_call for r in rows), default=0.0)
+    lines.append(f"    {'a bare call into native code (measured)':<44} {_short(bare):>11}")
+    predicted = 0.0
+    for phase, (n, seconds) in host_phases(run.call.pipeline.kernel, profile).items():
+        predicted += seconds
+        lines.append(f"    {f'{n} {phase} (predicted)':<44} {_short(seconds):>11}")
+    lines.append(f"    {'the rest (prologue, arena, argument checks)':<44} "
+                 f"{_short(max(host - bare - predicted, 0.0)):>11}")
     pairs = [(r.predicted, r.measured) for r in rows if r.measured > 0]
     if len(pairs) >= 2:
         u, u90, rho = errors(*(np.array(v) for v in zip(*pairs)))

@@ -178,12 +178,30 @@ def host_op_seconds(op, profile: Profile, resident: int = 0) -> float:
     return float(combine(terms(x, constants(profile.model)), profile.model.p))
 
 
+def host_work(kernel_module):
+    """Each launch, conversion, copy and fill of one call of the entry, with how many
+    times the call runs it (its host's runs times its folds' trips): (op, times)."""
+    from ..dialects import kernel as K
+    from ..emit.kernel_listing import host_runs
+
+    def block(b, times: int):
+        for op in b.ops:
+            if isinstance(op, (K.LaunchOp, K.ConvertOp, K.CopyOp, K.FillOp)):
+                yield op, times
+            elif isinstance(op, K.FoldOp):
+                yield from block(op.body.block, times * max(op.upper.data - op.lower.data, 0))
+
+    hosts = K.hosts(kernel_module)
+    for name, runs in host_runs(kernel_module).items():
+        if runs:
+            yield from block(hosts[name].body.block, runs)
+
+
 def call_seconds(kernel_module, profile: Profile, workers: int | None = None) -> float:
     """The predicted time of one call of the entry: every launch at its kernel's
     cheapest point (the plan's), and the host's conversions, copies and fills, each times
     the runs of its host."""
     from ..dialects import kernel as K
-    from ..emit.kernel_listing import host_runs
     from ..transforms.plan_layout import layout_space
     workers = workers or profile.machine.workers
     kernels = K.kernels(kernel_module)
@@ -197,20 +215,23 @@ def call_seconds(kernel_module, profile: Profile, workers: int | None = None) ->
                                profile.model, resident)[0].seconds
         return best[name]
 
-    def block(b, times: int) -> float:
-        total = 0.0
-        for op in b.ops:
-            if isinstance(op, K.LaunchOp):
-                total += times * launch(op.callee_name)
-            elif isinstance(op, (K.ConvertOp, K.CopyOp, K.FillOp)):
-                total += times * host_op_seconds(op, profile, resident)
-            elif isinstance(op, K.FoldOp):
-                total += block(op.body.block, times * max(op.upper.data - op.lower.data, 0))
-        return total
+    return sum(times * (launch(op.callee_name) if isinstance(op, K.LaunchOp)
+                        else host_op_seconds(op, profile, resident))
+               for op, times in host_work(kernel_module))
 
-    hosts = K.hosts(kernel_module)
-    return sum(block(hosts[name].body.block, runs)
-               for name, runs in host_runs(kernel_module).items() if runs)
+
+def host_phases(kernel_module, profile: Profile) -> dict[str, tuple[int, float]]:
+    """The host's own work in a call by kind (`conversions`, `copies`, `fills`): how
+    many it runs and the model's predicted seconds for them."""
+    from ..dialects import kernel as K
+    resident = resident_bytes(kernel_module)
+    names = {K.ConvertOp: "conversions", K.CopyOp: "copies", K.FillOp: "fills"}
+    out = {n: (0, 0.0) for n in names.values()}
+    for op, times in host_work(kernel_module):
+        if (name := names.get(type(op))) is not None:
+            n, t = out[name]
+            out[name] = (n + times, t + times * host_op_seconds(op, profile, resident))
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -225,6 +246,7 @@ class KernelMeasure:
     launches: int  # a call's launches
     predicted: float  # seconds a launch at its layout
     measured: float
+    bare_call: float  # seconds of the timing harness's bare call (one one-element launch)
 
 
 def measure_kernels(kernel_module, profile: Profile) -> list[KernelMeasure]:
@@ -244,5 +266,6 @@ def measure_kernels(kernel_module, profile: Profile) -> list[KernelMeasure]:
     repeats = [int(min(32, max(1, 20e-6 / max(p, 1e-9)))) for p in predicted]
     times = time_points(kernels, repeats)
     return [KernelMeasure(k.sym_name.data, sites[k.sym_name.data][0],
-                          sum(per_call.get(k.sym_name.data, {}).values()), p, t.seconds)
+                          sum(per_call.get(k.sym_name.data, {}).values()), p, t.seconds,
+                          t.base)
             for k, p, t in zip(kernels, predicted, times)]

@@ -145,6 +145,19 @@ def test_run_measure():
             and not line.startswith("  kernel")]
     assert [row[0] for row in rows] == [f"k{i}" for i in range(9)]
     assert "over this program's 9 kernels: u = " in r.stdout and "a call " in r.stdout
+    # the host's phases: as many conversions and fills as the recorded hosts run
+    from presk.dialects import kernel as K
+    from presk.emit.kernel_listing import host_runs
+    from presk.pipeline import kernel_pipeline, load_core
+    core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
+    pipe = kernel_pipeline(core, "loss", {"B": 4}, "@" + str(ROOT / "test" / "fixtures" /
+                                                               "realization_mixed.json"))
+    hosts = K.hosts(pipe.kernel)
+    for kind, phase in ((K.ConvertOp, "conversions"), (K.FillOp, "fills")):
+        n = sum(runs * sum(isinstance(op, kind) for op in hosts[name].body.walk())
+                for name, runs in host_runs(pipe.kernel).items())
+        assert f"    {n} {phase} (predicted)" in r.stdout, r.stdout
+    assert "a bare call into native code (measured)" in r.stdout
     bad = _presk("run", "tutorial/07_train.psk", "--entry", "loss", "--dim", "B=4",
                  "--engine", "kernel", "--measure")
     assert bad.returncode == 2 and "--measure and --profile apply to --engine native" \
