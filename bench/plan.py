@@ -3,13 +3,16 @@ beside the default layouts.
 
 Usage, from anywhere (paths are the repository's):
 
-    .venv/bin/python bench/plan.py [--quick] [--profile P] [--b 1024]
+    .venv/bin/python bench/plan.py [--quick] [--profile P] [--b 1024] [--program FILE]
 
-For bench/scaled_tower.psk (D = 256, L = 4) at B = 1024 (256 with --quick), its loss and
-its value and gradient, all-f64:
+For bench/scaled_tower.psk (D = 256, L = 4; or `--program`, e.g. the deep residual stack
+test/fixtures/residual_stack.psk) at B = 1024 (256 with --quick), its loss and its value
+and gradient, all-f64:
 
 - regret: every point of every nest's layout space is compiled (one module per recording,
-  presk/runtime/kernel_timing.py) and timed natively, the minimum of 5 samples; a nest's
+  presk/runtime/kernel_timing.py) and timed natively as the calibration times its points
+  (presk/pipeline/profile.py `time_points`: the calling thread's CPU time, the minimum of
+  3 interleaved rounds); a nest's
   regret is the measured time of the point the plan chose over the best measured point
   of its space (1.00: the plan took the fastest). Printed per nest, then the worst.
 - the call: the entry compiled with its default layouts and with the plan's, each bound
@@ -84,14 +87,15 @@ def main() -> int:
     ap.add_argument("--profile", default=str(ROOT / "test" / "fixtures" /
                                             "profile-frozen.json"))
     ap.add_argument("--b", type=int, default=None)
+    ap.add_argument("--program", default=str(ROOT / "bench" / "scaled_tower.psk"))
     args = ap.parse_args()
     from presk.analysis.profile import load_profile
     from presk.pipeline import load_core
     from presk.pipeline.plan import make_plan
     b = args.b or (256 if args.quick else 1024)
-    core, _ = load_core(str(ROOT / "bench" / "scaled_tower.psk"))
+    core, _ = load_core(args.program)
     profile = load_profile(args.profile)
-    print(f"bench/plan.py: bench/scaled_tower.psk at B = {b}, all-f64, profile "
+    print(f"bench/plan.py: {os.path.relpath(args.program, ROOT)} at B = {b}, all-f64, profile "
           f"{args.profile}; load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} CPUs")
     worst_all = None
@@ -111,7 +115,8 @@ def main() -> int:
         default, planned = call_times(core, {"B": b}, grad, report.plan)
         print(f"-- a call: default layouts {default * 1e3:.3f} ms, planned "
               f"{planned * 1e3:.3f} ms (default / planned {default / planned:.2f}×)")
-    print(f"\nworst nest over both: {worst_all[0]}, {worst_all[1]:.2f}×")
+    print(f"\nworst nest over both: {worst_all[0]}, {worst_all[1]:.2f}×; load average "
+          f"{os.getloadavg()[0]:.1f} at the end")
     return 0
 
 
