@@ -8,7 +8,9 @@ The split program runs as native code with its parts on the worker pool (and, at
 first n, on a thread per launch), as the kernel interpreter, and as the exported C program (its parts on the C
 worker pool, `make check`), and every output equals the unsplit native program's bit for
 bit. Programs: tutorial/07_train.psk's loss at B = 4 (all-f64 and the mixed realization,
-value and gradient) and, slow, the scaled Tower's at B = 8 in f32.
+value and gradient) and, slow, the scaled Tower's at B = 8 in f32. The tutorial's split
+program is also built under ThreadSanitizer and AddressSanitizer + UBSan; and `presk
+export --target c --threads N` is run at 2, 1 and 0.
 """
 
 from __future__ import annotations
@@ -59,8 +61,10 @@ def split_everywhere(module, n: int) -> tuple[object, set[str]]:
     return out, titles
 
 
-def _c_outputs_match(module, inputs: list[np.ndarray], want: list[bytes], tmp: Path) -> None:
-    """The exported C of `module` (split kernels' parts on the pool) reproduces `want`."""
+def _c_outputs_match(module, inputs: list[np.ndarray], want: list[bytes], tmp: Path,
+                     cflags: str | None = None) -> None:
+    """The exported C of `module` (split kernels' parts on the pool), built with the
+    Makefile's flags or `cflags`, reproduces `want`."""
     split = module.clone()
     split_kernels(split)
     files = c_sources(split, None, pool.source_files())
@@ -72,9 +76,10 @@ def _c_outputs_match(module, inputs: list[np.ndarray], want: list[bytes], tmp: P
         write_into(str(tmp), f"inputs/{f}.bin", _little_endian(a))
     for (f, b), w in zip(names.outputs, want):
         write_into(str(tmp), f"expected/{f}.bin", w)
-    done = subprocess.run(["make", "-s", "-C", str(tmp), "check"], capture_output=True,
-                          text=True, timeout=600)
+    make = ["make", "-s", "-C", str(tmp), "check", *([f"CFLAGS={cflags}"] if cflags else [])]
+    done = subprocess.run(make, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "WARNING" not in done.stderr and "ERROR" not in done.stderr, done.stderr
     assert done.stdout.count("bit for bit") == len(want), done.stdout
 
 
@@ -107,6 +112,29 @@ def test_tutorial_value_and_gradient(tmp_path: Path, realization) -> None:
     whole = [k for k in pipe.kernel.ops if isinstance(k, K.KernelOp) and _split_trip(k) == 0]
     assert all(k.body.block.ops.first.inits for k in whole if isinstance(
         k.body.block.ops.first, K.ForOp))  # only sums to one value stay whole
+
+
+@pytest.mark.skipif(not CAN_C, reason="needs cc and make")
+@pytest.mark.parametrize("sanitizer", ["thread", "address,undefined"])
+def test_exported_split_program_under_sanitizers(tmp_path: Path, sanitizer: str) -> None:
+    """The tutorial's value and gradient with every nest split in 2, exported and built
+    with -fsanitize=thread (no race between the parts, the pool's workers and their
+    joining at exit) or address,undefined (no leak, no overflow), checks bit for bit."""
+    probe = tmp_path / "probe.c"
+    probe.write_text("int main(void) { return 0; }\n")
+    flag = f"-fsanitize={sanitizer}"
+    if subprocess.run(["cc", flag, str(probe), "-o", str(tmp_path / "probe")],
+                      capture_output=True).returncode != 0:
+        pytest.skip(f"cc {flag} does not build here")
+    core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
+    pipe = kernel_pipeline(core, "loss", {"B": 4}, None, grad=True)
+    (sig,) = entry_signatures(pipe.kernel)
+    rng = np.random.default_rng(3)
+    inputs = [to_storage(rng.uniform(0.5, 1.5, b.shape), b.element) for b in sig.inputs]
+    want = [o.tobytes() for o in native_program(pipe.kernel).entry(sig.host)(inputs)]
+    split, _ = split_everywhere(pipe.kernel, 2)
+    _c_outputs_match(split, inputs, want, tmp_path / "c",
+                     f"-O1 -g -std=c99 -Wall -Wextra -Werror {flag}")
 
 
 @pytest.mark.slow
