@@ -11,6 +11,10 @@ Measured in one run, the two ways of starting a split kernel's parts (docs/llvm.
   (`presk.runtime.kernel_timing.split_launch_seconds`: a copy of one element per worker,
   split, against the same copy unsplit — the profile's spawn term), the minimum of each
   round's samples;
+- the launch after a gap (bench/pool_wake.c, built here with the pool's C by `cc`): 1 ms
+  of sleep, then one launch of two parts whose work is nil, timed — the pool's worker has
+  gone to sleep and must be woken — against a thread started and joined after the same
+  gap; the minimum and median over 200 launches each;
 - the scaled Tower (bench/scaled_tower.psk, D = 256, L = 4) at B = 1024, all-f32 (bench/
   native.py's realization), value and gradient: the default layouts at PRESK_THREADS=1
   and at N workers (its contractions split), each on the pool and a thread per launch.
@@ -50,6 +54,25 @@ def launch_rows(workers: int, rounds: int) -> dict[str, list[float]]:
         for way in WAYS:
             times[way].append(split_launch_seconds(workers, threads=way, cache=False))
     return times
+
+
+def wake_rows(tmp: str) -> tuple[float, float, float, float] | None:
+    """bench/pool_wake.c's four figures in seconds (None without a C compiler)."""
+    import shutil
+    import subprocess
+    from presk.runtime.pool import source_files
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if cc is None:
+        return None
+    for name, text in source_files().items():
+        Path(tmp, name).write_text(text, encoding="utf-8")
+    exe = str(Path(tmp, "wake"))
+    subprocess.run([cc, "-O2", "-std=c99", "-pthread", "-I", tmp,
+                    str(ROOT / "bench" / "pool_wake.c"), str(Path(tmp, "presk_pool.c")),
+                    "-o", exe], check=True)
+    words = subprocess.run([exe, "200", "1000"], check=True, capture_output=True,
+                           text=True).stdout.split()
+    return tuple(float(w) * 1e-6 for w in (words[1], words[2], words[4], words[5]))
 
 
 def tower_entries(workers: int, batch: int) -> dict[str, object]:
@@ -113,6 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n== a split launch over {args.workers} workers, its work nil "
           f"(what the split adds), {rounds} rounds")
     table(launch_rows(args.workers, rounds), "pool")
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        wake = wake_rows(tmp)
+    print("\n== a launch of 2 parts after 1 ms asleep (bench/pool_wake.c), 200 launches")
+    if wake is None:
+        print("   no C compiler: not measured")
+    else:
+        print(f"   pool                   min {show_time(wake[0])}   median "
+              f"{show_time(wake[1])}\n   threads                min {show_time(wake[2])}   "
+              f"median {show_time(wake[3])}   {wake[3] / wake[1]:6.2f}× the pool's median")
     print(f"\n== scaled Tower B = {batch}, all-f32, value and gradient, {rounds} rounds "
           f"(bits identical in every configuration)")
     table(tower_rows(tower_entries(args.workers, batch), rounds,
