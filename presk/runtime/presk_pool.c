@@ -1,18 +1,21 @@
 /* The Presk worker pool (presk_pool.h).
  *
  * One word, `pool.word`, publishes a launch: a generation counter in its upper bits and
- * the launch's number of parts in its low 8 (POOL_STOP: stop). Reading both in one atomic
- * load, a worker can never take one launch's part count for another's. Worker j (1…)
- * runs part j of a launch that has more than j parts and counts `pool.pending` down; the
- * caller runs part 0 and waits for `pending` to reach 0 before it returns, so the launch's
- * functions and arguments stay valid (and unchanged) while any worker reads them.
+ * the launch's number of parts in its low 8 (POOL_STOP: stop). A second, `pool.claim`,
+ * holds the same generation and the next part not yet taken. Parts 1… are taken by
+ * compare-and-swap on `claim` — by any worker that sees the launch and by the caller once
+ * it has run part 0 — so a part waits for no thread in particular: on a machine with no
+ * free core the caller runs them all itself, at one thread's cost. A claim carries its
+ * generation, so a worker that wakes late can never take a later launch's part for its
+ * own. Whoever runs a part counts `pool.pending` down; the caller returns when it is 0,
+ * so the launch's functions and arguments stay valid (and unchanged) while any part runs.
  *
- * Waiting is a bounded spin on the word (back-to-back launches cost no sleep), then a
- * bounded number of polls that yield the core, then a condition variable. A sleeper registers in `sleepers` (or
- * `waiting`) before it reads the word (or `pending`) a last time, and the writer reads the
- * register after its write, all sequentially consistent: one of the two sees the other,
- * and the writer signals under the mutex the sleeper holds until it waits, so no wakeup
- * is lost.
+ * Waiting is a bounded spin (back-to-back launches cost no sleep), then a bounded number
+ * of polls that yield the core, then a condition variable. A sleeper registers in
+ * `sleepers` (or `waiting`) before it reads the word (or `pending`) a last time, and the
+ * writer reads the register after its write, all sequentially consistent: one of the two
+ * sees the other, and the writer signals under the mutex the sleeper holds until it
+ * waits, so no wakeup is lost.
  *
  * Atomics are the GCC/Clang `__atomic` builtins (the export compiles as C99). */
 #define _POSIX_C_SOURCE 200809L
@@ -45,6 +48,7 @@ static struct {
     uint64_t seen[POOL_MAX]; /* the word each worker starts from */
     int32_t started;         /* workers running (under `launch`) */
     uint64_t word;           /* atomic: generation << 8 | parts */
+    uint64_t claim;          /* atomic: generation << 8 | the next part to take */
     int32_t pending;         /* atomic: parts of this launch still running */
     int32_t sleepers;        /* atomic: workers asleep or about to be */
     int32_t waiting;         /* atomic: 1 when the caller sleeps on `done` */
@@ -52,7 +56,7 @@ static struct {
     presk_part const *fns;   /* this launch's, valid until pending = 0 */
     void *args;
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          PTHREAD_COND_INITIALIZER, {0}, {0}, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
+          PTHREAD_COND_INITIALIZER, {0}, {0}, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL};
 
 static int registered;  /* atexit and atfork, once (under `launch`) */
 
@@ -90,15 +94,24 @@ static uint64_t next_word(uint64_t seen)
     return w;
 }
 
-static void *worker(void *index)
+/* A part of the launch `word` published, taken; -1 when none is left (or the launch is
+ * over and another published). */
+static int32_t take(uint64_t word)
 {
-    const int32_t j = (int32_t)(intptr_t)index;  /* runs part j */
-    uint64_t seen = pool.seen[j - 1];
+    uint64_t c = __atomic_load_n(&pool.claim, __ATOMIC_ACQUIRE);
     for (;;) {
-        seen = next_word(seen);
-        const uint32_t parts = (uint32_t)(seen & 0xFFu);
-        if (parts == POOL_STOP) return NULL;
-        if ((uint32_t)j >= parts) continue;
+        if ((c >> 8) != (word >> 8) || (c & 0xFFu) >= (word & 0xFFu)) return -1;
+        if (__atomic_compare_exchange_n(&pool.claim, &c, c + 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return (int32_t)(c & 0xFFu);
+    }
+}
+
+/* Run the parts of `word` left to take; the last to finish wakes a sleeping caller. */
+static void run_parts(uint64_t word)
+{
+    int32_t j;
+    while ((j = take(word)) >= 0) {
         pool.fns[j](pool.args);
         if (__atomic_sub_fetch(&pool.pending, 1, __ATOMIC_SEQ_CST) == 0
             && __atomic_load_n(&pool.waiting, __ATOMIC_SEQ_CST)) {
@@ -106,6 +119,16 @@ static void *worker(void *index)
             pthread_cond_signal(&pool.done);
             pthread_mutex_unlock(&pool.sleep);
         }
+    }
+}
+
+static void *worker(void *index)
+{
+    uint64_t seen = pool.seen[(intptr_t)index];
+    for (;;) {
+        seen = next_word(seen);
+        if ((seen & 0xFFu) == POOL_STOP) return NULL;
+        run_parts(seen);
     }
 }
 
@@ -147,11 +170,11 @@ static void grow(int32_t want)
     }
     if (want > POOL_MAX) want = POOL_MAX;
     while (pool.started < want) {
-        const int32_t j = pool.started + 1;
-        pool.seen[j - 1] = pool.word;
-        if (pthread_create(&pool.threads[j - 1], NULL, worker, (void *)(intptr_t)j) != 0)
+        const int32_t j = pool.started;
+        pool.seen[j] = pool.word;
+        if (pthread_create(&pool.threads[j], NULL, worker, (void *)(intptr_t)j) != 0)
             return;
-        pool.started = j;
+        pool.started = j + 1;
     }
 }
 
@@ -162,21 +185,19 @@ static void run_here(int32_t parts, presk_part const *fns, void *args)
 
 void presk_pool_run(int32_t parts, presk_part const *fns, void *args)
 {
-    if (parts < 2 || pthread_mutex_trylock(&pool.launch) != 0) {
+    if (parts < 2 || (uint32_t)parts >= POOL_STOP || pthread_mutex_trylock(&pool.launch) != 0) {
         run_here(parts, fns, args);
         return;
     }
-    grow(parts - 1);
-    if (pool.started < parts - 1) {  /* no threads to be had: the caller runs them all */
-        pthread_mutex_unlock(&pool.launch);
-        run_here(parts, fns, args);
-        return;
-    }
+    grow(parts - 1);  /* fewer workers (no thread to be had): the caller takes more parts */
     pool.fns = fns;
     pool.args = args;
     __atomic_store_n(&pool.pending, parts - 1, __ATOMIC_SEQ_CST);
-    publish((pool.word & ~(uint64_t)0xFFu) + 0x100u + (uint64_t)parts);
+    const uint64_t word = (pool.word & ~(uint64_t)0xFFu) + 0x100u + (uint64_t)parts;
+    __atomic_store_n(&pool.claim, (word & ~(uint64_t)0xFFu) | 1u, __ATOMIC_RELEASE);
+    publish(word);
     fns[0](args);
+    run_parts(word);
     int done = 0;
     for (int i = 0; !(done = __atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) == 0); i++)
         if (!keep_polling(i)) break;
