@@ -338,6 +338,9 @@ def time_all(core, training, directory: str, settings: Settings, presk_sides: di
     for label, realization in presk_sides.items():
         for suffix, per_call in (("", None), (PYTHON_STEP, 0)):
             trainer = presk_trainer(core, training, directory, total, realization, per_call)
+            if per_call is None and trainer.native is None:
+                print(f"  ({label}: no native step — its objective rounds the f64 parameters "
+                      "into its own buffers — so both its rows are the Python-driven step)")
             epoch, steps = epoch_of_steps(trainer)
             t = time_it(epoch, settings)
             rates.append((label + suffix, Timing(t.median / steps, t.minimum / steps,
