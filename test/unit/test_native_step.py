@@ -44,6 +44,31 @@ training run {{
 """
 
 
+ADAMW_CONSTANT = """\
+import "{tower}" as t
+dim B
+
+fn loss(θ : params t.Tower, batch : (ℝ[batch: B, model: 4], ℝ[batch: B, model: 4])) -> ℝ[] =
+  let (x, y) = batch
+  mean((t.Tower.apply(θ, x) - y)^2)
+
+optimizer adamw {{
+  lr           : f64 = 0.02
+  beta1        : f64 = 0.3
+  weight_decay : f64 = 0.1
+  schedule     : constant
+}}
+
+training run {{
+  model     = t.Tower
+  objective = loss
+  optimizer = adamw
+  data      = stream "{data}" |> shuffle(seed = 5) |> batch(B = 5)
+  epochs    : nat = 1
+}}
+"""
+
+
 def _load(path: Path):
     from presk.frontend.elaborate import elaborate
     from presk.frontend.lower import lower_program
@@ -122,3 +147,21 @@ def test_no_native_step_where_the_objective_does_not_read_the_optimizers_arrays(
     assert trainer.native is None
     records = trainer.advance(10)
     assert len(records) == 1 and np.isfinite(records[0].loss)
+
+
+def test_adamw_decay_wide_w1_constant_native_equals_the_python_step(tmp_path: Path) -> None:
+    """The forms the tutorial's run does not take: decoupled weight decay, lerp's second
+    form (1 − beta1 = 0.7 ≥ 0.5), the constant schedule; B = 5 over 256 samples (51 steps
+    an epoch, one dropped sample), 60 steps into a second epoch."""
+    from presk.train.loop import Trainer
+    program = tmp_path / "run.psk"
+    program.write_text(ADAMW_CONSTANT.format(tower=ROOT / "tutorial" / "06_tower.psk",
+                                             data=ROOT / "tutorial" / "data" / "pairs.psk.d"))
+    core, training = _load(program)
+    native = Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=64)
+    python = Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=0)
+    assert native.native is not None and native.native.geometry.form == (True, False)
+    _run(native, 60, True)
+    _run(python, 60, False)
+    assert native.history[-1].epoch == 1 and {r.lr for r in native.history} == {0.02}
+    _same(native, python)
