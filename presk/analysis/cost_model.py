@@ -63,6 +63,10 @@ UNROLLED = 16
 its adds join the surrounding parallel loop's work; a longer one is a chain of dependent
 steps, each waiting for the last (`steps`, priced at an add's latency)."""
 
+INSTRUCTIONS = ("sqrt", "abs", "heaviside")
+"""Math functions the lowering emits as exact instructions (the LLVM intrinsics sqrt and
+fabs; heaviside as selects), not a math-library call: priced as arithmetic."""
+
 _ARITH = (K.AddOp, K.SubOp, K.MulOp, K.DivOp, K.NegOp, K.MinOp, K.MaxOp, K.CastOp)
 
 
@@ -105,6 +109,8 @@ def _walk(block, times: float, c: dict, innermost=None) -> None:
                 c["steps"] += times * op.trip
             _walk(op.body.block, times * op.trip, c, op.induction)
         elif isinstance(op, _ARITH):
+            c["arith"][_type(op.results[0].type)] += times
+        elif isinstance(op, K.MathOp) and op.fn.data in INSTRUCTIONS:
             c["arith"][_type(op.results[0].type)] += times
         elif isinstance(op, K.MathOp):
             c["math"][_type(op.results[0].type)] += times
