@@ -3,9 +3,10 @@
 The register tiles themselves are presk/conversion/kernel_to_std/tile_contraction.py;
 this is what they are built on and what the rest of the compiler may know of them
 without loading the lowering: the nest (`find_nest`: the two innermost parallel loops, or
-None when the tile cannot run the body) and the buffers a launch copies j-last
-(`packed_loads`, `packed_arguments`: malloc'd beside the arena, freed at the launch's
-end), which `presk memory` counts.
+None when the tile cannot run the body) and the buffers a launch copies — j-last
+(`packed_loads`), or, under `pack = "panels"`, into panels (`panel_loads`) — malloc'd
+beside the arena and freed at the launch's end, whose bytes `presk memory` counts
+(`packed_bytes`).
 """
 
 from __future__ import annotations
@@ -84,24 +85,66 @@ def _runnable(nest: Nest) -> bool:
     return True
 
 
-def packed_loads(nest: Nest) -> list[K.LoadOp]:
-    """The first load of each buffer the tiles read along j where j is not its last axis:
-    the buffers packed (copied j-last) once per launch."""
+def panel_loads(nest: Nest) -> list[tuple[K.LoadOp, K.ForOp, int]]:
+    """Under `pack = "panels"`: the product's operands laid out in panels, each by its
+    first load in the k loop, with the tile loop the panels follow and their width. The
+    j operand (read along j) in panels of C columns; the i operand in panels of R rows
+    when i is its last axis (xᵀ·g; an operand indexed [i, k] already has each row
+    contiguous along k)."""
+    out: dict[SSAValue, tuple[K.LoadOp, K.ForOp, int]] = {}
+    for loop in nest.j_loop.body.block.ops:
+        if not isinstance(loop, K.ForOp):
+            continue
+        for op in loop.body.walk():
+            if not isinstance(op, K.LoadOp) or op.buffer in out:
+                continue
+            if nest.j in op.indices:
+                out[op.buffer] = (op, nest.j_loop, nest.cols)
+            elif op.indices and op.indices[-1] is nest.i:
+                out[op.buffer] = (op, nest.i_loop, nest.rows)
+    return list(out.values())
+
+
+def panel_shape(t: K.BufferType, loop: K.ForOp, axis: int, width: int) -> list[int]:
+    """[the loop's full tiles, the buffer's other axes in order, width]."""
+    count = (loop.upper.data - loop.lower.data) // width
+    return [count, *[t.shape[a] for a in range(len(t.shape)) if a != axis], width]
+
+
+def packed_loads(nest: Nest, panels: bool = False) -> list[K.LoadOp]:
+    """The first load of each buffer the tiles read along j where j is not its last axis,
+    and that no panels hold: the buffers packed (copied j-last) once per launch."""
+    held = {op.buffer for op, _, _ in panel_loads(nest)} if panels else set()
     out: dict[SSAValue, K.LoadOp] = {}
     for op in nest.j_loop.body.walk():
         if isinstance(op, K.LoadOp) and nest.j in op.indices \
-                and op.indices[-1] is not nest.j and op.buffer not in out:
+                and op.indices[-1] is not nest.j and op.buffer not in out \
+                and op.buffer not in held:
             out[op.buffer] = op
     return list(out.values())
 
 
-def packed_arguments(kernel: K.KernelOp) -> list[int]:
-    """The kernel's arguments a launch packs (malloc'd copies beside the arena, freed at
-    the launch's end): none unless its layout is `tiled` and its nest tiles."""
+def packed_bytes(kernel: K.KernelOp) -> int:
+    """The bytes a launch of the kernel copies beside the arena (j-last copies and
+    panels): 0 unless its layout is `tiled` and its nest tiles."""
     if kernel.layout.kind.data != "tiled":
-        return []
+        return 0
     nest = find_nest(kernel.body.block, kernel.layout)
     if nest is None:
-        return []
-    index = {a: i for i, a in enumerate(kernel.args)}
-    return [index[op.buffer] for op in packed_loads(nest)]
+        return 0
+    panels = kernel.layout.panels
+    total = sum(op.buffer.type.bytes for op in packed_loads(nest, panels))
+    for op, loop, width in (panel_loads(nest) if panels else []):
+        t = op.buffer.type
+        n = 1
+        for d in panel_shape(t, loop, list(op.indices).index(loop.induction), width):
+            n *= d
+        total += n * t.bytes // max(1, _elements(t))
+    return total
+
+
+def _elements(t: K.BufferType) -> int:
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n

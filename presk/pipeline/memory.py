@@ -71,14 +71,11 @@ def launch_packing(kernel_module) -> dict[str, int]:
     from xdsl.context import Context
     from xdsl.dialects.builtin import ModuleOp
 
-    from ..kernel_abi.tiles import packed_arguments
+    from ..kernel_abi.tiles import packed_bytes
     from ..dialects import kernel as K
     from ..transforms.kernel_split import KernelSplitPass
 
-    def own(kernel) -> int:
-        return sum(kernel.args[i].type.bytes for i in packed_arguments(kernel))
-
-    out = {name: own(k) for name, k in K.kernels(kernel_module).items()}
+    out = {name: packed_bytes(k) for name, k in K.kernels(kernel_module).items()}
     out = {name: n for name, n in out.items() if n}
     split = [k for name, k in K.kernels(kernel_module).items()
              if name in out and k.layout.split.data]
@@ -89,7 +86,8 @@ def launch_packing(kernel_module) -> dict[str, int]:
         for k in split:
             parts = kernels[k.sym_name.data].parts
             if parts is not None:
-                out[k.sym_name.data] = sum(own(kernels[p.root_reference.data]) for p in parts)
+                out[k.sym_name.data] = sum(packed_bytes(kernels[p.root_reference.data])
+                                           for p in parts)
     return out
 
 

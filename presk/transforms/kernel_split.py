@@ -63,7 +63,7 @@ def split_kernels(module: ModuleOp) -> None:
             part.attributes["sym_name"] = StringAttr(f"{name}_part{j}")
             part.attributes["layout"] = K.LayoutAttr(
                 kernel.layout.kind, kernel.layout.tile, kernel.layout.lanes,
-                kernel.layout.order, ArrayAttr(()))
+                kernel.layout.order, ArrayAttr(()), kernel.layout.pack)
             outer = next(op for op in part.body.block.ops if isinstance(op, K.ForOp))
             outer.attributes["lower"], outer.attributes["upper"] = IntAttr(a), IntAttr(b)
             module.body.block.insert_op_before(part, kernel)

@@ -6,11 +6,15 @@ A nest's layout space is the points the native backend lowers today (`layout_spa
   split when the kernel's body is one parallel loop of at least two iterations);
 * a contraction (`dot`, `dot+add`, `contract`) also: a register tile [R, C] — R rows
   unrolled, C columns in one vector of C lanes (tile_contraction.py) — for R in 1, 2, 4,
-  8 and C in 2, 4, 8, 16, 32 up to the nest's rows and columns, each split or not.
+  8 and C in 2, 4, 8, 16, 32 up to the nest's rows and columns, each split or not; and
+  for R ≥ 4 and C ≥ 16 each of those again with its operands packed into panels
+  (`pack = "panels"`: the j operand's tile columns, and an xᵀ operand's tile rows,
+  contiguous along k).
 
 The layout's other words are not choices the lowering makes: its tiles are visited I-major
-(`order` "IJ"), its k loop is whole (no k-block), a packed operand is packed when its
-j is not its last axis (not a choice), and the `lanes` word of a tiled layout is C. A
+(`order` "IJ"), its k loop is whole (no k-block), an operand read along j where j is not
+its last axis is packed j-last when no panels hold it (not a choice), and the `lanes`
+word of a tiled layout is C. A
 point never changes bits (the dialect's contract; test/e2e/test_plan_bits.py runs them).
 
 The plan is an artifact, `presk-plan/1` (docs/artifacts.md): per nest — a kernel, named by
@@ -38,6 +42,10 @@ from presk.kernel_abi.tiles import innermost_pair
 FORMAT = "presk-plan/1"
 ROWS = (1, 2, 4, 8)
 COLUMNS = (2, 4, 8, 16, 32)
+PANEL_ROWS, PANEL_COLUMNS = 4, 16
+"""The tiles whose operands the space also offers packed into panels: below them a
+tile's k sweep reads too few columns for the copy to pay (and the tutorial's space, all
+of 4 columns, stays as it was)."""
 
 
 class PlanError(Exception):
@@ -52,10 +60,12 @@ class PlanError(Exception):
 @dataclass(frozen=True, order=True)
 class Point:
     """A layout: `tile` () for a nest run as written, else [R, C]; `split` the workers
-    its outermost loop is divided among (1: none)."""
+    its outermost loop is divided among (1: none); `panels` a tiled product's operands
+    packed into panels (`pack = "panels"`)."""
 
     tile: tuple[int, ...] = ()
     split: int = 1
+    panels: bool = False
 
     @property
     def tiled(self) -> bool:
@@ -64,25 +74,30 @@ class Point:
     def attr(self) -> K.LayoutAttr:
         split = (0, self.split) if self.split > 1 else ()
         if self.tiled:
-            return K.LayoutAttr.tiled(self.tile, self.tile[1], "IJ", split)
+            return K.LayoutAttr.tiled(self.tile, self.tile[1], "IJ", split,
+                                      "panels" if self.panels else "")
         layout = K.LayoutAttr.default()
         return K.LayoutAttr(layout.kind, layout.tile, layout.lanes, layout.order,
-                            ArrayAttr(IntAttr(s) for s in split))
+                            ArrayAttr(IntAttr(s) for s in split), layout.pack)
 
     def text(self) -> str:
         split = f"split (0, {self.split})" if self.split > 1 else "split none"
         if self.tiled:
-            return f"tiled, tile [{self.tile[0]}, {self.tile[1]}], {split}"
+            panels = ", panels" if self.panels else ""
+            return f"tiled, tile [{self.tile[0]}, {self.tile[1]}]{panels}, {split}"
         return f"as written, {split}"
 
     def to_json(self) -> dict:
-        return {"tile": list(self.tile), "split": self.split}
+        out: dict = {"tile": list(self.tile), "split": self.split}
+        if self.panels:
+            out["pack"] = "panels"
+        return out
 
     @classmethod
     def of(cls, layout: K.LayoutAttr) -> Point:
         split = layout.split.data[1].data if layout.split.data else 1
         tile = tuple(t.data for t in layout.tile) if not layout.is_default else ()
-        return cls(tile, split)
+        return cls(tile, split, layout.panels)
 
 
 def is_contraction(kernel: K.KernelOp) -> bool:
@@ -118,6 +133,8 @@ def layout_space(kernel: K.KernelOp, workers: int) -> list[Point]:
             if tile and n > 1 and -(-trip // tile[0]) < n:
                 continue  # a tiled split's parts are whole tiles' rows: one per worker
             points.append(Point(tile, n))
+            if tile and tile[0] >= PANEL_ROWS and tile[1] >= PANEL_COLUMNS:
+                points.append(Point(tile, n, True))
     return points
 
 
@@ -178,8 +195,11 @@ _NEST = {"kernel": "string", "site": "string", "title": "string", "operands": "l
 
 
 def _point(data: dict, where: str) -> Point:
-    if unknown := sorted(set(data) - {"tile", "split"}):
+    if unknown := sorted(set(data) - {"tile", "split", "pack"}):
         raise PlanError(f"{where}: unknown field \"{unknown[0]}\"")
+    pack = data.get("pack", "")
+    if pack not in ("", "panels") or (pack and not data.get("tile")):
+        raise PlanError(f"{where}: \"pack\" is \"panels\" (with a tile), not {pack!r}")
     tile = expect(data, "tile", "list", where, PlanError)
     split = expect(data, "split", "natural", where, PlanError)
     if len(tile) not in (0, 2) or not all(isinstance(t, int) and not isinstance(t, bool)
@@ -187,7 +207,7 @@ def _point(data: dict, where: str) -> Point:
         raise PlanError(f"{where}: \"tile\" is [] or two positive sizes, not {tile}")
     if split < 1:
         raise PlanError(f"{where}: \"split\" is 1 (none) or more workers, not 0")
-    return Point(tuple(tile), split)
+    return Point(tuple(tile), split, pack == "panels")
 
 
 def _nest(data: object, where: str) -> PlannedNest:

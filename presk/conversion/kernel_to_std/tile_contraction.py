@@ -15,6 +15,13 @@ changes which outputs run together.
 * A load whose last index is j is a vector load (contiguous). A load that has j at another
   position reads a transposed copy of its buffer (packed once per launch, into memory from
   `malloc`, freed at the end), in which j is the last axis. Loads without j are scalars.
+* Under `pack = "panels"` the product's operands are copied once per launch into panels
+  (kernel_abi/tiles.py `panel_loads`): the j operand as [J/C, the other axes, C], so a
+  tile's k sweep reads C columns contiguously, one row after the other (no stride of a
+  whole row between k and k + 1, which at 1-2 KiB rows maps every k to the same few cache
+  sets); the i operand whose last axis is i (xᵀ·g) as [I/R, the other axes, R]. Only
+  the full tiles' rows and columns are copied (the remainder nests read the operand as
+  it is). The same values in the same order: the same bits.
 * Math functions on vectors run lane by lane (the library's scalar functions).
 * The tiles cover [0, R·⌊I/R⌋) × [0, C·⌊J/C⌋); the rest runs the nest as it is (copies of
   the original loops with narrowed bounds), lowered by the scalar patterns.
@@ -37,7 +44,7 @@ from xdsl.rewriter import InsertPoint
 
 from .emitter import Emitter, as_buffer, lower_scalar_op
 from presk.dialects import kernel as K
-from presk.kernel_abi.tiles import Nest, find_nest, packed_loads
+from presk.kernel_abi.tiles import Nest, find_nest, packed_loads, panel_loads, panel_shape
 
 PTR = llvm.LLVMPointerType()
 
@@ -101,6 +108,7 @@ class Tiler:
     deps: dict[SSAValue, frozenset[str]]
     emit: object  # the scalar lowering's Emitter (loads, stores, offsets, bf16)
     packed: dict[SSAValue, tuple[SSAValue, list[int]]]  # buffer → (copy, axis order)
+    panels: dict[SSAValue, Panels] = field(default_factory=dict)  # operand → its panels
     env: dict[SSAValue, Value] = field(default_factory=dict)
 
     @property
@@ -178,6 +186,8 @@ class Tiler:
         return [out[a] for a in order] if order is not None else out
 
     def load(self, e, op: K.LoadOp) -> None:
+        if op.buffer in self.panels:
+            return self.panel_load(e, op, self.panels[op.buffer])
         buf, order = op.buffer, None
         has_j = self.nest.j in op.indices
         if has_j and op.indices[-1] is not self.nest.j:
@@ -192,6 +202,23 @@ class Tiler:
             else:
                 rows.append(e.load(op.buffer, offset))
         self.env[op.result] = Value(rows, has_j)
+
+    def panel_load(self, e, op: K.LoadOp, panels: Panels) -> None:
+        """A load from the operand's panels: the j operand's C lanes at j0 as a vector,
+        the i operand's R rows at i0 as R scalars (the panel's last index)."""
+        by_j = panels.loop is self.nest.j_loop
+        rows = []
+        for r in range(self._row_count(op.result)):
+            idx = self._indices(e, list(op.indices), 0 if not by_j else r, None)
+            start = idx[panels.axis]
+            block = e(arith.DivUIOp(e(arith.SubiOp(start, e.index(panels.origin))),
+                                    e.index(panels.width)))
+            at = [block] + [x for a, x in enumerate(idx) if a != panels.axis] \
+                + [e.index(0 if by_j else r)]
+            offset = e.flat(panels.copy.type, at)
+            rows.append(self.vector_load(e, panels.copy, op.buffer.type, offset) if by_j
+                        else e.load(panels.copy, offset))
+        self.env[op.result] = Value(rows, by_j)
 
     def vector_load(self, e, buf: SSAValue, t: K.BufferType, offset: SSAValue) -> SSAValue:
         bf16 = K.type_name(t.element) == "bf16"
@@ -332,6 +359,46 @@ def emit_pack(e, buf: SSAValue, order: list[int]) -> tuple[SSAValue, SSAValue]:
     return copy, mem
 
 
+@dataclass(frozen=True)
+class Panels:
+    """An operand of the product copied into panels along the axis a tile loop indexes:
+    panel b holds the `width` consecutive indices origin + b·width … of that axis for
+    every index of the others (in the buffer's order), those `width` contiguous — so a
+    tile's sweep of the k loop reads one contiguous stretch."""
+
+    copy: SSAValue
+    loop: K.ForOp  # the tile loop (i or j) whose index the panels group
+    axis: int  # the buffer's axis that loop indexes
+    width: int  # R for the i operand, C for the j operand
+    origin: int  # the loop's lower bound
+
+
+def emit_panels(e, buf: SSAValue, loop: K.ForOp, axis: int, width: int) -> tuple[Panels, SSAValue]:
+    """malloc the panels of `buf` over the full tiles of `loop` and fill them; (the
+    panels, the pointer to free)."""
+    t = buf.type
+    assert isinstance(t, K.BufferType)
+    origin = loop.lower.data
+    pt = K.BufferType.get(t.element, *panel_shape(t, loop, axis, width))
+    size = e(arith.ConstantOp(IntegerAttr(max(pt.bytes, 1), i64)))
+    mem = e(llvm.CallOp("malloc", size, return_type=PTR))
+    copy = as_buffer(e, mem, pt)
+    shape = pt.shape
+
+    def nest_level(b, idx: list[SSAValue], level: int) -> None:
+        if level == len(shape):
+            first = b(arith.AddiOp(b(arith.MuliOp(idx[0], b.index(width))), b.index(origin)))
+            source = idx[1:-1]
+            source.insert(axis, b(arith.AddiOp(first, idx[-1])))
+            x = b(llvm.LoadOp(b.element_ptr(buf, b.flat(t, source)), _stored(t)))
+            b(llvm.StoreOp(x, b.element_ptr(copy, b.flat(pt, idx))))
+            return
+        b.loop(shape[level], lambda inner, i: nest_level(inner, idx + [i], level + 1))
+
+    nest_level(e, [], 0)
+    return Panels(copy, loop, axis, width, origin), mem
+
+
 def _stored(t: K.BufferType) -> Attribute:
     return i16 if K.type_name(t.element) == "bf16" else t.element
 
@@ -355,13 +422,18 @@ def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter) -
     outermost = next(op for op in block.ops if isinstance(op, K.ForOp))
     top = make_emit(InsertPoint.before(outermost))
     packed: dict[SSAValue, tuple[SSAValue, list[int]]] = {}
+    panels: dict[SSAValue, Panels] = {}
     frees: list[SSAValue] = []
-    for op in packed_loads(nest):
+    for op, loop, width in (panel_loads(nest) if layout.panels else []):
+        panels[op.buffer], mem = emit_panels(top, op.buffer, loop,
+                                             list(op.indices).index(loop.induction), width)
+        frees.append(mem)
+    for op in packed_loads(nest, layout.panels):
         order = pack_order(nest, op)
         copy, mem = emit_pack(top, op.buffer, order)
         packed[op.buffer] = (copy, order)
         frees.append(mem)
-    _emit_tiles(nest, deps, packed, make_emit)
+    _emit_tiles(nest, deps, packed, make_emit, panels)
     _remainders(nest, rewriter)
     end = make_emit(InsertPoint.before(ret))
     for mem in frees:
@@ -369,7 +441,7 @@ def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter) -
     return True
 
 
-def _emit_tiles(nest: Nest, deps, packed, make_emit) -> None:
+def _emit_tiles(nest: Nest, deps, packed, make_emit, panels) -> None:
     e = make_emit(InsertPoint.before(nest.i_loop))
     i_end = nest.main_end(nest.i_loop, nest.rows)
     j_end = nest.main_end(nest.j_loop, nest.cols)
@@ -381,7 +453,7 @@ def _emit_tiles(nest: Nest, deps, packed, make_emit) -> None:
                     inner.index(nest.cols), [], Region(j_block)))
     i_block.add_op(scf.YieldOp())
     body = make_emit(InsertPoint.at_end(j_block))
-    tiler = Tiler(nest, deps, body, packed)
+    tiler = Tiler(nest, deps, body, packed, panels)
     tiler.i0, tiler.j0 = i_block.args[0], j_block.args[0]  # type: ignore[attr-defined]
     tiler.block(body, nest.j_loop.body.block)
     j_block.add_op(scf.YieldOp())

@@ -141,7 +141,10 @@ class LayoutAttr(ParametrizedAttribute):
     lanes 1, no split. `#psk_kernel.layout<tiled, tile = [4, 4], lanes = 4, order = "IJ">`:
     a contraction's register tile of I×J outputs, J in vector lanes, tiles visited in
     `order`, each output's sum still k ascending. `split = [a, n]` (optional) divides loop
-    `a` among `n` workers; "none" is no split."""
+    `a` among `n` workers; "none" is no split. `pack = "panels"` (tiled only, optional):
+    the product's operands are copied per launch into panels, each tile's columns (and,
+    for an operand whose last axis is i, its rows) contiguous along k — the same values
+    in the same order, so the same bits."""
 
     name = "psk_kernel.layout"
 
@@ -150,19 +153,25 @@ class LayoutAttr(ParametrizedAttribute):
     lanes: IntAttr
     order: StringAttr
     split: ArrayAttr[IntAttr]
+    pack: StringAttr  # "" or "panels"
 
     KINDS: ClassVar[tuple[str, ...]] = ("default", "tiled")
+    PACKS: ClassVar[tuple[str, ...]] = ("", "panels")
 
     @classmethod
     def default(cls) -> LayoutAttr:
         return cls(StringAttr("default"), ArrayAttr(()), IntAttr(1), StringAttr(""),
-                   ArrayAttr(()))
+                   ArrayAttr(()), StringAttr(""))
 
     @classmethod
     def tiled(cls, tile: Sequence[int], lanes: int, order: str = "IJ",
-              split: Sequence[int] = ()) -> LayoutAttr:
+              split: Sequence[int] = (), pack: str = "") -> LayoutAttr:
         return cls(StringAttr("tiled"), ArrayAttr(IntAttr(t) for t in tile), IntAttr(lanes),
-                   StringAttr(order), ArrayAttr(IntAttr(s) for s in split))
+                   StringAttr(order), ArrayAttr(IntAttr(s) for s in split), StringAttr(pack))
+
+    @property
+    def panels(self) -> bool:
+        return self.pack.data == "panels"
 
     @property
     def is_default(self) -> bool:
@@ -175,6 +184,8 @@ class LayoutAttr(ParametrizedAttribute):
         else:
             tile = ", ".join(str(t.data) for t in self.tile)
             out = f"tiled, tile [{tile}], lanes {self.lanes.data}, order {self.order.data}"
+            if self.panels:
+                out += ", pack panels"
         if self.split.data:
             out += ", split (" + ", ".join(str(s.data) for s in self.split) + ")"
         return out
@@ -192,6 +203,9 @@ class LayoutAttr(ParametrizedAttribute):
                                       f"`{self.order.data}`")
         if self.split.data and (len(self.split) != 2 or self.split.data[1].data < 1):
             raise VerifyException("a split is [loop, workers]")
+        if self.pack.data not in self.PACKS or (self.pack.data and self.kind.data != "tiled"):
+            raise VerifyException(f"a layout's pack is \"panels\" (tiled only), not "
+                                  f"`{self.pack.data}`")
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
@@ -200,6 +214,8 @@ class LayoutAttr(ParametrizedAttribute):
                 printer.print_string(", tile = [" + ", ".join(str(t.data) for t in self.tile)
                                      + f"], lanes = {self.lanes.data}, order = "
                                      f'"{self.order.data}"')
+                if self.panels:
+                    printer.print_string(', pack = "panels"')
             elif self.lanes.data != 1:
                 printer.print_string(f", lanes = {self.lanes.data}")
             if self.split.data:
@@ -211,7 +227,7 @@ class LayoutAttr(ParametrizedAttribute):
         with parser.in_angle_brackets():
             kind = parser.parse_identifier()
             tile: list[int] = []
-            lanes, order, split = 1, "", []
+            lanes, order, split, pack = 1, "", [], ""
             while parser.parse_optional_punctuation(",") is not None:
                 key = parser.parse_identifier()
                 parser.parse_punctuation("=")
@@ -223,7 +239,10 @@ class LayoutAttr(ParametrizedAttribute):
                     lanes = parser.parse_integer(False, False)
                 elif key == "order":
                     order = parser.parse_str_literal()
+                elif key == "pack":
+                    pack = parser.parse_str_literal()
                 else:
-                    parser.raise_error(f"unknown layout key `{key}` (tile, lanes, order, split)")
+                    parser.raise_error(f"unknown layout key `{key}` (tile, lanes, order, "
+                                       "split, pack)")
         return (StringAttr(kind), ArrayAttr(IntAttr(t) for t in tile), IntAttr(lanes),
-                StringAttr(order), ArrayAttr(IntAttr(s) for s in split))
+                StringAttr(order), ArrayAttr(IntAttr(s) for s in split), StringAttr(pack))
