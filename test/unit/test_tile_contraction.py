@@ -125,3 +125,44 @@ def test_split_ranges_are_whole_tiles() -> None:
     assert ranges(kernel, 2) == [(0, 4), (4, 9)]
     assert ranges(kernel, 3) == [(0, 4), (4, 8), (8, 9)]
     assert ranges(kernel, 5) == [(0, 4), (4, 8), (8, 9)]  # 3 tiles: at most 3 parts
+
+
+def _panelled(kernel_module, split: int) -> int:
+    """Every tiled kernel's layout with `pack = "panels"` (and `split = [0, split]` when
+    split > 1): the number of kernels changed."""
+    n = 0
+    for k in K.kernels(kernel_module).values():
+        if k.layout.kind.data == "tiled":
+            tile = [t.data for t in k.layout.tile]
+            k.layout = K.LayoutAttr.tiled(tile, k.layout.lanes.data, "IJ",
+                                          (0, split) if split > 1 else (), "panels")
+            n += 1
+    return n
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("i, k, j", SIZES + [(21, 6, 40)])
+@pytest.mark.parametrize("kind", ["f64", "f32", "bf16"])
+@pytest.mark.parametrize("split", [1, 2])
+def test_panels_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, i: int, k: int,
+                                              j: int, kind: str, split: int) -> None:
+    """The value and gradient with every product's operands packed into panels (the j
+    operand by its tile's columns; dw = xᵀ·dy's x by its tile's rows, a split part's rows
+    from its own first row) compute the interpreter's bits."""
+    from presk.transforms.kernel_split import KernelSplitPass
+    from xdsl.context import Context
+    monkeypatch.setenv("PRESK_CACHE", "off")
+    core = lower_program(elaborate(str(_program(tmp_path, i, k, j))))
+    prepared = E.prepare(core, "loss", {})
+    rng = np.random.default_rng(i * 100 + j + split)
+    params = {f.path: rng.standard_normal(f.shape) for f in prepared.fields}
+    values = {n: rng.standard_normal(s) for n, s in prepared.inputs.items()}
+    call = entry_call(core, "loss", {}, params, values, _realization(kind), True, True)
+    kernel = call.pipeline.kernel
+    assert _panelled(kernel, split) == 3
+    want = KernelInterpreter(kernel).run(call.host, call.inputs)
+    if split > 1:
+        KernelSplitPass().apply(Context(), kernel)
+    got = native_program(kernel).entry(call.host)(call.inputs)
+    for name, g, w in zip(call.output_names, got, want):
+        assert g.tobytes() == w.tobytes(), (name, g, w)
