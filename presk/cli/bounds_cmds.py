@@ -67,6 +67,13 @@ def _bits(text: str) -> int:
 
 @reported
 def check_precision(args: argparse.Namespace) -> int:
+    result = bounds_printed(args)
+    return result if isinstance(result, int) else 0
+
+
+def bounds_printed(args: argparse.Namespace):
+    """Each rule's bound, printed; the Bounds (`presk explain` reads it), or the box rule's
+    exit status with `--model box`."""
     from ..analysis.bounds import BoundsError, bounds
     from ..analysis.sensitivity import SensitivityError
     from ..analysis.envelope import EnvelopeError, load_envelope
@@ -96,7 +103,7 @@ def check_precision(args: argparse.Namespace) -> int:
             SensitivityError) as exc:
         raise UsageError(f"presk: {exc}") from None
     print(report(result, args.precision, args.sites))
-    return 0
+    return result
 
 
 def _e(x: float, digits: int = 4) -> str:

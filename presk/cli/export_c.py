@@ -75,6 +75,12 @@ def _threads(n: int | None) -> Iterator[None]:
 @reported
 def run(args: argparse.Namespace) -> int:
     """`presk export … --target c`: write the program, print the summary line and files."""
+    exported(args)
+    return 0
+
+
+def exported(args: argparse.Namespace) -> CExport:
+    """The C program written and its summary printed; the CExport (`presk explain`)."""
     if not args.entry:
         raise UsageError("presk export: --target c needs --entry, e.g. --entry loss")
     _check_output(args.output)
@@ -82,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         return _export(args)
 
 
-def _export(args: argparse.Namespace) -> int:
+def _export(args: argparse.Namespace) -> CExport:
     from ..emit.c_program import CExportError
     module, entry, params, values, pipe = prepare_run(args)
     try:
@@ -99,4 +105,4 @@ def _export(args: argparse.Namespace) -> int:
     print(summary(args, entry.dims, result))
     for name, text in result.files.items():
         print(f"  {name:<14} {_plural(text.count(chr(10)), 'line')}")
-    return 0
+    return result

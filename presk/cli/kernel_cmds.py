@@ -22,6 +22,12 @@ from .runs import prepare_run, print_run
 
 @reported
 def dump_kernel(args: argparse.Namespace) -> int:
+    kernel_printed(args)
+    return 0
+
+
+def kernel_printed(args: argparse.Namespace):
+    """The entry's PSK-Kernel, printed; its Pipeline (`presk explain` reads it)."""
     from ..emit.kernel_listing import format_listing
     if not getattr(args, "entry", None):
         raise UsageError("presk dump: --stage kernel needs --entry, e.g. --entry loss")
@@ -34,7 +40,7 @@ def dump_kernel(args: argparse.Namespace) -> int:
         print(pipe.kernel)
     else:
         print(format_listing(pipe.kernel, pipe.realization_name).rstrip("\n"))
-    return 0
+    return pipe
 
 
 @reported

@@ -122,6 +122,11 @@ def _add_profile(sub: Any) -> None:
     add_profile(sub)
 
 
+def _add_explain(sub: Any) -> None:
+    from .explain_cmd import add_explain
+    add_explain(sub)
+
+
 def _add_plan(sub: Any) -> None:
     from .plan_cmd import add_plan
     add_plan(sub)
@@ -135,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for add in (_add_check, _add_dump, core_cmds.add_run, core_cmds.add_init,
                 precision_cmds.add_calibrate, solve_cmds.add_solve, export_cmds.add_export,
-                _add_memory, _add_profile, _add_plan, train_cmds.add_train, data_cmd.add_parser, fpcore_cmd.add_import_fpcore):
+                _add_memory, _add_profile, _add_plan, _add_explain, train_cmds.add_train, data_cmd.add_parser, fpcore_cmd.add_import_fpcore):
         add(sub)
     return parser
 

@@ -75,6 +75,12 @@ def measured_lines(report) -> list[str]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    plan_printed(args)
+    return 0
+
+
+def plan_printed(args: argparse.Namespace):
+    """The plan made, printed and written (--out); its PlanReport (`presk explain`)."""
     from ..analysis.artifact import write_atomic
     from ..pipeline import load_core, parse_dims
     from ..pipeline.plan import make_plan, measure_plan
@@ -101,7 +107,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         write_atomic(args.out, json.dumps(plan.to_json(), indent=2, ensure_ascii=False)
                      + "\n")
         print(f"\n-- written to {args.out}")
-    return 0
+    return report
 
 
 def add_plan(sub: Any) -> None:

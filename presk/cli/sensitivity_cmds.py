@@ -49,6 +49,12 @@ def _positive(text: str) -> int:
 
 @reported
 def dump_sensitivity(args: argparse.Namespace) -> int:
+    sensitivity_printed(args)
+    return 0
+
+
+def sensitivity_printed(args: argparse.Namespace):
+    """§6.2's tables printed; the Sensitivities (`presk explain` reads them)."""
     from ..analysis import entry as E
     from ..analysis.sensitivity import SensitivityError, report, sensitivities
     from ..analysis.weights import WeightsError
@@ -81,4 +87,4 @@ def dump_sensitivity(args: argparse.Namespace) -> int:
         print(f"presk: error: {exc}", file=sys.stderr)
         raise ProgramError() from None
     print(report(result, getattr(args, "sites", None) or 30))
-    return 0
+    return result

@@ -59,12 +59,41 @@ def add_solve(sub: Any) -> None:
 @reported
 def cmd_solve(args: argparse.Namespace) -> int:
     import sys
+    if args.certify:
+        solution, (module, entry, params, values) = solved(args)
+        print(report(solution, args.sites))
+        return _certify(args, module, entry, solution, params, values)
+    solution = solve_and_write(args)
+    if not solution.inside:
+        print(f"presk solve: the budget is missed: {_e(solution.measured)} measured against "
+              f"{_e(solution.absolute)} allowed", file=sys.stderr)
+        raise ProgramError()
+    return 0
 
+
+def solve_and_write(args: argparse.Namespace):
+    """What `presk solve` does without --certify: solve, print §6.3's tables, write --out;
+    the Solution (`presk explain` reads it; the command's exit status is its `inside`)."""
+    solution, _ = solved(args)
+    print(report(solution, args.sites))
+    if args.out:
+        from ..analysis.realization import RealizationError
+        from ..analysis.solver import write_realization
+        try:
+            write_realization(solution, args.out)
+        except (RealizationError, OSError) as exc:
+            raise UsageError(f"presk: {exc}") from None
+        print(f"\nwritten to {args.out}")
+    return solution
+
+
+def solved(args: argparse.Namespace):
+    """The solution for the command line's entry, envelope and budget, and what it was
+    solved on: (module, entry, params, values)."""
     from ..analysis import entry as E
     from ..analysis.envelope import EnvelopeError, load_envelope
-    from ..analysis.realization import RealizationError
     from ..analysis.sensitivity import SensitivityError
-    from ..analysis.solver import SolveError, solve, write_realization
+    from ..analysis.solver import SolveError, solve
     from ..analysis.weights import WeightsError
     from ..pipeline import load_core, parse_dims
 
@@ -108,20 +137,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
                          args.seed, args.bits, profile=profile)
     except (WeightsError, SolveError, SensitivityError) as exc:
         raise UsageError(f"presk: {exc}") from None
-    print(report(solution, args.sites))
-    if args.certify:
-        return _certify(args, module, entry, solution, params, values)
-    if args.out:
-        try:
-            write_realization(solution, args.out)
-        except (RealizationError, OSError) as exc:
-            raise UsageError(f"presk: {exc}") from None
-        print(f"\nwritten to {args.out}")
-    if not solution.inside:
-        print(f"presk solve: the budget is missed: {_e(solution.measured)} measured against "
-              f"{_e(solution.absolute)} allowed", file=sys.stderr)
-        raise ProgramError()
-    return 0
+    return solution, (module, entry, params, values)
 
 
 def _certify(args, module, entry, solution, params, values) -> int:
