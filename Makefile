@@ -5,7 +5,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test test-fast fuzz unit lit setup golden golden-bits clean explain-pdf
+.PHONY: demo test test-fast fuzz unit lit setup golden golden-bits clean explain explain-pdf
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -58,6 +58,14 @@ golden: $(STAMP)
 # intended change of bits; test/e2e/test_golden_bits.py compares.
 golden-bits: $(STAMP)
 	$(BIN)/python test/e2e/golden_bits.py
+
+# The tutorial's `presk explain` document (docs/explain.md says how to read it), with the
+# frozen profile so that it is the same on every machine; test/unit/test_explain.py
+# regenerates it and fails on any difference.
+explain: $(STAMP)
+	$(BIN)/presk explain tutorial/07_train.psk --entry loss --dim B=4 --budget 1e-3 \
+	  --profile test/fixtures/profile-frozen.json --threads 2 --target native,c,pytorch \
+	  -o docs/explain
 
 # The tutorial's document (docs/explain/explain.md, which `make explain` writes and a test
 # holds current) typeset by typst, pictures included, into docs/explain/explain.pdf. The

@@ -107,6 +107,9 @@ def _add_dump(sub: Any) -> None:
     sensitivity_cmds.add_to_dump(p)
     from .optimize_cmds import add_profile
     add_profile(p)
+    p.add_argument("--no-times", action="store_true",
+                   help="with --stage opt: leave out the optimizer's own seconds "
+                   "(saturation, extraction), which change from run to run")
     add_plan_argument(p)
     add_flag(p)
     p.set_defaults(run=cmd_dump)

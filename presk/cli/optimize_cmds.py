@@ -67,5 +67,5 @@ def dump_opt(args: argparse.Namespace) -> int:
     else:
         print(format_module(module, names).rstrip("\n"))
     print()
-    print(report_text(report, names))
+    print(report_text(report, names, not getattr(args, "no_times", False)))
     return 0

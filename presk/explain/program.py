@@ -120,9 +120,16 @@ def differentiation(ex: Explain) -> Section:
 def egraph(ex: Explain) -> Section:
     """§5: with --opt the rewrites the optimizer used; without, what it would do."""
     o = ex.options
-    cmd = ex.command("dump", o.file, "--stage", "opt", "--entry", o.entry, *ex.dim_flags())
     body = ["The optimizer saturates an e-graph of each function with the rewrite rules and "
             "extracts the cheapest form under its cost model.", ""]
+    if not o.profile:
+        body += ["Not run: `--opt` is " + ("on" if o.opt else "off") + ", and without "
+                 "`--profile` the optimizer prices time by this machine's cached profile, "
+                 "which the document cannot name reproducibly; give `--profile` to see its "
+                 "rewrites.", ""]
+        return Section("5", "The e-graph optimizer", body)
+    cmd = ex.command("dump", o.file, "--stage", "opt", "--entry", o.entry, *ex.dim_flags(),
+                     "--profile", o.profile, "--no-times")
     if not o.opt:
         body += ["Not run: `--opt` is off; every later section compiles the program as "
                  "written. What it would do, as `presk dump --stage opt` prints it:", ""]

@@ -90,22 +90,24 @@ def optimize(module, entry: str | None = None, dims: Mapping[str, int] | None = 
     return report
 
 
-def report_text(report, functions: list[str] | None = None) -> str:
-    """The optimizer's figures per function and the rewrites the result uses."""
+def report_text(report, functions: list[str] | None = None, times: bool = True) -> str:
+    """The optimizer's figures per function and the rewrites the result uses; without
+    `times`, not its own seconds (saturation, extraction), which change from run to run."""
     unit = (f"seconds predicted by the profile {report.priced_by}" if report.priced_by
             else "operations + bytes/4 (no machine profile)")
     lines = [f"The e-graph optimizer (psk-egraph-opt): cost = time + W·bits, time in {unit}, "
              "W = 5 % of the function's time per bit lost (docs/egraph.md)", ""]
+    clock = f" {'sat s':>6} {'ext s':>6}" if times else ""
     lines.append(f"{'function':<28} {'values':>6} {'nodes':>6} {'classes':>7} {'iter':>4} "
-                 f"{'stop':<10} {'sat s':>6} {'ext s':>6} {'time before':>12} "
+                 f"{'stop':<10}{clock} {'time before':>12} "
                  f"{'after':>10} {'bits before':>11} {'after':>6}")
     for f in report.functions:
         if functions is not None and f.name not in functions:
             continue
+        clock = f" {f.saturate_seconds:>6.3f} {f.extract_seconds:>6.3f}" if times else ""
         lines.append(f"{f.name:<28} {f.values:>6} {f.nodes:>6} {f.classes:>7} "
-                     f"{f.iterations:>4} {f.stop:<10} {f.saturate_seconds:>6.3f} "
-                     f"{f.extract_seconds:>6.3f} {f.time_before:>12.4g} {f.time_after:>10.4g} "
-                     f"{f.bits_before:>11.1f} {f.bits_after:>6.1f}")
+                     f"{f.iterations:>4} {f.stop:<10}{clock} {f.time_before:>12.4g} "
+                     f"{f.time_after:>10.4g} {f.bits_before:>11.1f} {f.bits_after:>6.1f}")
     rewrites = [(n, e) for n, e in report.rewrites if functions is None or n in functions]
     lines += ["", f"Rewrites used ({len(rewrites)}):"]
     for _, e in rewrites:

@@ -1,0 +1,181 @@
+/* The math library: the same straight-line programs the native backend
+ * compiles (presk/emit/mathlib.py). Compile with -ffp-contract=off. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#ifndef PRESK_MATHLIB_HELPERS_F32
+#define PRESK_MATHLIB_HELPERS_F32
+static inline float presk_pow2_f32(float k) {
+    if (!(k >= -126.0f)) k = -126.0f;
+    if (k > 127.0f) k = 127.0f;
+    uint32_t b = (uint32_t)((int32_t)k + 127) << 23;
+    float r; memcpy(&r, &b, 4); return r;
+}
+static inline float presk_exponent_f32(float x) {
+    uint32_t b; memcpy(&b, &x, 4);
+    return (float)((int32_t)((b >> 23) & 255u) - 127);
+}
+static inline float presk_mantissa_f32(float x) {
+    uint32_t b; memcpy(&b, &x, 4);
+    b = (b & (((uint32_t)1 << 23) - 1)) | ((uint32_t)127 << 23);
+    float r; memcpy(&r, &b, 4); return r;
+}
+#endif
+
+float presk_erf_f32(float x);
+float presk_erf_f32(float x) {
+    const float v0 = x;
+    const float v1 = fabsf(v0);
+    const float v2 = v0 * v0;
+    const float v3 = 0x1.0000000000000p+0f;
+    const float v4 = 0x1.c000000000000p+1f;
+    const float v5 = v1 - v4;
+    const float v6 = 0x1.147c300000000p-14f;
+    const float v7 = v6 * v5;
+    const float v8 = -0x1.912cf60000000p-14f;
+    const float v9 = v7 + v8;
+    const float v10 = v9 * v5;
+    const float v11 = 0x1.53589a0000000p-14f;
+    const float v12 = v10 + v11;
+    const float v13 = v12 * v5;
+    const float v14 = -0x1.1024300000000p-14f;
+    const float v15 = v13 + v14;
+    const float v16 = v15 * v5;
+    const float v17 = 0x1.634eee0000000p-15f;
+    const float v18 = v16 + v17;
+    const float v19 = v18 * v5;
+    const float v20 = -0x1.3f720a0000000p-16f;
+    const float v21 = v19 + v20;
+    const float v22 = v21 * v5;
+    const float v23 = 0x1.6a51520000000p-18f;
+    const float v24 = v22 + v23;
+    const float v25 = v24 * v5;
+    const float v26 = -0x1.8e59940000000p-21f;
+    const float v27 = v25 + v26;
+    const float v28 = 0x1.0000000000000p+0f;
+    const float v29 = v28 + v27;
+    const float v30 = 0x1.0000000000000p+2f;
+    const int v31 = v1 < v30;
+    const float v32 = v31 ? v29 : v3;
+    const float v33 = 0x1.5000000000000p+1f;
+    const float v34 = v1 - v33;
+    const float v35 = 0x1.4e31b60000000p-11f;
+    const float v36 = v35 * v34;
+    const float v37 = -0x1.24b3640000000p-9f;
+    const float v38 = v36 + v37;
+    const float v39 = v38 * v34;
+    const float v40 = 0x1.14ac960000000p-8f;
+    const float v41 = v39 + v40;
+    const float v42 = v41 * v34;
+    const float v43 = -0x1.62eac60000000p-8f;
+    const float v44 = v42 + v43;
+    const float v45 = v44 * v34;
+    const float v46 = 0x1.407dee0000000p-8f;
+    const float v47 = v45 + v46;
+    const float v48 = v47 * v34;
+    const float v49 = -0x1.8af0020000000p-9f;
+    const float v50 = v48 + v49;
+    const float v51 = v50 * v34;
+    const float v52 = 0x1.2ce8a00000000p-10f;
+    const float v53 = v51 + v52;
+    const float v54 = v53 * v34;
+    const float v55 = -0x1.aeb45a0000000p-13f;
+    const float v56 = v54 + v55;
+    const float v57 = 0x1.0000000000000p+0f;
+    const float v58 = v57 + v56;
+    const float v59 = 0x1.8000000000000p+1f;
+    const int v60 = v1 < v59;
+    const float v61 = v60 ? v58 : v32;
+    const float v62 = 0x1.e000000000000p+0f;
+    const float v63 = v1 - v62;
+    const float v64 = 0x1.5745020000000p-10f;
+    const float v65 = v64 * v63;
+    const float v66 = -0x1.3b2b3a0000000p-8f;
+    const float v67 = v65 + v66;
+    const float v68 = v67 * v63;
+    const float v69 = 0x1.0dde6e0000000p-8f;
+    const float v70 = v68 + v69;
+    const float v71 = v70 * v63;
+    const float v72 = 0x1.77304c0000000p-7f;
+    const float v73 = v71 + v72;
+    const float v74 = v73 * v63;
+    const float v75 = -0x1.5a326e0000000p-5f;
+    const float v76 = v74 + v75;
+    const float v77 = v76 * v63;
+    const float v78 = 0x1.143da20000000p-4f;
+    const float v79 = v77 + v78;
+    const float v80 = v79 * v63;
+    const float v81 = -0x1.01a1c60000000p-4f;
+    const float v82 = v80 + v81;
+    const float v83 = v82 * v63;
+    const float v84 = 0x1.12ceb00000000p-5f;
+    const float v85 = v83 + v84;
+    const float v86 = v85 * v63;
+    const float v87 = -0x1.0678440000000p-7f;
+    const float v88 = v86 + v87;
+    const float v89 = 0x1.0000000000000p+0f;
+    const float v90 = v89 + v88;
+    const float v91 = 0x1.2000000000000p+1f;
+    const int v92 = v1 < v91;
+    const float v93 = v92 ? v90 : v61;
+    const float v94 = 0x1.2000000000000p+0f;
+    const float v95 = v1 - v94;
+    const float v96 = -0x1.73f6200000000p-8f;
+    const float v97 = v96 * v95;
+    const float v98 = 0x1.36b22c0000000p-7f;
+    const float v99 = v97 + v98;
+    const float v100 = v99 * v95;
+    const float v101 = 0x1.fbe4680000000p-7f;
+    const float v102 = v100 + v101;
+    const float v103 = v102 * v95;
+    const float v104 = -0x1.f640a00000000p-5f;
+    const float v105 = v103 + v104;
+    const float v106 = v105 * v95;
+    const float v107 = 0x1.ca56960000000p-6f;
+    const float v108 = v106 + v107;
+    const float v109 = v108 * v95;
+    const float v110 = 0x1.4cb3880000000p-3f;
+    const float v111 = v109 + v110;
+    const float v112 = v111 * v95;
+    const float v113 = -0x1.6ea6d00000000p-2f;
+    const float v114 = v112 + v113;
+    const float v115 = v114 * v95;
+    const float v116 = 0x1.45e99c0000000p-2f;
+    const float v117 = v115 + v116;
+    const float v118 = v117 * v95;
+    const float v119 = -0x1.c9296c0000000p-4f;
+    const float v120 = v118 + v119;
+    const float v121 = 0x1.0000000000000p+0f;
+    const float v122 = v121 + v120;
+    const float v123 = 0x1.8000000000000p+0f;
+    const int v124 = v1 < v123;
+    const float v125 = v124 ? v122 : v93;
+    const float v126 = 0x0.0p+0f;
+    const int v127 = v0 < v126;
+    const float v128 = -v125;
+    const float v129 = v127 ? v128 : v125;
+    const float v130 = -0x1.623bf00000000p-11f;
+    const float v131 = v130 * v2;
+    const float v132 = 0x1.4f3d080000000p-8f;
+    const float v133 = v131 + v132;
+    const float v134 = v133 * v2;
+    const float v135 = -0x1.b7aaa00000000p-6f;
+    const float v136 = v134 + v135;
+    const float v137 = v136 * v2;
+    const float v138 = 0x1.ce2ae20000000p-4f;
+    const float v139 = v137 + v138;
+    const float v140 = v139 * v2;
+    const float v141 = -0x1.81273a0000000p-2f;
+    const float v142 = v140 + v141;
+    const float v143 = v142 * v2;
+    const float v144 = 0x1.06eba80000000p-3f;
+    const float v145 = v143 + v144;
+    const float v146 = v0 * v145;
+    const float v147 = v0 + v146;
+    const float v148 = 0x1.8000000000000p-1f;
+    const int v149 = v1 < v148;
+    const float v150 = v149 ? v147 : v129;
+    const int v151 = v0 != v0;
+    const float v152 = v151 ? v0 : v150;
+    return v152;
+}
