@@ -54,7 +54,7 @@ def machine(ex: Explain) -> Section:
     m, model = report.profile.machine, report.profile.model
     body += ["The profile describes the machine as the cost model sees it, and holds the "
              "constants fitted on its calibration.", ""]
-    body += table(["Machine", ""], [
+    body += table(["Machine", "Value"], [
         ["Workers", f"{m.workers} ({m.workers_from})"],
         ["L1, private", f"{m.l1 // 1024} KiB"], ["L2", f"{m.l2 // 1024} KiB"],
         ["L3", f"{m.l3 // 1024} KiB, shared by {m.l3_shared_by} workers"],
@@ -62,7 +62,7 @@ def machine(ex: Explain) -> Section:
         ["Cache line", f"{m.cache_line} bytes"]])
     bw = ", ".join(f"{model.bandwidth[k] / 1e9:.0f}" for k in ("l2", "l3", "mem")
                    if k in model.bandwidth)
-    body += table(["Layout model", ""], [
+    body += table(["Layout model", "Value"], [
         ["A launch (λ)", f"{model.launch * 1e6:.4f} µs"],
         ["Starting a split launch (spawn)", f"{model.spawn * 1e6:.1f} µs"],
         ["Bandwidth from L2, L3, memory", f"{bw} GB/s"],

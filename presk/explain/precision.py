@@ -127,13 +127,22 @@ def reason(sol, key: str) -> str:
     if decision.rule == 2:
         return (f"not offered: its first narrowing saves {sci(decision.first_saving)} {unit}, "
                 "under θ·cost (rule 2)")
-    parts = [f"narrowed {m.frm} → {m.to} (move {m.number}): saves {sci(m.saved)} {unit}, "
-             f"adds {sci(m.added)} to the estimate, then {sci(m.estimate)}"
-             for m in sol.moves if m.key == key]
+    parts = []
+    for m in sol.moves:
+        together = m.key.split(" + ")  # a product and its epilogue move as one launch
+        if key in together:
+            with_ = [k for k in together if k != key]
+            parts.append(f"narrowed {m.frm} → {m.to} (move {m.number}"
+                         + (f", with {', '.join(with_)}: one launch" if with_ else "")
+                         + f"): saves {sci(m.saved)} {unit}, adds {sci(m.added)} to the "
+                         f"estimate, then {sci(m.estimate)}")
     parts += [f"widened {frm} → {to}: the measurement missed the budget"
-              for k, frm, to in sol.widenings if k == key]
-    return "; ".join(parts) or ("kept f64: no narrowing of it fits the budget beside the "
-                                "others taken first")
+              for k, frm, to in sol.widenings if key in k.split(" + ")]
+    if parts:
+        return "; ".join(parts)
+    if decision.type == "f64":
+        return "kept f64: no narrowing of it fits the budget beside the moves taken first"
+    return f"{decision.type}: the type of the value it is read with"
 
 
 def bound(ex: Explain) -> Section:

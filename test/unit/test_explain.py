@@ -66,7 +66,7 @@ def test_every_section_in_order(tutorial):
     at = [text.index(h) for h in SECTIONS]
     assert at == sorted(at)
     for h in SECTIONS[2:-1]:
-        if h != "## §6 Precision":
+        if h not in ("## §6 Precision", "## §12 Sites through every stage"):
             assert "```sh\npresk " in section(text, h) or "Not " in section(text, h), h
     assert "| |" not in text and "|  |" not in text  # no empty cell
 
