@@ -93,7 +93,18 @@ def _write_into(options: Options, doc: str) -> str:
     text = render(ex, sections)
     with open(os.path.join(doc, "explain.md"), "w", encoding="utf-8") as fh:
         fh.write(text)
+    if options.pdf:
+        _pdf(doc)
     return text
+
+
+def _pdf(doc: str) -> None:
+    """DIR/explain.pdf, typeset by typst (presk/explain/pdf.py), pictures included."""
+    from .pdf import PdfError, UnsupportedMarkdown, write_pdf
+    try:
+        write_pdf(os.path.join(doc, "explain.md"), os.path.join(doc, "explain.pdf"))
+    except (PdfError, UnsupportedMarkdown, ImportError) as exc:
+        raise ExplainError(f"presk explain --pdf: {exc}") from None
 
 
 def checksums(root: str) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from . import pictures
 from .context import C_DIR, PLAN, PYTORCH_DIR, Explain, Section
 from .markdown import listing, plural, table
 
@@ -167,9 +168,13 @@ def measured(ex: Explain) -> Section:
     cmds = [ex.command("run", o.file, "--entry", o.entry, *ex.dim_flags(), "--engine",
                        "native", *ex.realize_flags(), *ex.plan_flags(), *ex.weights_flags(),
                        "--time")]
+    out, _, why = ex.runner.attempt(cmds[0])
+    body += listing(out) if out is not None else [f"Not run: {why}", ""]
     if o.profile:
+        from ..cli.plan_cmd import plan_printed
         cmds.append(plan_command(ex, "--measure"))
-    for cmd in cmds:
-        out, _, why = ex.runner.attempt(cmd)
+        out, report, why = ex.runner.attempt(cmds[1], plan_printed)
         body += listing(out) if out is not None else [f"Not run: {why}", ""]
+        if report is not None:
+            body += pictures.kernel_times(ex, report)
     return Section("11", "Measured", body, cmds)

@@ -3,6 +3,7 @@ a training run's objective."""
 
 from __future__ import annotations
 
+from . import pictures
 from .context import Explain, Section
 from .markdown import listing
 
@@ -32,14 +33,16 @@ def memory(ex: Explain) -> Section:
              2: "The entry is the objective of the file's training run, so the step "
              "`presk train` makes from it is counted too, under both values of `--remat`: "
              "kept for the backward is the term `--remat` moves."}
+    core, _ = load_core(o.file)
+    ex.notes["memory"] = memory_report(core, o.entry, ex.dims, ex.realization_spec(), False,
+                                       o.remat, ex.plan_spec())
     for i, cmd in enumerate(cmds):
         if texts[i]:
             body += [texts[i], ""]
         out, _, why = ex.runner.attempt(cmd)
         body += listing(out) if out is not None else [f"Not run: {why}", ""]
+        if i == 0:
+            body += pictures.live_bytes(ex)
     if not training_objective(ex):
         body += [f"No training step: `{o.entry}` is no training run's objective.", ""]
-    core, _ = load_core(o.file)
-    ex.notes["memory"] = memory_report(core, o.entry, ex.dims, ex.realization_spec(), False,
-                                       o.remat, ex.plan_spec())
     return Section("13", "Memory", body, cmds)

@@ -3,6 +3,7 @@ with each decision's reason, the bound beside the measurement."""
 
 from __future__ import annotations
 
+from . import pictures
 from .context import ENVELOPE, REALIZATION, Explain, Section
 from .markdown import listing, plural, sci, table
 
@@ -58,9 +59,11 @@ def sensitivities(ex: Explain) -> Section:
             "moves the output.", ""]
     from ..cli.sensitivity_cmds import sensitivity_printed
     out, result, why = ex.runner.attempt(cmd, sensitivity_printed)
-    if out is not None:
-        ex.notes["sensitivities"] = result
-    body += listing(out) if out is not None else [f"Not run: {why}", ""]
+    if out is None:
+        body += [f"Not run: {why}", ""]
+        return Section("6.2", "The sensitivities", body, [cmd])
+    ex.notes["sensitivities"] = result
+    body += listing(out)
     return Section("6.2", "The sensitivities", body, [cmd])
 
 
@@ -85,6 +88,7 @@ def realization(ex: Explain) -> Section:
     if o.budget is None:
         body += ["Not run: no `--budget` was given, so every value stays f64 (the "
                  "realization `all-f64`) and §7–§13 compile that.", ""]
+        body += pictures.sensitivities(ex)
         return Section("6.3", "The realization", body)
     if "envelope" not in ex.notes:
         body += ["Not run: the envelope of §6.1 is missing, and the solver reads it.", ""]
@@ -107,6 +111,8 @@ def realization(ex: Explain) -> Section:
     body += table(["Site", "Operation", "Type", "Elements", "Term", "Why"],
                   [[d.key, d.op, d.type, d.elements, sci(d.term()), reason(sol, d.key)]
                    for d in sorted(sol.decisions, key=lambda d: (-d.term(), d.key))])
+    body += pictures.sensitivities(ex)  # §6.2's s beside each decision's term and the budget
+    body += pictures.types(ex)
     if sol.others:
         body += ["The values rounded elsewhere, or carried: a follower is rounded where the "
                  "value it follows is computed; a carried value (a call's or a fold's "

@@ -68,7 +68,7 @@ def _rows(ex: Explain, site: str, where: tuple[str, object]) -> list[list[str]]:
     if env := ex.notes.get("envelope"):
         r = env.sites.get(site)
         rows.append(["Envelope (§6.1)", "not recorded" if r is None else
-                     f"\\|v\\| ≤ {sci(r.max_abs)}, {plural(r.count, 'element')}"
+                     f"|v| ≤ {sci(r.max_abs)}, {plural(r.count, 'element')}"
                      + (f", condition number {sci(r.condition)}" if r.condition else "")])
     if (s := ex.notes.get("sensitivities")) and site in s.sites:
         rows.append(["Sensitivity (§6.2)", sci(float(s.sites[site]))])
