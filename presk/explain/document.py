@@ -77,6 +77,7 @@ def _write_into(options: Options, doc: str) -> str:
             program.differentiation(ex), program.egraph(ex), *precision.precision(ex),
             machine.fusion(ex), machine.machine(ex), machine.kernels(ex), machine.targets(ex),
             machine.measured(ex)]
+    machine.host(ex, next(s for s in body if s.key == "9"))
     body += [sites.sites(ex), memory.memory(ex)]
     sites.index(ex, body)
     if options.profile:

@@ -108,14 +108,23 @@ def kernels(ex: Explain) -> Section:
     ex.notes["kernel"] = pipe
     ex.notes["counts"] = counts
     body += listing(out)
-    host = os.path.join(ex.path(C_DIR), "model.c")
-    if "c" in o.targets:
-        ex.notes["host"] = host
-        body += ["The host is the C export's `model.c` (§10, `$DOC/artifacts/c/model.c`): a "
-                 "function per Presk function, a fold a loop, each launch under the site it "
-                 "computes and each conversion where a kernel reads a value in another "
-                 "type.", ""]
     return Section("9", "The kernels and the host", body, [cmd])
+
+
+def host(ex: Explain, section: Section) -> None:
+    """§9's host, once §10 has written the C program: its model.c, as written."""
+    path = os.path.join(ex.path(C_DIR), "model.c")
+    if "c" not in ex.options.targets or not os.path.exists(path):
+        section.body += ["The host is not shown: it is the C export's `model.c`, and "
+                         "`--target` did not name c (or its export did not run, §10).", ""]
+        return
+    ex.notes["host"] = path
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read().rstrip("\n")
+    section.body += ["The host, as the C export writes it (`$DOC/artifacts/c/model.c`, §10): "
+                     "a function per Presk function, a fold a loop, each launch under the "
+                     "site it computes and each conversion where a kernel reads a value in "
+                     "another type.", ""] + listing(text)
 
 
 def targets(ex: Explain) -> Section:

@@ -55,7 +55,7 @@ def sites(ex: Explain) -> Section:
                  "run).", ""]
     for site in picked:
         body += [f"**{site}**", ""]
-        body += table(["Stage", ""], _rows(ex, site, known[site]))
+        body += table(["Stage", "At this site"], _rows(ex, site, known[site]))
     body += [f"Every site of the functions the entry reaches, its line and the sections that "
              f"name it, in `listings/site-index.tsv` ({plural(len(known) + 1, 'line')}).", ""]
     return Section("12", "Sites through every stage", body)
