@@ -64,7 +64,7 @@ def machine(ex: Explain) -> Section:
     bw = ", ".join(f"{model.bandwidth[k] / 1e9:.0f}" for k in ("l2", "l3", "mem")
                    if k in model.bandwidth)
     body += table(["Layout model", "Value"], [
-        ["A launch (λ)", f"{model.launch * 1e6:.4f} µs"],
+        ["A launch (λ)", f"{model.launch * 1e9:.2f} ns"],
         ["Starting a split launch (spawn)", f"{model.spawn * 1e6:.1f} µs"],
         ["Bandwidth from L2, L3, memory", f"{bw} GB/s"],
         ["Terms combined by", f"a p-norm, p = {model.p:.3f}"],
@@ -141,6 +141,7 @@ def targets(ex: Explain) -> Section:
     if "c" in o.targets:
         cmd = ex.command("export", o.file, "--target", "c", "--entry", o.entry,
                          *ex.dim_flags(), *ex.realize_flags(), *ex.plan_flags(),
+                         *(["--threads", str(o.threads)] if o.threads else []),
                          *ex.weights_flags(), *ex.opt_flags(), "-o", C_DIR)
         cmds.append(cmd)
         out, result, why = ex.runner.attempt(cmd, exported)
