@@ -292,3 +292,30 @@ def test_the_command_lines_quote_what_the_shell_would_split():
     assert shlex.split(c.text().replace("$DOC", "/d")) == [
         "presk", "solve", "my prog.psk", "--precision", "/d/artifacts/envelope.json",
         "--realize", "@/d/artifacts/realization.json"]
+
+
+@pytest.mark.slow
+def test_pdf_pages_render_with_the_pictures(tmp_path):
+    """--pdf: DIR/explain.pdf, its pages rendered by pdftoppm, the document's text and its
+    pictures in it."""
+    if not shutil.which("pdftoppm") or not shutil.which("pdftotext"):
+        pytest.skip("poppler (pdftoppm, pdftotext) is not installed")
+    out = tmp_path / "doc"
+    r = explain(out, "tutorial/04_mlp.psk", "--entry", "loss", "--dim", "B=2", "--target",
+                "native", "--pdf")
+    assert r.returncode == 0, r.stderr
+    pdf = out / "explain.pdf"
+    r = subprocess.run(["pdftoppm", "-r", "20", "-png", str(pdf), str(tmp_path / "page")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    pages = list(tmp_path.glob("page*.png"))
+    assert len(pages) >= 5
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True,
+                          text=True).stdout
+    assert "Sites through every stage" in text and "Appendix: the commands" in text
+    pictures = list((out / "figures").glob("*.png"))
+    assert pictures  # sensitivities and memory, drawn without a budget too
+    if shutil.which("pdfimages"):
+        listed = subprocess.run(["pdfimages", "-list", str(pdf)], capture_output=True,
+                                text=True).stdout.strip().split("\n")[2:]
+        assert len(listed) >= len(pictures)
