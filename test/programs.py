@@ -18,7 +18,11 @@ from xdsl.dialects.builtin import ModuleOp
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIAL = ROOT / "tutorial"
 FIXTURES = ROOT / "test" / "fixtures"
+TRAIN = str(TUTORIAL / "07_train.psk")
+"""The tutorial's program: its `loss`, `train` and realizations are the references'."""
 MIXED = str(FIXTURES / "realization_mixed.json")
+AT_MIXED = "@" + MIXED
+"""The reference's realization as a command's or the Python API's `@file` argument."""
 ALL_F32 = str(FIXTURES / "realization_f32.json")
 PRESK = str(Path(sys.executable).parent / "presk")
 LOSSES = ["03_activations", "04_mlp", "05_stack", "07_train"]

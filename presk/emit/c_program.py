@@ -640,9 +640,10 @@ def model_c(module: Operation, entry: EntryC) -> str:
         name = h.sym_name.data
         what = h.function.data + (f" ({name})" if name != h.function.data else "")
         arena = f"{plan.peak[name]} bytes of arena"
-        if layout.parity is not None:
+        if layout.caller is not None:
             what += (f", laid out for the {('even', 'odd')[layout.parity]} iterations of "
-                     f"its fold in {layout.caller}")
+                     f"its fold in {layout.caller}" if layout.parity is not None else
+                     f", laid out for its call in {layout.caller}")
             arena = f"its buffers placed among {layout.caller}'s"
         parts += ["", f"/* {what}: {n} call{'s' * (n != 1)} per run, {arena}. */"]
         parts.append(HostC(h, symbols, layout).text())

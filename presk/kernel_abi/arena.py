@@ -7,9 +7,9 @@ Here, above the dialects and below conversion, emit and analysis, rather than in
 `analysis/`: the plan is part of the calling convention (an entry's `arena_bytes`, where
 each `alloc` lives), and a conversion must not import an analysis.
 
-Every `alloc` lives at an offset 64-byte aligned (`calling.ARENA_ALIGN`) that the
-buffers' lives fix (lives.py, placement.py); a `call` hands its callee the arena at the
-base the plan fixes.
+Every `alloc` lives at an offset that the buffers' lives fix (lives.py, placement.py),
+on a cache line when it is 64 bytes or more, else on the least power of two ≥ its size
+(`calling.slot_align`); a `call` hands its callee the arena at the base the plan fixes.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from presk.dialects import kernel as K
-from presk.kernel_abi.calling import BufferSig, EntrySig, align, entry_symbol
+from presk.kernel_abi.calling import BufferSig, EntrySig, entry_symbol
 
 
 class ArenaPlan:
@@ -71,8 +71,8 @@ class ArenaPlan:
 
     def variants(self) -> list:
         """The layouts that are not a host's own: a fold's callee at its even or odd
-        iterations."""
-        return [l for l in self.layouts.values() if l.parity is not None]
+        iterations, or a callee placed among its caller's buffers."""
+        return [l for l in self.layouts.values() if l.caller is not None]
 
 
 def aliased_kernels(module: ModuleOp) -> frozenset[str]:
@@ -104,5 +104,5 @@ def entry_signatures(module: ModuleOp) -> list[EntrySig]:
                 for n, a in zip(host.arg_name_list, host.args)]
         n_in = len(host.input_args)
         sigs.append(EntrySig(name, entry_symbol(name), tuple(bufs[:n_in]), tuple(bufs[n_in:]),
-                             align(plan.peak[name])))
+                             plan.peak[name]))
     return sigs

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from typing import Any
 
 ARENA_ALIGN = 64
-"""Bytes: every buffer the arena hands out starts on a cache line (and an AVX-512 vector)."""
+"""Bytes: the arena starts on a cache line (and an AVX-512 vector), and so does every
+buffer of it this size or larger (`slot`, `slot_align`: a smaller one lies within one line)."""
 
 ELEMENT_BYTES = {"f64": 8, "f32": 4, "bf16": 2}
 
@@ -54,9 +55,26 @@ def strides(shape: Sequence[int]) -> list[int]:
     return out[::-1]
 
 
-def align(n: int) -> int:
-    """`n` bytes rounded up to a multiple of `ARENA_ALIGN`."""
-    return -(-n // ARENA_ALIGN) * ARENA_ALIGN
+def align(n: int, to: int = ARENA_ALIGN) -> int:
+    """`n` bytes rounded up to a multiple of `to` (`ARENA_ALIGN` unless told)."""
+    return -(-n // to) * to
+
+
+def slot(n: int) -> int:
+    """The bytes a buffer of `n` bytes spans in the arena: its own size under
+    `ARENA_ALIGN`, else rounded up to whole cache lines."""
+    return n if n < ARENA_ALIGN else align(n)
+
+
+def slot_align(n: int) -> int:
+    """Where a buffer of `n` bytes may start in the arena: under `ARENA_ALIGN` at a
+    multiple of the least power of two ≥ `n` — it never straddles a cache line, and the
+    power of two is a multiple of its element's size, all the native loads and stores
+    and the C code assume (a vector load claims the element's alignment) — else on a
+    cache line."""
+    if n >= ARENA_ALIGN:
+        return ARENA_ALIGN
+    return 1 << max(0, n - 1).bit_length()
 
 
 @dataclass(frozen=True)

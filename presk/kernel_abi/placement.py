@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from xdsl.ir import Operation
 
 from ..dialects import kernel as K
-from .calling import align
+from .calling import align, slot, slot_align
 from .lives import Buffer, Frame, Trace
 
 Intervals = tuple[tuple[int, int], ...]
@@ -148,6 +148,11 @@ class _Item:
         return min((r.life[0][0] for r in self.rects if r.life), default=0)
 
     @property
+    def align(self) -> int:
+        """Where the item may start: every rectangle on its own alignment."""
+        return max((slot_align(r.size) for r in self.rects), default=1)
+
+    @property
     def area(self) -> int:
         return sum(r.size * sum(e - s + 1 for s, e in r.life) for r in self.rects)
 
@@ -167,21 +172,30 @@ class _Placer:
                 self.made.setdefault(id(b.frame), []).append(b)
 
     def shape(self, name: str) -> list[Rect]:
-        """The host's own layout, placed (once): its shape at offset 0."""
+        """The host's own layout, placed (once): its shape at offset 0. Its calls' callees
+        rigid first; when that leaves the frame above its lower bound, every call opened
+        (a layout of the callee per call, its buffers among the host's, down to the
+        leaves), kept if its frame is smaller."""
         if name not in self.plan.shapes:
             frame = self.first[name]
-            self.plan.layouts[name] = Layout(name, name)
-            items = self._allocs(name, frame, [frame])
-            for n, (call, frames) in enumerate(_by_op(self._calls(frame)).items()):
-                if isinstance(call.parent_op(), K.FoldOp):
-                    items += self._fold_call(name, n, call, frame, frames)
-                else:
-                    items += self._rigid(name, call, frame, frames)
-            rects, where = _place_items(items)
+            best: tuple[int, list[Rect], dict[Key, int], dict[str, Layout]] | None = None
+            for opened in (False, True):
+                layouts = {name: Layout(name, name)}
+                items = self._allocs(name, frame, [frame])
+                for n, (call, frames) in enumerate(_by_op(self._calls(frame)).items()):
+                    items += self._call(layouts, name, n, call, frame, frames, opened)
+                rects, where = _place_items(items)
+                top = max((r.offset + r.size for r in rects), default=0)
+                if best is None or top < best[0]:
+                    best = (top, rects, where, layouts)
+                if _close(best[0], _lower_bound(items)):
+                    break
+            top, rects, where, layouts = best
+            self.plan.layouts.update(layouts)
             for (layout, op, p), base in where.items():
                 self._set(self.plan.layouts[layout], op, p, base)
             self.plan.shapes[name] = rects
-            self.plan.need[name] = align(max((r.offset + r.size for r in rects), default=0))
+            self.plan.need[name] = top
         return self.plan.shapes[name]
 
     def _calls(self, frame: Frame) -> list[Frame]:
@@ -203,7 +217,7 @@ class _Placer:
                 assert b.alloc is not None
                 lives.setdefault(b.alloc, []).extend(
                     (s - host.first, e - host.first) for s, e in b.intervals)
-                sizes[b.alloc] = align(b.bytes)
+                sizes[b.alloc] = slot(b.bytes)
         return [_Item((layout, op, None), [Rect(0, sizes[op], _merge(life))])
                 for op, life in lives.items()]
 
@@ -218,23 +232,32 @@ class _Placer:
         return [_Item((layout, call, None),
                       [Rect(o, s, _merge(life)) for (o, s), life in slots.items()])]
 
-    def _fold_call(self, caller: str, n: int, call: Operation, host: Frame,
-                   frames: list[Frame]) -> list[_Item]:
-        """A call in a fold: per parity, a layout of the callee whose allocs and calls are
-        the caller's items (the layout itself at the caller's base 0)."""
-        items: list[_Item] = []
+    def _call(self, layouts: dict[str, Layout], caller: str, n: int, call: Operation,
+              host: Frame, frames: list[Frame], opened: bool) -> list[_Item]:
+        """The items of the `n`th call op of the `caller` layout, run as `frames`: the
+        callee's shape, rigid; or, in a fold or when `opened`, a layout of the callee of
+        its own per parity (one when not in a fold), at the caller's base 0, whose allocs
+        are the host's items and whose calls are rigid or (`opened`) opened in turn."""
         assert isinstance(call, K.CallOp)
-        for p in (0, 1):
+        in_fold = isinstance(call.parent_op(), K.FoldOp)
+        if not (in_fold or opened):
+            return self._rigid(caller, call, host, frames)
+        items: list[_Item] = []
+        for p in (0, 1) if in_fold else (None,):
             mine = [g for g in frames if parity(g) == p]
             if not mine:
                 continue
-            name = f"{call.callee_name}.{('even', 'odd')[p]}.at.{caller}.{n}"
-            self.plan.layouts[name] = Layout(name, call.callee_name, p, caller)
-            _aim(self.plan.layouts[caller], call, p, Target(name, 0))
+            tag = f"{('even', 'odd')[p]}." if p is not None else ""
+            name = f"{call.callee_name}.{tag}at.{caller}.{n}"
+            layouts[name] = Layout(name, call.callee_name, p, caller)
+            _aim(layouts[caller], call, p, Target(name, 0))
             items += self._allocs(name, host, mine)
             inner = [c for g in mine for c in self._calls(g)]
-            for sub, subframes in _by_op(inner).items():
-                items += self._rigid(name, sub, host, subframes)
+            for m, (sub, subframes) in enumerate(_by_op(inner).items()):
+                if opened:
+                    items += self._call(layouts, name, m, sub, host, subframes, True)
+                else:
+                    items += self._rigid(name, sub, host, subframes)
         return items
 
 
@@ -291,11 +314,14 @@ SHUFFLE_WORK = 40_000  # items × rectangles a host's shuffles may cost in all
 CLOSE = 128  # a frame within 1/CLOSE of its lower bound is not searched further
 
 
+def _close(top: int, bound: int) -> bool:
+    return top <= bound + bound // CLOSE
+
+
 def _place_items(items: list[_Item]) -> tuple[list[Rect], dict[Key, int]]:
     """The best of a few orders and two fits, then of seeded shuffles while the frame is
     above its lower bound (as many as the host's size allows): the smallest frame."""
     bound = _lower_bound(items)
-    close = bound + bound // CLOSE
     rects_n = sum(len(it.rects) for it in items)
     shuffles = min(SHUFFLES, SHUFFLE_WORK // max(1, len(items) * rects_n))
     rng = random.Random(0)  # the same plan on every run: native, C and the count agree
@@ -313,7 +339,7 @@ def _place_items(items: list[_Item]) -> tuple[list[Rect], dict[Key, int]]:
             top = max((r.offset + r.size for r in rects), default=0)
             if best is None or top < best[0]:
                 best = (top, rects, where)
-            if best[0] <= bound or (n >= len(orders) - 1 and best[0] <= close):
+            if best[0] <= bound or (n >= len(orders) - 1 and _close(best[0], bound)):
                 return best[1], best[2]
     assert best is not None
     return best[1], best[2]
@@ -321,17 +347,17 @@ def _place_items(items: list[_Item]) -> tuple[list[Rect], dict[Key, int]]:
 
 def _place_in_order(items: list[_Item], where: dict[Key, int],
                     tightest: bool) -> list[Rect]:
-    """Each item at a 64-aligned offset where it meets nothing live: the lowest, or the
-    one leaving the least room below the next rectangle above it (best fit)."""
+    """Each item at an offset on its alignment where it meets nothing live: the lowest,
+    or the one leaving the least room below the next rectangle above it (best fit)."""
     placed: list[Rect] = []
     for item in items:
         live = [r for r in item.rects if r.life]
         meeting = [p for p in placed if any(_meet(p.life, r.life) for r in live)]
-        candidates = {0}
+        candidates, to = {0}, item.align
         for p in meeting:
             for r in live:
                 if p.offset + p.size > r.offset:
-                    candidates.add(align(p.offset + p.size - r.offset))
+                    candidates.add(align(p.offset + p.size - r.offset, to))
         fits = [b for b in sorted(candidates)
                 if not any(_clash(r, b, p) for r in live for p in meeting)]
         base = min(fits, key=lambda b: (_slack(item, b, meeting), b)) if tightest else fits[0]

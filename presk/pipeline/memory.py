@@ -41,7 +41,7 @@ class Packing:
 class MemoryReport:
     count: Any  # presk.analysis.memory.Count
     placed: int  # the placed arena (presk.kernel_abi.placement), beside the inputs
-    rounded_peak: int  # the live peak with every arena buffer rounded to 64 bytes
+    rounded_peak: int  # the live peak with every arena buffer in its slot (calling.slot)
     native_arena: int  # what the native backend allocates
     c_arena: int  # <FN>_ARENA_BYTES of `presk export --target c`
     realization_name: str
@@ -108,13 +108,13 @@ def memory_report(core_module, entry: str, dims: dict[str, int], realization=Non
     from ..analysis.memory import count
     from ..emit.c_program import entry_c
     from ..kernel_abi.arena import entry_signatures
-    from ..kernel_abi.calling import align
+    from ..kernel_abi.calling import slot
     from ..kernel_abi.lives import live_bytes
     from ..kernel_abi.placement import place
     trace, pipe = memory_trace(core_module, entry, dims, realization, grad, remat, plan)
     name = trace.entry.sym_name.data
     native = {s.host: s.arena_bytes for s in entry_signatures(pipe.kernel)}[name]
-    rounded = live_bytes(trace, lambda b: b.kind == "made", size=lambda b: align(b.bytes))
+    rounded = live_bytes(trace, lambda b: b.kind == "made", size=lambda b: slot(b.bytes))
     counted = count(trace)
     return MemoryReport(counted, place(trace).need[name], max(rounded, default=0),
                         native, entry_c(pipe.kernel).sig.arena_bytes,

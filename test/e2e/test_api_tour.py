@@ -16,15 +16,12 @@ from safetensors.numpy import load_file
 import presk
 from presk.cli.main import main
 from solved_tutorial import tutorial_solved
-
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = str(ROOT / "tutorial" / "07_train.psk")
-MIXED = "@" + str(ROOT / "test" / "fixtures" / "realization_mixed.json")
+from programs import AT_MIXED, TRAIN
 
 
 @pytest.fixture(scope="module")
 def prog() -> presk.Program:
-    return presk.load(TUTORIAL)
+    return presk.load(TRAIN)
 
 
 def cli(*args: str) -> None:
@@ -33,15 +30,15 @@ def cli(*args: str) -> None:
 
 @pytest.mark.slow
 def test_init_and_run(prog, tmp_path, capsys) -> None:
-    cli("init", TUTORIAL, "--entry", "loss", "--dim", "B=4", "-o", str(tmp_path / "w.st"))
+    cli("init", TRAIN, "--entry", "loss", "--dim", "B=4", "-o", str(tmp_path / "w.st"))
     params = prog.init("loss", B=4)
     saved = load_file(str(tmp_path / "w.st"))
     assert sorted(saved) == sorted(params)
     assert all(saved[p].tobytes() == params[p].tobytes() for p in params)
     (batch,) = prog.sample_inputs("loss", B=4)
-    for realize, grad in [(None, False), (MIXED, False), (None, True), (MIXED, True)]:
+    for realize, grad in [(None, False), (AT_MIXED, False), (None, True), (AT_MIXED, True)]:
         out = tmp_path / f"run-{realize is None}-{grad}.st"
-        cli("run", TUTORIAL, "--entry", "loss", "--dim", "B=4", "--out", str(out),
+        cli("run", TRAIN, "--entry", "loss", "--dim", "B=4", "--out", str(out),
             *(["--realize", realize] if realize else []), *(["--grad"] if grad else []))
         printed = load_file(str(out))
         got = prog.compile("loss", B=4, realize=realize, grad=grad)(params, batch)
@@ -57,12 +54,12 @@ def test_calibrate_and_solve(tmp_path, monkeypatch, capsys) -> None:
     from presk.analysis.envelope import save_envelope
     from presk.analysis.realization import save_realization
     monkeypatch.chdir(tmp_path)
-    cli("calibrate", "--precision", TUTORIAL, "--entry", "loss", "--dim", "B=4",
+    cli("calibrate", "--precision", TRAIN, "--entry", "loss", "--dim", "B=4",
         "--out", "env.json")
     _, envelope, solution = tutorial_solved()  # prog.calibrate, prog.solve (shared)
     save_envelope(envelope, "env-api.json")
     assert Path("env-api.json").read_bytes() == Path("env.json").read_bytes()
-    cli("solve", TUTORIAL, "--precision", "env.json", "--budget", "1e-3", "--out", "real.json")
+    cli("solve", TRAIN, "--precision", "env.json", "--budget", "1e-3", "--out", "real.json")
     assert solution.inside
     save_realization(solution.realization, "real-api.json")
     assert Path("real-api.json").read_bytes() == Path("real.json").read_bytes()
@@ -74,7 +71,7 @@ def test_train_and_resume(prog, tmp_path, capsys) -> None:
     """The tutorial's run (320 steps, a checkpoint every 50 and at the end) by `presk
     train` and by `prog.train`: the same log and checkpoints, byte for byte; then the
     CLI's run with its last checkpoint removed, resumed by the API, ends the same."""
-    cli("train", TUTORIAL, "--quiet", "--out", str(tmp_path / "cli"))
+    cli("train", TRAIN, "--quiet", "--out", str(tmp_path / "cli"))
     trainer = prog.train(out=tmp_path / "api")
     assert trainer.step == 320
     for name in ("log.csv", *(f"ckpt/step-{s:08d}.{e}" for s in (250, 300, 320)

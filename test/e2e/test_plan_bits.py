@@ -6,17 +6,13 @@ run on the same inputs, and its outputs compared bit for bit with the default's.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from presk.dialects import kernel as K
 from presk.pipeline import kernel_pipeline, load_core
 from presk.transforms.plan_layout import Point, layout_space
-
-ROOT = Path(__file__).resolve().parents[2]
-MIXED = "@" + str(ROOT / "test" / "fixtures" / "realization_mixed.json")
+from programs import AT_MIXED, ROOT, TRAIN
 
 
 def _every_point_same_bits(pipe, workers: int = 2) -> int:
@@ -50,8 +46,8 @@ def _every_point_same_bits(pipe, workers: int = 2) -> int:
 
 @pytest.mark.parametrize("grad", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_tutorial(grad):
-    core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
-    assert _every_point_same_bits(kernel_pipeline(core, "loss", {"B": 4}, MIXED,
+    core, _ = load_core(TRAIN)
+    assert _every_point_same_bits(kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED,
                                                   grad=grad)) > 20
 
 

@@ -18,9 +18,8 @@ import presk.torch as ptorch
 from presk.datafile import read_header, read_samples
 from presk.train.data import epoch_order
 from presk.train.optim import Schedule
+from programs import ROOT, TRAIN
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = str(ROOT / "tutorial" / "07_train.psk")
 STEPS, B, SEED, BOUND = 100, 8, 3, 1e-10  # the tutorial's batch size and shuffle seed
 
 PREDICT = """\
@@ -34,7 +33,7 @@ fn predict(θ : params t.Tower, x : ℝ[batch: B, model: 4]) -> ℝ[batch: B, mo
 
 @pytest.fixture(scope="module")
 def prog() -> presk.Program:
-    return presk.load(TUTORIAL)
+    return presk.load(TRAIN)
 
 
 def leaves(params: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:

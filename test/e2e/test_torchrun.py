@@ -18,9 +18,8 @@ import pytest
 from safetensors.numpy import load_file
 
 from presk.cli.main import main
+from programs import TRAIN
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = str(ROOT / "tutorial" / "07_train.psk")
 STEPS, BOUND = 100, 1e-10
 
 
@@ -34,7 +33,7 @@ def torchrun(script: Path, *args: str) -> str:
 
 
 def presk_train(*args: str) -> None:
-    assert main(["train", TUTORIAL, "--quiet", *args]) == 0
+    assert main(["train", TRAIN, "--quiet", *args]) == 0
 
 
 def relative(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
@@ -67,7 +66,7 @@ def drop_last(run: Path, into: Path) -> None:
 
 @pytest.mark.slow
 def test_torchrun_follows_presk_train_and_each_resumes_the_other(tmp_path) -> None:
-    assert main(["export", TUTORIAL, "--target", "pytorch", "--train",
+    assert main(["export", TRAIN, "--target", "pytorch", "--train",
                  "-o", str(tmp_path / "out")]) == 0
     script = tmp_path / "out" / "train.py"
     presk_train("--steps", str(STEPS), "--out", str(tmp_path / "presk"))

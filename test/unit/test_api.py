@@ -6,7 +6,6 @@ not; every wrong argument is a PreskError naming it; docs/python.md's example ru
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,15 +13,12 @@ import torch
 
 import presk
 from presk.pipeline import run_native
-
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = str(ROOT / "tutorial" / "07_train.psk")
-MIXED = "@" + str(ROOT / "test" / "fixtures" / "realization_mixed.json")
+from programs import AT_MIXED, ROOT, TRAIN
 
 
 @pytest.fixture(scope="module")
 def prog() -> presk.Program:
-    return presk.load(TUTORIAL)
+    return presk.load(TRAIN)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +28,7 @@ def args(prog):
 
 @pytest.fixture(scope="module")
 def grad_f(prog):
-    return prog.compile("loss", B=4, grad=True, realize=MIXED)
+    return prog.compile("loss", B=4, grad=True, realize=AT_MIXED)
 
 
 def reference(prog, params, batch, realize=None, grad=False):
@@ -44,7 +40,7 @@ def reference(prog, params, batch, realize=None, grad=False):
 def test_value_and_gradient_are_the_pipelines_bits(prog, args, grad_f) -> None:
     params, (batch,) = args
     value, grads = grad_f(params, batch)
-    ref = reference(prog, params, batch, MIXED, grad=True)
+    ref = reference(prog, params, batch, AT_MIXED, grad=True)
     assert value == float(ref["result"])
     assert sorted(grads) == sorted(p for p in params)
     for p, g in grads.items():
@@ -134,7 +130,7 @@ def test_what_does_not_fit_is_converted(prog, args, grad_f) -> None:
     slots = {s.name: s.index for s in f._slots}
     assert f._argv[slots["batch.0"]] != x32.ctypes.data
     value, _ = grad_f(params, batch)  # the mixed realization stores parameters in bf16/f32
-    assert value == float(reference(prog, params, batch, MIXED, grad=True)["result"])
+    assert value == float(reference(prog, params, batch, AT_MIXED, grad=True)["result"])
 
 
 def test_torch_tensors_give_the_same_bits(args, grad_f) -> None:

@@ -6,7 +6,6 @@ and the native run computes the default layouts' bits."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,10 +14,7 @@ from presk.dialects import kernel as K
 from presk.pipeline import InvalidInput, kernel_pipeline, load_core
 from presk.transforms.plan_layout import (Plan, PlanError, PlannedNest, Point, first_sites,
     layout_space, load_plan, operand_sizes)
-
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = str(ROOT / "tutorial" / "07_train.psk")
-MIXED = "@" + str(ROOT / "test" / "fixtures" / "realization_mixed.json")
+from programs import AT_MIXED, TRAIN
 
 
 def _plan_of(pipe, choose) -> Plan:
@@ -35,11 +31,11 @@ def _plan_of(pipe, choose) -> Plan:
 
 @pytest.fixture(scope="module")
 def core():
-    return load_core(TUTORIAL)[0]
+    return load_core(TRAIN)[0]
 
 
 def test_round_trip(core, tmp_path):
-    pipe = kernel_pipeline(core, "loss", {"B": 4}, MIXED)
+    pipe = kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED)
     plan = _plan_of(pipe, lambda space: space[-1])
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan.to_json()))
@@ -53,9 +49,9 @@ def test_applied_layouts_and_bits(core, tmp_path):
     """Every kernel gets its planned layout (the last point of each space: split, and the
     contraction's widest tile); the native run's bits are the default's."""
     from presk.pipeline import run_native
-    default = kernel_pipeline(core, "loss", {"B": 4}, MIXED)
+    default = kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED)
     plan = _plan_of(default, lambda space: space[-1])
-    planned = kernel_pipeline(core, "loss", {"B": 4}, MIXED, plan=plan)
+    planned = kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED, plan=plan)
     got = {k.sym_name.data: Point.of(k.layout) for k in planned.kernel.ops
            if isinstance(k, K.KernelOp)}
     assert got == {n.kernel: n.point for n in plan.nests}
@@ -65,20 +61,20 @@ def test_applied_layouts_and_bits(core, tmp_path):
     prep = prepare(core, "loss", {"B": 4})
     params = {f.path: rng.standard_normal(f.shape) for f in prep.fields}
     values = {n: rng.standard_normal(s) for n, s in prep.inputs.items()}
-    a = run_native(core, "loss", {"B": 4}, params, values, MIXED)
-    b = run_native(core, "loss", {"B": 4}, params, values, MIXED, plan=plan)
+    a = run_native(core, "loss", {"B": 4}, params, values, AT_MIXED)
+    b = run_native(core, "loss", {"B": 4}, params, values, AT_MIXED, plan=plan)
     assert [o.tobytes() for o in a.outputs] == [o.tobytes() for o in b.outputs]
 
 
 def test_plan_for_another_recording(core):
-    plan = _plan_of(kernel_pipeline(core, "loss", {"B": 4}, MIXED), lambda s: s[0])
+    plan = _plan_of(kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED), lambda s: s[0])
     with pytest.raises(InvalidInput, match=r"made for `loss` at B=4 under f64\+9sites"):
-        kernel_pipeline(core, "loss", {"B": 5}, MIXED, plan=plan)
+        kernel_pipeline(core, "loss", {"B": 5}, AT_MIXED, plan=plan)
     plan.dims = {"B": 4}
     plan.nests[0] = PlannedNest("k0", "nowhere/%1", plan.nests[0].title,
                                 plan.nests[0].operands, Point())
     with pytest.raises(InvalidInput, match="nest nowhere/%1 .* is not a kernel of this"):
-        kernel_pipeline(core, "loss", {"B": 4}, MIXED, plan=plan)
+        kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED, plan=plan)
 
 
 GOOD = {"format": "presk-plan/1", "entry": "f", "dims": {}, "grad": False,
@@ -106,7 +102,7 @@ def test_bad_plans(change, message):
 def test_spaces(core):
     """An element-wise nest: as written or split; the contraction also every tile that
     fits its 4 × 4 outputs: R in 1, 2, 4 and C in 2, 4."""
-    pipe = kernel_pipeline(core, "loss", {"B": 4}, MIXED)
+    pipe = kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED)
     spaces = {k.title.data: layout_space(k, 2) for k in pipe.kernel.ops
               if isinstance(k, K.KernelOp)}
     assert spaces["dot+add"][:1] == [Point()]

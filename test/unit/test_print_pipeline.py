@@ -7,17 +7,13 @@ whole printed module.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from presk.cli.main import main as presk
 from presk.cli.opt import main as presk_opt
 from presk.pipeline import PRESK_PASSES
+from programs import AT_MIXED, TRAIN
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL = str(ROOT / "tutorial" / "07_train.psk")
-MIXED = "@" + str(ROOT / "test" / "fixtures" / "realization_mixed.json")
 RECORD = ["--entry", "loss", "--dim", "B=4"]
 
 
@@ -31,7 +27,7 @@ def out_of(capsys: pytest.CaptureFixture[str], tool, argv: list[str]) -> str:
 def core_file(tmp_path_factory: pytest.TempPathFactory) -> str:
     from presk.pipeline import load_core
     path = tmp_path_factory.mktemp("core") / "core.mlir"
-    path.write_text(str(load_core(TUTORIAL)[0]) + "\n", encoding="utf-8")
+    path.write_text(str(load_core(TRAIN)[0]) + "\n", encoding="utf-8")
     return str(path)
 
 
@@ -39,11 +35,11 @@ def opt(capsys, core_file: str, pipeline: str) -> str:
     return out_of(capsys, presk_opt, [core_file, "-p", pipeline])
 
 
-@pytest.mark.parametrize("flags", [[], ["--grad"], ["--grad", "--realize", MIXED],
-                                   ["--no-fuse"], ["--realize", MIXED, "--remat", "recompute",
+@pytest.mark.parametrize("flags", [[], ["--grad"], ["--grad", "--realize", AT_MIXED],
+                                   ["--no-fuse"], ["--realize", AT_MIXED, "--remat", "recompute",
                                                    "--grad"]])
 def test_dump_kernel_is_presk_opt_of_its_pipeline(capsys, core_file, flags) -> None:
-    dump = ["dump", TUTORIAL, "--stage", "kernel", *RECORD, *flags]
+    dump = ["dump", TRAIN, "--stage", "kernel", *RECORD, *flags]
     pipeline = out_of(capsys, presk, [*dump, "--print-pipeline"]).strip()
     assert pipeline.split(",")[-2:] == ["convert-psk-realize-to-kernel", "psk-kernel-dedup"]
     assert ("grad=true" in pipeline) == ("--grad" in flags)
@@ -53,8 +49,8 @@ def test_dump_kernel_is_presk_opt_of_its_pipeline(capsys, core_file, flags) -> N
 
 
 def test_dump_realize_and_vjp(capsys, core_file) -> None:
-    for stage, extra in (("realize", RECORD + ["--realize", MIXED]), ("vjp", ["--entry", "loss"])):
-        dump = ["dump", TUTORIAL, "--stage", stage, *extra]
+    for stage, extra in (("realize", RECORD + ["--realize", AT_MIXED]), ("vjp", ["--entry", "loss"])):
+        dump = ["dump", TRAIN, "--stage", stage, *extra]
         pipeline = out_of(capsys, presk, [*dump, "--print-pipeline"]).strip()
         assert opt(capsys, core_file, pipeline).strip() == \
             out_of(capsys, presk, [*dump, "--format", "mlir"]).strip()
@@ -62,9 +58,9 @@ def test_dump_realize_and_vjp(capsys, core_file) -> None:
 
 def test_run_native_names_registered_passes_down_to_llvm(capsys, core_file) -> None:
     from presk.cli.opt import PreskOptMain
-    pipeline = out_of(capsys, presk, ["run", TUTORIAL, *RECORD, "--grad",
+    pipeline = out_of(capsys, presk, ["run", TRAIN, *RECORD, "--grad",
                                       "--print-pipeline"]).strip()
-    kernel = out_of(capsys, presk, ["dump", TUTORIAL, "--stage", "kernel", *RECORD, "--grad",
+    kernel = out_of(capsys, presk, ["dump", TRAIN, "--stage", "kernel", *RECORD, "--grad",
                                     "--print-pipeline"]).strip()
     assert pipeline.startswith(kernel + ",psk-kernel-split,convert-psk-kernel-to-std,")
     registered = PreskOptMain(args=[]).available_passes
@@ -79,21 +75,21 @@ def test_run_native_names_registered_passes_down_to_llvm(capsys, core_file) -> N
 
 
 def test_interpreted_and_pytorch(capsys) -> None:
-    assert out_of(capsys, presk, ["run", TUTORIAL, *RECORD, "--engine", "f64",
+    assert out_of(capsys, presk, ["run", TRAIN, *RECORD, "--engine", "f64",
                                   "--print-pipeline"]) == "psk-differentiate\n"
-    assert out_of(capsys, presk, ["run", TUTORIAL, *RECORD, "--engine", "mpfr", "--grad",
+    assert out_of(capsys, presk, ["run", TRAIN, *RECORD, "--engine", "mpfr", "--grad",
                                   "--print-pipeline"]) == 'psk-differentiate{entries="loss"}\n'
-    assert out_of(capsys, presk, ["export", TUTORIAL, "--target", "pytorch", "-o", "unused",
+    assert out_of(capsys, presk, ["export", TRAIN, "--target", "pytorch", "-o", "unused",
                                   "--print-pipeline"]) == "\n"
-    c = out_of(capsys, presk, ["export", TUTORIAL, "--target", "c", *RECORD, "-o", "unused",
+    c = out_of(capsys, presk, ["export", TRAIN, "--target", "c", *RECORD, "-o", "unused",
                                "--print-pipeline"])
-    assert c == out_of(capsys, presk, ["run", TUTORIAL, *RECORD, "--print-pipeline"])
+    assert c == out_of(capsys, presk, ["run", TRAIN, *RECORD, "--print-pipeline"])
 
 
 def test_flags_are_checked_before_printing(capsys) -> None:
-    assert presk(["dump", TUTORIAL, "--stage", "kernel", "--print-pipeline"]) == 2
+    assert presk(["dump", TRAIN, "--stage", "kernel", "--print-pipeline"]) == 2
     assert "--print-pipeline needs --entry" in capsys.readouterr().err
-    assert presk(["run", TUTORIAL, *RECORD[:2], "--dim", "B=x", "--print-pipeline"]) == 2
+    assert presk(["run", TRAIN, *RECORD[:2], "--dim", "B=x", "--print-pipeline"]) == 2
     assert "expected NAME=N" in capsys.readouterr().err
-    assert presk(["run", TUTORIAL, *RECORD, "--engine", "f64", "--time",
+    assert presk(["run", TRAIN, *RECORD, "--engine", "f64", "--time",
                   "--print-pipeline"]) == 2

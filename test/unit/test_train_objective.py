@@ -5,21 +5,17 @@ types each call), and its buffers are reused from call to call."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from presk.analysis import entry as E
 from presk.pipeline import load_core, run_kernel
 from presk.train.objective import NativeObjective
-
-ROOT = Path(__file__).resolve().parents[2]
-TRAIN = str(ROOT / "tutorial" / "07_train.psk")
-MIXED = "@" + str(ROOT / "test" / "fixtures" / "realization_mixed.json")
+from programs import AT_MIXED, TRAIN
 
 
-@pytest.mark.parametrize("realization", [None, MIXED])
+
+@pytest.mark.parametrize("realization", [None, AT_MIXED])
 def test_value_and_gradient_are_the_kernel_engines(realization, monkeypatch, tmp_path):
     monkeypatch.setenv("PRESK_CACHE_DIR", str(tmp_path))
     core, _ = load_core(TRAIN)
