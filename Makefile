@@ -27,9 +27,10 @@ demo: $(STAMP)
 
 # pytest on both cores (pytest-xdist, JOBS=0: one process): each test file runs whole, in
 # order, on one worker (--dist loadfile), so a file's module fixtures and caches are built
-# once and test/fuzz's last test still sees the counts of the others.
+# once and test/fuzz's last test still sees the counts of the others. Files are handed out
+# in the order collected (--no-loadscope-reorder), the heavy ones first (test/conftest.py).
 JOBS    ?= 2
-PYTEST  := $(BIN)/pytest -q -n $(JOBS) --dist loadfile
+PYTEST  := $(BIN)/pytest -q -n $(JOBS) --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP)
 	$(PYTEST) test/unit test/e2e test/fuzz

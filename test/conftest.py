@@ -1,5 +1,12 @@
-"""What every unit test shares: native code compiled by the tests goes to one cache
-directory of the session, never the user's ~/.cache/presk (subprocesses inherit it)."""
+"""What every test shares: native code compiled by the tests goes to one cache directory
+of the session, never the user's ~/.cache/presk (subprocesses inherit it); and the order
+the files are handed to `make test`'s two workers.
+
+`pytest -n 2 --dist loadfile --no-loadscope-reorder` gives each worker a whole file at a
+time, in the order collected: a file that takes minutes of CPU handed out last would run
+alone at the end. A file marked `pytestmark = pytest.mark.early(w)` is moved to the front,
+the largest `w` first (w: its CPU minutes in the last `--durations`, on a loaded machine —
+only the order counts); every file keeps its own tests in their order."""
 
 from __future__ import annotations
 
@@ -7,6 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+
+def _weight(item: pytest.Item) -> float:
+    mark = item.get_closest_marker("early")
+    return float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `early` files first, heaviest first (a stable sort: files stay whole, in order)."""
+    items.sort(key=lambda item: -_weight(item))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -5,37 +5,32 @@ reference at 128 bits; and on the ill-conditioned program (a variance as E[z²] 
 data with mean 1000) the solver keeps the cancelling sites in f64 where the naive all-f32
 realization breaks the budget.
 
-The error is measured here independently of the solver's own measurement: the kernel
-interpreter under `solution.realization` against the exact value of one MPFR run.
+This file: 04, 05 and the variance; 03 and deep_tanh in test_solver_acceptance_tanh.py,
+the classifier in test_solver_acceptance_classifier.py, the tutorial (07) in
+test/unit/test_solver.py (test/solver_acceptance.py says why they are apart).
 """
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import pytest
 
 from presk.analysis import entry as E
-from presk.analysis import envelope as EV
-from presk.analysis.realization import Realization
-from presk.analysis.sensitivity import reached, sensitivities
-from presk.analysis.solver import TrafficCost, _core_ops, _magnitude, measure_error, solve
-from presk.pipeline import load_core, run_kernel
+from presk.analysis.sensitivity import sensitivities
+from presk.analysis.solver import _magnitude
+from presk.pipeline import load_core
+from solver_acceptance import (BUDGETS, ENTRY, all_f32, budget_id,
+                               check_loose_budget_narrows_something,
+                               check_measured_error_inside_the_budget, measured, problem,
+                               solved)
 
-ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = [
-    "tutorial/03_activations.psk",
     "tutorial/04_mlp.psk",
     "tutorial/05_stack.psk",
-    "tutorial/07_train.psk",
     "test/precision_programs/variance.psk",
-    "test/precision_programs/classifier.psk",
-    "test/precision_programs/deep_tanh.psk",
 ]
-BUDGETS = [1e-2, 1e-4, 1e-6, 1e-8]
-DIMS = {"B": 4}
-ENTRY = "loss"
+pytestmark = pytest.mark.early(4)
 
 VARIANCE = "test/precision_programs/variance.psk"
 # In variance.psk: m = mean(z) (loss/%3, read squared: an error δ in m moves m² by 2000·δ),
@@ -44,65 +39,17 @@ VARIANCE = "test/precision_programs/variance.psk"
 CANCELLING = ["loss/%3", "loss/%4", "loss/%5", "loss/%6"]
 
 
-@functools.lru_cache(maxsize=None)
-def problem(path: str):
-    """The module, its envelope, a cost model shared by every budget (it caches the
-    kernel pipelines by realization), the inputs and the exact value."""
-    module, _ = load_core(str(ROOT / path))
-    envelope = EV.calibrate(module, ENTRY, DIMS)
-    prepared = E.prepare(module, ENTRY, dict(DIMS))
-    params, values = E.weights(prepared, 0, None), E.inputs(prepared, 0, None)
-    exact = sensitivities(module, ENTRY, DIMS, params, values, 128).value
-    cost = TrafficCost(module, ENTRY, DIMS)
-    return module, envelope, cost, prepared, params, values, exact
-
-
-@functools.lru_cache(maxsize=None)
-def solved(path: str, budget: float):
-    module, envelope, cost, *_ = problem(path)
-    return solve(module, ENTRY, DIMS, envelope, budget, cost_model=cost)
-
-
-def measured(path: str, realization: Realization) -> float:
-    module, _, _, _, params, values, exact = problem(path)
-    run = run_kernel(module, ENTRY, DIMS, params, values, realization)
-    return measure_error(run.result, exact)
-
-
-def all_f32(path: str) -> Realization:
-    """The naive realization: every site of the functions the entry reaches, and every
-    parameter, in f32."""
-    module, _, _, prepared, *_ = problem(path)
-    sites = _core_ops(module, reached(module, ENTRY))
-    return Realization(entry=ENTRY, sites={s: "f32" for s in sites},
-                       params={f.path: "f32" for f in prepared.fields})
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: f"{b:.0e}")
+@pytest.mark.parametrize("budget", BUDGETS, ids=budget_id)
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: Path(p).stem)
 def test_measured_error_inside_the_budget(path, budget):
-    sol = solved(path, budget)
-    *_, exact = problem(path)
-    absolute = budget * _magnitude(exact)
-    assert sol.absolute == pytest.approx(absolute, rel=1e-12)
-    error = measured(path, sol.realization)
-    assert error <= absolute, (
-        f"{path} at {budget:g}: measured {error:.3e} > {absolute:.3e} under "
-        f"{sol.realization.sites} {sol.realization.params}")
-    # the solver's own measurement is the same measurement
-    assert sol.measured == pytest.approx(error, rel=1e-9, abs=1e-300)
-    assert sol.cost <= sol.cost_f64
-    assert sol.floor <= sol.cost
+    check_measured_error_inside_the_budget(path, budget)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: Path(p).stem)
 def test_loose_budget_narrows_something(path):
-    """Under 1e-2 every program is realized cheaper than all-f64: the solver does narrow."""
-    sol = solved(path, 1e-2)
-    assert sol.cost < sol.cost_f64
-    assert sol.realization.sites or sol.realization.params
+    check_loose_budget_narrows_something(path)
 
 
 def test_naive_all_f32_breaks_the_variance():
@@ -113,7 +60,7 @@ def test_naive_all_f32_breaks_the_variance():
     assert error > 1e-2 * magnitude
 
 
-@pytest.mark.parametrize("budget", [1e-2, 1e-3] + BUDGETS[1:], ids=lambda b: f"{b:.0e}")
+@pytest.mark.parametrize("budget", [1e-2, 1e-3] + BUDGETS[1:], ids=budget_id)
 def test_variance_keeps_the_cancelling_sites_f64(budget):
     sol = solved(VARIANCE, budget)
     *_, exact = problem(VARIANCE)

@@ -1,4 +1,6 @@
-"""The solver (`presk solve`, reference §6.3) on the tutorial at B = 4."""
+"""The solver (`presk solve`, reference §6.3) on the tutorial at B = 4, and its acceptance
+on the tutorial (test/solver_acceptance.py: every budget 1e-2 … 1e-8 within the budget
+of the MPFR reference), sharing one calibration and one solve per budget."""
 
 from __future__ import annotations
 
@@ -10,21 +12,21 @@ import pytest
 from presk.analysis import envelope as EV
 from presk.analysis.realization import load_realization
 from presk.analysis.solver import measure_error, solve
-from presk.pipeline import load_core
+from solver_acceptance import (BUDGETS, DIMS, budget_id, check_loose_budget_narrows_something,
+                               check_measured_error_inside_the_budget, calibrated, solved)
 
 TUTORIAL = "tutorial/07_train.psk"
-DIMS = {"B": 4}
+pytestmark = pytest.mark.early(32)
 
 
 @pytest.fixture(scope="module")
 def module():
-    m, _ = load_core(TUTORIAL)
-    return m
+    return calibrated(TUTORIAL)[0]
 
 
 @pytest.fixture(scope="module")
 def envelope(module):
-    return EV.calibrate(module, "loss", DIMS)
+    return calibrated(TUTORIAL)[1]
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +87,8 @@ def test_written_realization_runs_within_budget(module, solution, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("budget", [1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8])
-def test_every_budget_holds(module, envelope, budget):
-    sol = solve(module, "loss", DIMS, envelope, budget)
+def test_every_budget_holds(budget):
+    sol = solved(TUTORIAL, budget)  # the acceptance's own solve at its budgets
     assert sol.measured <= sol.absolute
     assert sol.estimate <= sol.absolute or sol.widenings
 
@@ -125,3 +127,14 @@ def test_cli_bad_envelope(tmp_path):
     with pytest.raises(SystemExit):
         parser.parse_args(["solve", TUTORIAL, "--entry", "loss", "--precision", str(bad),
                            "--budget", "-1"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("budget", BUDGETS, ids=budget_id)
+def test_measured_error_inside_the_budget(budget):
+    check_measured_error_inside_the_budget(TUTORIAL, budget)
+
+
+@pytest.mark.slow
+def test_loose_budget_narrows_something():
+    check_loose_budget_narrows_something(TUTORIAL)
