@@ -4,7 +4,8 @@
 
 For the tutorial's loss (mixed and all-f64), tutorials 03-05, the scaled Tower and the
 deep residual stack, at three batch sizes each: the live peak of the arena's own buffers,
-that peak with each buffer rounded up to 64 bytes (no 64-byte aligned arena is smaller),
+that peak with each buffer in its slot (whole cache lines from 64 bytes, a smaller one its
+own size: no arena of that rule is smaller),
 and the arena that native code and the C program allocate (presk/kernel_abi/placement.py),
 with its ratio to each. Sizes are counted, not timed: the figures do not depend on the
 machine's load.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
-from presk.kernel_abi.calling import align
+from presk.kernel_abi.calling import slot
 from presk.kernel_abi.lives import live_bytes, record_trace
 from presk.kernel_abi.placement import place
 from presk.pipeline import kernel_pipeline
@@ -41,7 +42,7 @@ def figures(core, b: int, realization: str | None, grad: bool) -> tuple[int, int
                                          grad=grad).kernel)
     made = lambda buf: buf.kind == "made"  # noqa: E731
     live = max(live_bytes(trace, made), default=0)
-    rounded = max(live_bytes(trace, made, size=lambda buf: align(buf.bytes)), default=0)
+    rounded = max(live_bytes(trace, made, size=lambda buf: slot(buf.bytes)), default=0)
     return live, rounded, place(trace).need[trace.entry.sym_name.data]
 
 

@@ -59,8 +59,9 @@ def format_count(entry: str, dims: dict[str, int], rep: MemoryReport) -> list[st
     lines.append(f"  C arena     {rep.c_arena} bytes (`presk export --target c`), "
                  f"{_times(rep.c_arena, base)} it")
     lines.append(f"  placed      {rep.placed} bytes beside the inputs: every buffer at an "
-                 f"offset by its life, rounded to 64 ({_times(rep.placed, base)} the live "
-                 f"peak; {rep.rounded_peak} with each buffer rounded to 64)")
+                 f"offset by its life, on a cache line from 64 bytes, a smaller one on the "
+                 f"power of two ≥ its size ({_times(rep.placed, base)} the live peak; "
+                 f"{rep.rounded_peak} with each buffer in its slot)")
     lines += _format_packing(c, rep)
     lines += _format_boxes(entry, c)
     return lines

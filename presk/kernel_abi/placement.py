@@ -1,12 +1,17 @@
 """The arena placed by the buffers' lives: an offset for every `alloc`, a base for every
 `call`, and which layout of its callee a call runs.
 
+A buffer takes a *slot* (presk/kernel_abi/calling.py `slot`, `slot_align`): from 64 bytes
+whole cache lines, on a cache line; a smaller one its own size, on the least power of two
+≥ it (so it never straddles a line, and its element is aligned: a vector load claims only
+the element's alignment).
+
 A *layout* of a host fixes where its allocs lie in its frame and, for each of its calls,
 the callee's layout and the base it starts at. Each host has its own layout, placed once,
-callees first, into a rigid *shape*: the rectangles (offset, bytes rounded to 64, the
-steps it is live, relative to the host's first step) of its buffers and of its callees'
-shapes at their bases. Every call of a host runs the same steps, so one shape serves every
-call that is not in a fold.
+callees first, into a rigid *shape*: the rectangles (offset, slot bytes, the steps it is
+live, relative to the host's first step) of its buffers and of its callees' shapes at
+their bases. Every call of a host runs the same steps, so one shape serves every call
+that is not in a fold.
 
 A fold is where a rigid shape loses: the buffer an iteration writes is the next one's
 input, live through the whole next iteration, so it cannot lie where the body's
@@ -18,11 +23,19 @@ the caller's: the destination an even iteration writes may then lie where that
 iteration's temporaries were, outside where the odd iteration puts its own. The callee's
 calls stay rigid in those layouts.
 
+A rigid shape can also leave a gap outside folds (the tutorial's final RMSNorm: its
+64-byte rectangle must start on a line where only 16 bytes were free). When the rigid
+placement is above the frame's lower bound, the host is placed again with every call
+*opened* — a layout of the callee per call op (`<callee>.at.<caller>.<n>`, per parity in
+a fold), down to the leaves, each buffer among the host's — and the smaller frame kept.
+Each opened layout is a function of its own in native code and C.
+
 Within a host the items — its allocs, its calls with their callees' shapes, and the
-buffers of its fold calls' layouts — are placed in a few orders (largest first, earliest
-first, largest area first), each item at the lowest offset (or in the tightest gap) where
-none of its rectangles meets a placed one live at the same step; the smallest frame wins,
-and the search stops at the frame's lower bound (the most bytes live at one step).
+buffers of its opened calls' layouts — are placed in a few orders (largest first,
+earliest first, largest area first), each item at the lowest offset on its alignment (or
+in the tightest gap) where none of its rectangles meets a placed one live at the same
+step; the smallest frame wins, and the search stops at the frame's lower bound (the most
+slot bytes live at one step).
 
 `place(trace)` returns the `Placement`: the `Layout`s by name and `need` by host. The
 lives come from presk/kernel_abi/lives.py's trace of the entry; `ArenaPlan`
@@ -240,8 +253,8 @@ class _Placer:
         are the host's items and whose calls are rigid or (`opened`) opened in turn."""
         assert isinstance(call, K.CallOp)
         in_fold = isinstance(call.parent_op(), K.FoldOp)
-        if not (in_fold or opened):
-            return self._rigid(caller, call, host, frames)
+        if not (in_fold or opened) or not self.shape(call.callee_name):
+            return self._rigid(caller, call, host, frames)  # (a callee with no buffers: no copy)
         items: list[_Item] = []
         for p in (0, 1) if in_fold else (None,):
             mine = [g for g in frames if parity(g) == p]

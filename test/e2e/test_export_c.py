@@ -138,7 +138,9 @@ def test_the_program_is_clean_under_address_and_undefined_sanitizers(exports) ->
 def test_the_summary_counts_the_tutorial(exports) -> None:
     _, result = exports("07-f64")
     s = result.shape
-    assert (s.launches, s.kernels, s.functions, s.loops) == (27, 9, 5, 1)  # Block twice: a layout per parity
+    # Block twice (a layout per parity), RMSNorm in each and for the final norm: its buffers
+    # placed among its caller's, where its rigid shape left a gap (docs/memory.md)
+    assert (s.launches, s.kernels, s.functions, s.loops) == (27, 9, 7, 1)
     assert s.arena_bytes == result.entry.sig.arena_bytes > 0
 
 

@@ -91,18 +91,18 @@ builtin.module {
 // KERNELS-NEXT:             const float v2 = v0 * v1;
 // KERNELS-NEXT:             out0[i0 * 3 + i1] = v2;
 
-// MODEL: /* f: 1 call per run, 192 bytes of arena. */
+// MODEL: /* f: 1 call per run, 56 bytes of arena. */
 // MODEL-NEXT: static void presk_host_f(const uint16_t *theta_gamma, const double *x, double *out, unsigned char *arena)
 // MODEL-NEXT: {
 // MODEL-NEXT:     /* f/%2 */
-// MODEL-NEXT:     float *t2 = (float *)(arena + 0);  /* f32[] */
+// MODEL-NEXT:     float *t2 = (float *)(arena + 24);  /* f32[] */
 // MODEL-NEXT:     presk_fill_f32(t2, 0x1.99999a0000000p-4f, 1);  /* 0.1 */
 // MODEL-NEXT:     /* f/%3 */
-// MODEL-NEXT:     float *x_f32 = (float *)(arena + 64);  /* f32[batch: 2, 3] */
+// MODEL-NEXT:     float *x_f32 = (float *)(arena + 0);  /* f32[batch: 2, 3] */
 // MODEL-NEXT:     presk_convert_f64_to_f32(x_f32, x, 6);
 // MODEL-NEXT:     /* f/%4 */
-// MODEL-NEXT:     float *t4 = (float *)(arena + 128);  /* f32[batch: 2, 3] */
-// MODEL-NEXT:     float *t4_2 = (float *)(arena + 64);  /* f32[batch: 2, 3] */
+// MODEL-NEXT:     float *t4 = (float *)(arena + 32);  /* f32[batch: 2, 3] */
+// MODEL-NEXT:     float *t4_2 = (float *)(arena + 0);  /* f32[batch: 2, 3] */
 // MODEL-NEXT:     const float *x_f32_acc = x_f32;
 // MODEL-NEXT:     for (int64_t l = 0; l < 2; l++) {
 // MODEL-NEXT:         float *next = ((l - 0) % 2 == 0) ? t4 : t4_2;

@@ -3,7 +3,8 @@
 // bits and rounded to nearest even by bits, min/max as numpy's compare + select, math as
 // ops of the math dialect (sqrt, exp: convert-math-to-llvm makes them an exact intrinsic
 // and a call of the math library) or selects (heaviside); the host's
-// arena static (alloc at 64-byte aligned offsets, a call's callee past the live buffers),
+// arena static (an alloc of 64 bytes or more on a cache line, a smaller one on the power of
+// two ≥ its size; a call's callee past the live buffers),
 // convert/fill as loops, at as a GEP, fold as scf.for carrying the accumulator's pointer.
 // RUN: presk-opt %s -p convert-psk-kernel-to-std | filecheck %s
 // RUN: presk-opt %s -p convert-psk-kernel-to-std,convert-scf-to-cf,convert-index-to-llvm,convert-arith-to-llvm,convert-math-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts | filecheck %s --check-prefix=LLVM
@@ -104,10 +105,13 @@ builtin.module {
 // CHECK-NEXT:   func.return
 
 // The arena of @f, placed by the buffers' lives (offsets are i64 operands: an arena may
-// pass 2 GiB): the bf16 copy of x at 0, the inner call's output at 64, the callee's own
-// arena at 0 (it needs none); the fold reads no accumulator and nothing reads its result,
-// so each scratch buffer lives only at its write and both take offset 0 (dead by then).
+// pass 2 GiB): the inner call's output (24 bytes, on 32) at 0, the bf16 copy of x (12
+// bytes, on 16) at 32, the callee's own arena at 0 (it needs none); the fold reads no
+// accumulator and nothing reads its result, so each scratch buffer lives only at its
+// write and both take offset 0 (dead by then).
 // CHECK:      func.func private @presk_host_f(%0: !llvm.ptr, %1: !llvm.ptr, %2: !llvm.ptr, %3: !llvm.ptr) {
+// CHECK:        %[[X_OFF:.*]] = arith.constant 32 : i64
+// CHECK-NEXT:   %[[X:.*]] = llvm.getelementptr inbounds %3[%[[X_OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK:        scf.for
 // CHECK:          llvm.load %{{.*}} : !llvm.ptr -> f64
 // CHECK:          arith.truncf %{{.*}} : f64 to f32
@@ -117,10 +121,8 @@ builtin.module {
 // CHECK:          arith.subi
 // CHECK:          arith.ori
 // CHECK:          llvm.store %{{.*}}, %{{.*}} : i16, !llvm.ptr
-// CHECK:        %[[OUT_OFF:.*]] = arith.constant 64 : i64
-// CHECK-NEXT:   %[[OUT:.*]] = llvm.getelementptr inbounds %3[%[[OUT_OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-// CHECK:        func.call @presk_host_inner(%3, %[[OUT]], %3)
-// CHECK:        %{{.*}} = scf.for %[[L:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[OUT]]) -> (!llvm.ptr) {
+// CHECK:        func.call @presk_host_inner(%[[X]], %3, %3)
+// CHECK:        %{{.*}} = scf.for %[[L:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %3) -> (!llvm.ptr) {
 // CHECK:          %[[EVEN:.*]] = arith.cmpi eq
 // CHECK-NEXT:     %[[DST:.*]] = arith.select %[[EVEN]], %3, %3 : !llvm.ptr
 // CHECK:          %[[AT:.*]] = arith.muli %[[L]], %{{.*}} : index
