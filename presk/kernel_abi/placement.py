@@ -334,6 +334,8 @@ def _close(top: int, bound: int) -> bool:
 def _place_items(items: list[_Item]) -> tuple[list[Rect], dict[Key, int]]:
     """The best of a few orders and two fits, then of seeded shuffles while the frame is
     above its lower bound (as many as the host's size allows): the smallest frame."""
+    fixed = {it.key: 0 for it in items if not it.rects}  # a call of a callee with no buffers
+    items = [it for it in items if it.rects]
     bound = _lower_bound(items)
     rects_n = sum(len(it.rects) for it in items)
     shuffles = min(SHUFFLES, SHUFFLE_WORK // max(1, len(items) * rects_n))
@@ -353,9 +355,9 @@ def _place_items(items: list[_Item]) -> tuple[list[Rect], dict[Key, int]]:
             if best is None or top < best[0]:
                 best = (top, rects, where)
             if best[0] <= bound or (n >= len(orders) - 1 and _close(best[0], bound)):
-                return best[1], best[2]
+                return best[1], best[2] | fixed
     assert best is not None
-    return best[1], best[2]
+    return best[1], best[2] | fixed
 
 
 def _place_in_order(items: list[_Item], where: dict[Key, int],
