@@ -141,6 +141,19 @@ def test_the_sample_pages_render_and_hold_its_text(tmp_path):
                   pdf.CONTINUATION + "listing, so that it wraps",
                   "ℝ[batch: B, model: 4]", "at operation 12 of 39"):
             assert s in text, s
+        assert overflowing(d / "explain.pdf") == []  # tables and listings fit their pages
+
+
+def overflowing(path) -> list[str]:
+    """The words pdftotext finds past the right margin (2 cm) of their page."""
+    html = subprocess.run(["pdftotext", "-bbox", str(path), "-"], check=True,
+                          capture_output=True, text=True).stdout
+    out = []
+    for n, page in enumerate(html.split("<page ")[1:], 1):
+        edge = float(re.search(r'width="([\d.]+)"', page).group(1)) - 56.69 + 1
+        out += [f"page {n}: {w}" for x, w in
+                re.findall(r'xMax="([\d.]+)"[^>]*>([^<]*)<', page) if float(x) > edge]
+    return out
 
 
 def table(columns: int, width: int) -> str:
@@ -236,6 +249,8 @@ def test_the_tutorials_document_typesets_as_make_explain_pdf_does(tmp_path):
     subprocess.run(["pdftoppm", "-r", "20", "-png", str(out), str(tmp_path / "page")],
                    check=True, capture_output=True)
     assert len(list(tmp_path.glob("page-*.png"))) == len(pages)
+    if shutil.which("pdftotext"):
+        assert overflowing(out) == []
 
 
 def test_an_html_comment_is_left_out():
