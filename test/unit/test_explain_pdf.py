@@ -113,6 +113,10 @@ def test_the_sample_typesets_deterministically_with_its_picture(tmp_path):
     assert data.startswith(b"%PDF-")
     again = pdf.compile_typst(pdf.to_typst((d / "explain.md").read_text(), str(d)))
     assert again == data  # no date, no system font: the same bytes
+    elsewhere = tmp_path / "elsewhere" / "doc"
+    shutil.copytree(d, elsewhere)
+    pdf.write_pdf(str(elsewhere / "explain.md"), str(elsewhere / "explain.pdf"))
+    assert (elsewhere / "explain.pdf").read_bytes() == data  # nor the folder it is in
     assert len(re.findall(rb"/Subtype\s*/Image", data)) >= 1
     sizes = pdf.page_sizes(data)
     assert len(sizes) > 1
