@@ -6,7 +6,7 @@
 
 /* Scratch bytes one call of presk_loss needs (any storage aligned for double;
  * 64-byte alignment gives the native layout). One arena per concurrent call. */
-#define PRESK_LOSS_ARENA_BYTES 256u
+#define PRESK_LOSS_ARENA_BYTES 192u
 
 /* The inputs: row-major, bf16 as its 16 bits. */
 typedef struct presk_loss_inputs {
