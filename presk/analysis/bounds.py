@@ -12,7 +12,8 @@ under the realization (docs/precision.md states what each assumes):
   as the kernels store it). The intervals are computed in f64 and widened outward by
   4 ulps after every operation, so they hold the exact value. Every arithmetic operation
   in type t adds u(t)·(max|value| + e) (4·u(t) for a library function), a sum of n terms
-  γ_{n−1}(t)·Σ(|terms| + e), every operand of an op computing in t ≠ f64 a conversion
+  γ_k(t)·Σ(|terms| + e) (k = ⌈n/P⌉ − 1 + ⌈log₂ min(n, P)⌉ per axis, the blocked order of
+  presk/summation.py; a contraction's k = n − 1), every operand of an op computing in t ≠ f64 a conversion
   u(t)·(|operand| + e); errors propagate with worst-case derivative bounds over the
   interval widened by e (mean value theorem: no first-order truncation). After each op
   the interval is intersected with the envelope's [−max|v|, max|v|] at that site.
@@ -26,8 +27,8 @@ under the realization (docs/precision.md states what each assumes):
   element-wise op (c = 1 per arithmetic rounding, 4 for a library function, plus one
   u(t)·max|v| per operand converted to t), for an add or sub u(t)·(max|v| + max|a| +
   max|b|) (the operands' conversions charged at the operands' magnitudes: under
-  cancellation they dwarf the result's), γ_n(t)·condition·max|v| + 2·u(t)·max|v| for a
-  sum or contraction of n terms (Σ|terms| = condition·|Σ|), the measured rounding error
+  cancellation they dwarf the result's), γ_k(t)·condition·max|v| + u(t)·max|v| for a
+  sum or contraction (k as above) (Σ|terms| = condition·|Σ|), the measured rounding error
   of a parameter stored narrower. FIRST ORDER: it drops products of errors and assumes
   the sensitivities at the exact values hold at the computed ones; sound to first order
   at the envelope's first sample only.
@@ -50,6 +51,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import ops
+from ..summation import nested_roundings
 from .numbers import ByEnclosure, object_array, paired
 from .realization import Realization
 
@@ -325,10 +327,21 @@ def _numbers():
                 return self._binary[extremum].reduce(x, axis=axis)
             return super().reduce(name, x, axis)
 
+        roundings = 0  # the γ index of the last sum (what the site records)
+
         def sum(self, x, axes=None, keepdims=False):
-            """Σ with the error of recursive summation, γ_{n−1}·Σ|terms|, charged at the
-            end (the additions themselves exact here)."""
+            """Σ in the blocked order (presk/summation.py): γ_k·Σ|terms|, k the roundings
+            on a term's path (Σ over the axes of ⌈n/P⌉ − 1 + ⌈log₂ min(n, P)⌉), charged
+            at the end (the additions themselves exact here)."""
             x = np.asarray(x)
+            ax = tuple(range(x.ndim)) if axes is None else axes
+            sizes = [x.shape[a] for a in ax] if x.ndim else []
+            return self._charged(x, axes, keepdims, nested_roundings(sizes))
+
+        def _charged(self, x, axes, keepdims, k: int):
+            """Σ over `axes` exactly, then γ_k(t)·Σ(|terms| + e) charged."""
+            x = np.asarray(x)
+            self.roundings = k
             t = EB.t
             EB.t = "exact"
             try:
@@ -337,10 +350,9 @@ def _numbers():
                 absx = np.asarray(absx, dtype=np.float64)
                 ax = tuple(range(x.ndim)) if axes is None else axes
                 s = np.sum(absx, axis=ax, keepdims=keepdims) if x.ndim else absx
-                n = int(np.prod([x.shape[a] for a in ax])) if x.ndim else 1
             finally:
                 EB.t = t
-            g = gamma(max(n - 1, 0), t)
+            g = gamma(k, t)
             flat = list(x.reshape(-1))
             one_sign = flat and (all(v.nonneg for v in flat) or all(v.nonpos for v in flat))
             rho = max((v.r for v in flat), default=0.0) if one_sign else math.inf
@@ -352,11 +364,12 @@ def _numbers():
                                            float(s))
 
         def contract(self, a, b, a_axes, b_axes):
+            """Σₖ aₖ·bₖ, k ascending one after another (the kernels' order): γ_{n−1}."""
             left, right = paired(a, b, a_axes, b_axes)
             prods = [np.multiply.outer(left[..., k], right[k]) for k in range(left.shape[-1])]
-            return self.sum(np.stack(prods, axis=-1) if prods else
-                            self.array(np.zeros(left.shape[:-1] + right.shape[1:] + (0,))),
-                            (-1,))
+            return self._charged(np.stack(prods, axis=-1) if prods else
+                                 self.array(np.zeros(left.shape[:-1] + right.shape[1:] + (0,))),
+                                 (-1,), False, max(len(prods) - 1, 0))
 
     return Bounded()
 
@@ -376,7 +389,7 @@ class SiteFigures:
     condition: float | None
     s: float
     term: float  # s·R, cond's term
-    terms: int = 1  # n of a sum
+    roundings: int = 0  # a sum's γ index: the roundings on a term's path
 
 
 @dataclass
@@ -430,7 +443,7 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
             params: dict[str, np.ndarray], values: dict[str, np.ndarray],
             mode: str = "elementwise") -> tuple[EB, dict[str, float], dict[str, int], dict[str, str]]:
     """The running error analysis: (the output's abstract value, the error bound per
-    site, terms per sum site, type per site). mode: "elementwise", "normwise" (one error
+    site, the γ index of each sum site (the roundings on a term's path), type per site). mode: "elementwise", "normwise" (one error
     per value) or "k" (one error and one magnitude per value)."""
     from ..conversion.core_to_realize import site_types
     from ..dialects import core as C
@@ -446,7 +459,8 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
         types.update(site_types(funcs[n], realization))
     numbers = _numbers()
     site_err: dict[str, float] = {}
-    site_terms: dict[str, int] = {}
+    site_roundings: dict[str, int] = {}
+    SUMS = (C.SumOp, C.MeanOp, C.SumToOp, C.LogSumExpOp, C.SoftmaxOp, C.DotOp, C.ContractOp)
 
     def envelope_clip(site: str, a: np.ndarray) -> np.ndarray:
         rec = envelope.sites.get(site)
@@ -481,21 +495,16 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
             if ct != "f64":
                 args = [_map(a, convert(ct)) if not isinstance(a, Tree) else a for a in args]
             old, EB.t = EB.t, ct
+            numbers.roundings = 0
             try:
                 value = super().step(op, args, dims, prefix)
             finally:
                 EB.t = old
             if t == "bf16":
                 value = _map(value, convert("bf16"))
-            if site is not None and site_terms.get(site, None) is None and isinstance(
-                    op, (C.SumOp, C.MeanOp, C.SumToOp, C.LogSumExpOp)):
-                site_terms[site] = int(np.size(args[0]) // max(1, np.size(value)))
-            if site is not None and isinstance(op, C.SoftmaxOp):
-                site_terms[site] = int(np.shape(args[0])[self._axis(op.operands[0], args[0],
-                                                                     op.axis.data)])
-            if site is not None and isinstance(op, (C.DotOp, C.ContractOp)):
-                site_terms[site] = int(round(math.sqrt(np.size(args[0]) * np.size(args[1])
-                                                       / max(1, np.size(value)))))
+            if site is not None and isinstance(op, SUMS):
+                # the γ index the op's sums were charged (numbers.sum/contract set it)
+                site_roundings[site] = max(site_roundings.get(site, 0), numbers.roundings)
             if site is not None:
                 value = _map(value, lambda a: envelope_clip(site, a))
                 flat: list = []
@@ -529,7 +538,7 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
     out = Running(core_module, numbers).run(entry, args, prepared.dims)
     flat: list = []
     _flatten(out, flat)
-    return flat, site_err, site_terms, types
+    return flat, site_err, site_roundings, types
 
 
 def _operand_magnitudes(core_module, envelope) -> dict[str, tuple]:
@@ -573,14 +582,15 @@ CARRIED = ("get", "field", "tuple", "call", "fold", "tree")
 class Local:
     """What R is computed from at one site: its op, stored type t (bf16 computes in f32),
     max|v|, the operands' magnitudes, the operands it reads converted (their magnitudes,
-    each with the type it is converted into), and for a sum its terms and condition."""
+    each with the type it is converted into), and for a sum the roundings on a term's
+    path (its γ index) and its condition."""
 
     op: str
     t: str
     m: float
     operands: tuple
     converted: list[tuple[float, str]]
-    terms: int = 1
+    roundings: int = 1
     condition: float | None = None
     exponent: int = 2  # a powi's
 
@@ -610,24 +620,25 @@ def rounding_add(x: Local) -> float:
 
 
 def rounding_sum(x: Local) -> float:
-    """A sum or contraction of n terms: γ_{n−1}(t)·condition·max|v| (recursive summation,
+    """A sum or contraction: γ_k(t)·condition·max|v| (k the roundings on a term's path: a
+    sum's blocked order, presk/summation.py, or a contraction's n − 1 one after another;
     Σ|terms| = condition·|Σ|) + u(t)·max|v| (its last operation, a mean's division) +
     u(t′)·condition·max|v| per operand read converted (each term moves by u(t′) of
     itself)."""
     t = _compute(x.t)
     k = float(x.condition) * x.m
-    return gamma(max(x.terms - 1, 1), t) * k + U[t] * x.m + \
+    return gamma(max(x.roundings, 1), t) * k + U[t] * x.m + \
         sum(U[to] * k for _, to in x.converted) + _store(x)
 
 
 def rounding_softmax(x: Local) -> float:
     """exp(x − max x) / Σ: the subtraction's rounding moves exp's argument by u·2·max|x|,
-    exp adds 4 ulps, the sum of n positive terms γ_{n−1}, the division 1 ulp; an operand
+    exp adds 4 ulps, the sum of n positive terms γ_k (blocked), the division 1 ulp; an operand
     read converted moves the argument by u(t′)·2·max|x| too."""
     t = _compute(x.t)
     a = x.operands[0] if x.operands and x.operands[0] is not None else 0.0
     conv = sum(U[to] for _, to in x.converted)
-    return ((LIB + 1 + 2 * a) * U[t] + gamma(max(x.terms - 1, 1), t) + 2 * a * conv) * x.m \
+    return ((LIB + 1 + 2 * a) * U[t] + gamma(max(x.roundings, 1), t) + 2 * a * conv) * x.m \
         + _store(x)
 
 
@@ -669,16 +680,16 @@ def cond_terms_from(local: dict[str, float], sens) -> dict[str, float]:
             for k, v in local.items()}
 
 
-def cond_terms(envelope, sens, types: dict[str, str], site_terms: dict[str, int],
+def cond_terms(envelope, sens, types: dict[str, str], site_roundings: dict[str, int],
                realization: Realization, core_module=None, reads=(),
                inputs: dict[str, str] | None = None) -> dict[str, float]:
     """Each site's and narrowed parameter's s·R (rule cond); `reads`: the recording's
     narrowing reads (presk.analysis.conversions.narrowing_reads)."""
-    return cond_terms_from(local_bounds(envelope, sens, types, site_terms, realization,
+    return cond_terms_from(local_bounds(envelope, sens, types, site_roundings, realization,
                                         core_module, reads, inputs), sens)
 
 
-def local_bounds(envelope, sens, types: dict[str, str], site_terms: dict[str, int],
+def local_bounds(envelope, sens, types: dict[str, str], site_roundings: dict[str, int],
                  realization: Realization, core_module=None, reads=(),
                  inputs: dict[str, str] | None = None) -> dict[str, float]:
     """Each site's and narrowed parameter's R: cond's local rounding-error bound."""
@@ -692,7 +703,7 @@ def local_bounds(envelope, sens, types: dict[str, str], site_terms: dict[str, in
             continue
         m = float(rec.max_abs)
         x = Local(rec.op or "", types.get(site, "f64"), m, operands.get(site, ()),
-                  converted.get(site, []), site_terms.get(site, rec.count),
+                  converted.get(site, []), site_roundings.get(site, rec.count),
                   None if rec.condition is None else float(rec.condition),
                   exponents.get(site, 2))
         out[site] = local_rounding(x)
@@ -766,20 +777,20 @@ def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization:
     magnitude = _magnitude(sens.value)
     out: dict[str, float] = {}
     errs: dict[str, dict[str, float]] = {"k": {}, "normwise": {}}
-    site_terms: dict[str, int] = {}
+    site_roundings: dict[str, int] = {}
     types: dict[str, str] = {}
     each: dict[str, list[float]] = {}  # rule → each output element's bound
     for rule in ("k", "normwise"):
         for sample in samples:  # the bound holds for each sample: the largest
             flat, err, st, types = forward(core_module, entry, dims, envelope, realization,
                                            params, sample, rule)
-            site_terms.update(st)
+            site_roundings.update(st)
             each[rule] = [max(a, v.e) for a, v in zip(each.get(rule, [0.0] * len(flat)),
                                                       flat)]
             for k, v in err.items():
                 errs[rule][k] = max(errs[rule].get(k, 0.0), v)
         out[rule] = max(each[rule], default=0.0)
-    local = local_bounds(envelope, sens, types, site_terms, realization, core_module,
+    local = local_bounds(envelope, sens, types, site_roundings, realization, core_module,
                          narrowing_reads(kernel_pipeline(core_module, entry, dims,
                                                          realization).realize,
                                          {f.path for f in prepared.fields}),
@@ -799,7 +810,7 @@ def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization:
                                  errs["k"][site], errs["normwise"].get(site, math.nan),
                                  None if rec.condition is None else float(rec.condition),
                                  float(sens.sites.get(site, 0.0)), terms.get(site, 0.0),
-                                 site_terms.get(site, 1)))
+                                 site_roundings.get(site, 0)))
     sites.sort(key=lambda f: (-f.k, -f.magnitude, f.site))
     chosen = [r for r in RULES if r in rules or rules == ("all",)]
     result = Bounds(entry, realization.summary(), magnitude, {r: out[r] for r in chosen},

@@ -19,9 +19,11 @@ Each operation rounds at its site's realized type (`site_types`): relative u(t) 
 computed in f32 and stored in bf16, both roundings) and the absolute subnormal term; an
 operand held wider than the op's type is converted (one more rounding); a library
 function within the math library's documented ulps (docs/mathlib.md). A sum or
-contraction of n terms, added one after another from the first (the kernels' order), is
-charged u(t)·Σₖ₌₂ⁿ |Sₖ| for its partial sums Sₖ (their enclosures), one symbol per output
-element, not one per term. A form with more than CAP symbols merges each site's symbols
+contraction, added in the kernels' order (a contraction's one term after another from the
+first, a sum's blocked order of presk/summation.py: partials, then a pairwise tree), is
+charged u(t)·Σ|Sₖ| over the results Sₖ of its rounded additions (their enclosures; an
+addition onto an empty partial is exact), one symbol per output element, not one per
+term. A form with more than CAP symbols merges each site's symbols
 into one fresh symbol (sound: a fresh symbol claims no correlation).
 
 Scalar programs are refined by bisecting the box (the leaf with the largest bound first,
@@ -46,6 +48,7 @@ import gmpy2
 import numpy as np
 from gmpy2 import mpfr
 
+from .. import summation
 from .ranges import Ranges
 from .numbers import ByEnclosure, object_array, paired
 from .realization import Realization
@@ -831,18 +834,22 @@ def _boxed():
                                                    keepdims=True))
             return np.asarray(out).reshape(()) if axis is None else np.squeeze(out, axis=axis)
 
-        def sum(self, x, axes=None, keepdims=False):
+        def sum(self, x, axes=None, keepdims=False, order=blocked_sum):
+            """Σ over `axes` in the kernels' order: a sum's blocked (the last axis' sums
+            first, each a term of the axis before); `order=sequential_sum` one row."""
             x = np.asarray(x, dtype=object)
             axes = tuple(range(x.ndim)) if axes is None else \
                 tuple(a % max(x.ndim, 1) for a in axes)
             kept = [i for i in range(x.ndim) if i not in axes]
-            moved = np.transpose(x, kept + list(axes)).reshape(
-                [x.shape[i] for i in kept] + [-1 if axes else 1])
-            out = np.empty(moved.shape[:-1], dtype=object)
-            flat_out = out.reshape(-1)
-            rows = moved.reshape(-1, moved.shape[-1])
-            for i in range(rows.shape[0]):
-                flat_out[i] = sequential_sum(list(rows[i]))
+            out = np.transpose(x, kept + sorted(axes))
+            if not axes:
+                out = out[..., np.newaxis]
+            for _ in range(max(len(axes), 1)):
+                rows = out.reshape(-1, out.shape[-1])
+                reduced = np.empty(rows.shape[0], dtype=object)
+                for i in range(rows.shape[0]):
+                    reduced[i] = order(list(rows[i]))
+                out = reduced.reshape(out.shape[:-1])
             if keepdims:
                 out = np.reshape(out, [1 if i in axes else n for i, n in enumerate(x.shape)])
             return out if out.ndim else out.reshape(()).item()
@@ -852,47 +859,87 @@ def _boxed():
             prods = [np.multiply.outer(left[..., k], right[k]) for k in range(left.shape[-1])]
             if not prods:
                 return self.array(np.zeros(left.shape[:-1] + right.shape[1:]))
-            out = self.sum(np.stack(prods, axis=-1), (-1,))
-            return out
+            return self.sum(np.stack(prods, axis=-1), (-1,), order=sequential_sum)
 
     return Boxed()
 
 
-def sequential_sum(terms: list[Form]) -> Form:
-    """((t₁ + t₂) + t₃) + …, each addition rounded at the current type: the propagated
-    errors add exactly; the roundings are u·Σₖ₌₂ⁿ |Sₖ| (the partial sums' enclosures),
-    one symbol, plus u·(the partial sums' own errors) in the remainder."""
-    t = S.t
-    terms = [_conv(_form(v)) for v in terms]
-    if not terms:
-        return Form.point(0.0)
-    lo, hi = terms[0].lo, terms[0].hi
-    val = _val(terms[0]) if S.centered else None
-    d = dict(terms[0].d)
-    r = terms[0].r
-    err = terms[0].e  # the running partial sum's error bound
-    first = ZERO  # Σ u·|Sₖ|
-    second = ZERO  # Σ u·err(Ŝₖ before its rounding)
-    u = U[t]
-    for v in terms[1:]:
-        lo, hi = DN.add(lo, v.lo), UP.add(hi, v.hi)
-        val = _vadd(val, _val(v)) if val is not None else None
-        d = _dadd(d, v.d)
-        r = UP.add(r, v.r)
-        err = UP.add(err, v.e)
-        step = UP.mul(u, mag(lo, hi))
-        first = UP.add(first, step)
-        second = _up(second, UP.mul(u, err), ETA[t] if t != "exact" else ZERO)
-        err = UP.add(err, _up(step, UP.mul(u, err)))
+@dataclass
+class _Partial:
+    """A partial sum while its additions are charged: its enclosure, derivative terms,
+    remainder, centered value and running error bound (`e`)."""
+
+    lo: Any
+    hi: Any
+    d: dict
+    r: Any
+    val: Any
+    e: Any
+    ty: str
+
+
+class _Additions:
+    """The additions of one sum, each rounded at the current type: the propagated errors
+    add exactly; the roundings are u·Σ|Sₖ| over every rounded addition's result Sₖ (its
+    enclosure), one symbol, plus u·(the partial sums' own errors) in the remainder."""
+
+    def __init__(self) -> None:
+        self.t = S.t
+        self.u = U[self.t]
+        self.first = ZERO  # Σ u·|Sₖ|
+        self.second = ZERO  # Σ u·err(Ŝₖ before its rounding)
+        self.rounded = 0
+
+    def leaf(self, v: Form) -> _Partial:
+        v = _conv(_form(v))
+        return _Partial(v.lo, v.hi, dict(v.d), v.r, _val(v) if S.centered else None, v.e,
+                        v.ty)
+
+    def add(self, a: _Partial | None, b: _Partial | None) -> _Partial | None:
+        """a + b rounded; with an empty partial (None, +0) exact."""
+        if a is None or b is None:
+            return a if b is None else b
+        lo, hi = DN.add(a.lo, b.lo), UP.add(a.hi, b.hi)
+        val = _vadd(a.val, b.val) if a.val is not None and b.val is not None else None
+        d, r, err = _dadd(a.d, b.d), UP.add(a.r, b.r), UP.add(a.e, b.e)
+        step = UP.mul(self.u, mag(lo, hi))
+        self.first = UP.add(self.first, step)
+        self.second = _up(self.second, UP.mul(self.u, err),
+                          ETA[self.t] if self.t != "exact" else ZERO)
+        err = UP.add(err, _up(step, UP.mul(self.u, err)))
         if len(d) > 4 * CAP:
             tmp = _condense(Form(lo, hi, d, r, "f64", val))
             d, r, val = tmp.d, tmp.r, tmp.val
-    if first > 0:
-        d[S.symbol()] = (-first, first)
-    if val is not None:
-        lo, hi = _tight(lo, hi, val)
-    out = Form(lo, hi, d, UP.add(r, second), t if len(terms) > 1 else terms[0].ty, val)
-    return _condense(out)
+        self.rounded += 1
+        return _Partial(lo, hi, d, r, val, err, self.t)
+
+    def result(self, p: _Partial | None) -> Form:
+        if p is None:
+            return Form.point(0.0)
+        d = dict(p.d)
+        if self.first > 0:
+            d[S.symbol()] = (-self.first, self.first)
+        lo, hi = (_tight(p.lo, p.hi, p.val) if p.val is not None else (p.lo, p.hi))
+        out = Form(lo, hi, d, UP.add(p.r, self.second), self.t if self.rounded else p.ty,
+                   p.val)
+        return _condense(out)
+
+
+def sequential_sum(terms: list[Form]) -> Form:
+    """((t₁ + t₂) + t₃) + … (a contraction's order), charged as `_Additions` says."""
+    adds = _Additions()
+    acc = None
+    for v in terms:
+        acc = adds.add(acc, adds.leaf(v))
+    return adds.result(acc)
+
+
+def blocked_sum(terms: list[Form]) -> Form:
+    """Σ in the blocked order of presk/summation.py (a sum's), charged as `_Additions`
+    says: its partials from +0 (the first addition exact), then the pairwise tree."""
+    adds = _Additions()
+    return adds.result(summation.blocked_sum([adds.leaf(v) for v in terms], adds.add,
+                                             lambda: None))
 
 
 # ---- the analysis ----

@@ -6,7 +6,9 @@ semantics per type.
 * A bf16 load widens its bits to f32 exactly (`bf16_to_f32`); a store to bf16 rounds to
   nearest even by bits (`bf16_round`); a host `convert` rounds to nearest even into the
   destination (f64 → bf16 directly, without a double rounding).
-* Loops run in their order, so a sum is sequential and the result bit-reproducible. The
+* Loops run in their order, so the result is bit-reproducible; a blocked sum
+  (`partials`, presk/summation.py) runs a block of iterations at once, one partial each,
+  then its partials pairwise. The
   interpreter evaluates a loop WITHOUT loop-carried values (a parallel loop, whose
   iterations are independent by the dialect's contract) as one numpy axis, and a loop
   WITH them one iteration at a time: every element still sees the same operations in
@@ -405,6 +407,9 @@ class _NestRun:
                 if upper > lower:
                     self.block(op.body.block, env)
                 return
+            if op.width is not None:
+                self.blocked(op, env, depth)
+                return
             carried = [env[v] for v in op.inits]
             for i in range(lower, upper):
                 env[op.induction] = np.intp(i)
@@ -415,3 +420,44 @@ class _NestRun:
                 env[res] = value
         finally:
             self.level -= 1
+
+    def blocked(self, op: K.ForOp, env: dict[SSAValue, Any], depth: int) -> None:
+        """A blocked sum (presk/summation.py): the iterations of a block of `width` run at
+        once along this depth's axis, each adding its term to its own partial; then the
+        partials pairwise. The result keeps this axis, of size 1."""
+        lower, upper, width = op.lower.data, op.upper.data, op.width
+        shape = [1] * self.rank
+        shape[depth] = width
+        def full(a: Any) -> np.ndarray:  # a value of this nest's rank
+            a = np.asarray(a)
+            return a if a.ndim == self.rank else a.reshape([1] * self.rank)
+
+        def along(a: np.ndarray, k: slice) -> np.ndarray:
+            where = [slice(None)] * self.rank
+            where[depth] = k
+            return a[tuple(where)]
+
+        p = np.broadcast_to(full(env[op.inits[0]]), shape)
+        for start in range(lower, upper, width):
+            k = min(width, upper - start)
+            index = [1] * self.rank
+            index[depth] = k
+            env[op.induction] = np.arange(start, start + k).reshape(index)
+            env[op.carried[0]] = along(p, slice(0, k))
+            (new,) = self.block(op.body.block, env)
+            new = full(new)
+            if k == width:
+                p = new
+                continue
+            rest = along(p, slice(k, width))
+            common = list(np.broadcast_shapes(*(a.shape[:depth] + (1,) + a.shape[depth + 1:]
+                                                for a in (new, rest))))
+            common[depth] = k
+            head = np.broadcast_to(new, common)
+            common[depth] = width - k
+            p = np.concatenate([head, np.broadcast_to(rest, common)], axis=depth)
+        h = width // 2
+        while h:
+            p = np.add(along(p, slice(0, h)), along(p, slice(h, 2 * h)))
+            h //= 2
+        env[op.res[0]] = p

@@ -29,6 +29,7 @@ import numpy as np
 from presk import ops
 from presk.emit import mathlib
 from presk.powers import power
+from presk.summation import blocked_sum_last
 
 UNARY_NAMES = tuple(f.name for f in ops.rows(arity=1, core=True))
 BINARY_NAMES = tuple(f.name for f in ops.rows(arity=2, core=True))
@@ -126,15 +127,16 @@ class Numbers(ABC):
 
     def sum(self, x: np.ndarray, axes: tuple[int, ...] | None = None,
             keepdims: bool = False) -> np.ndarray:
-        """Σ over `axes` (all when None), in row-major order, one term after another."""
+        """Σ over `axes` (all when None) in the blocked order of presk/summation.py, the
+        kernels' order: the last axis' sums first, each the terms of the axis before."""
         x = np.asarray(x)
         axes = tuple(range(x.ndim)) if axes is None else tuple(a % max(x.ndim, 1) for a in axes)
         kept = [i for i in range(x.ndim) if i not in axes]
-        moved = np.transpose(x, kept + list(axes)).reshape(
-            [x.shape[i] for i in kept] + [-1 if axes else 1])
-        total = self.array(np.zeros(moved.shape[:-1]))
-        for k in range(moved.shape[-1]):
-            total = total + moved[..., k]
+        total = np.transpose(x, kept + sorted(axes))
+        if not axes:
+            total = self.array(np.zeros(total.shape)) + total
+        for _ in axes:
+            total = blocked_sum_last(total, lambda shape: self.array(np.zeros(shape)))
         if keepdims:
             total = np.reshape(total, [1 if i in axes else n for i, n in enumerate(x.shape)])
         return total

@@ -7,7 +7,8 @@ that `cc -O2 -ffp-contract=off -fno-fast-math` gives the bits the JIT gives:
 * a kernel is `void presk_kernel_kN(const T *restrict in0, …, T *restrict out0, …)` (no
   `restrict` when a launch aliases an output with another argument, as native drops
   `noalias`), its nest as plain C loops in the nest's order: a loop-carried scalar is a
-  variable assigned at the end of each iteration, so a sum runs k ascending. A tiled
+  variable assigned at the end of each iteration, so a contraction's sum runs k
+  ascending, and a blocked sum (presk/summation.py) an array of partials. A tiled
   layout only regroups which elements run together (the dialect's contract), so C runs
   the reference nest and gets the same bits. Every scalar op is one C operation in the
   op's type, rounded once: no contraction, no reassociation;
@@ -271,6 +272,9 @@ class KernelC:
     def loop(self, op: K.ForOp, depth: int, level: int) -> None:
         index = f"i{level}"
         self.names[op.induction] = index
+        if op.width is not None:
+            self.blocked(op, depth, level)
+            return
         for arg, init, res in zip(op.carried, op.inits, op.res):
             name = f"s{self.accs}"
             self.accs += 1
@@ -280,6 +284,26 @@ class KernelC:
         self.emit(depth, f"for (int64_t {index} = {lo}; {index} < {hi}; {index}++) {{")
         self.block(op.body.block, depth + 1, level + 1)
         self.emit(depth, "}")
+
+    def blocked(self, op: K.ForOp, depth: int, level: int) -> None:
+        """A blocked sum (presk/summation.py): an array of partials, iteration i adding
+        to partial (i − lower) mod P, then the partials pairwise."""
+        index, width, lo = f"i{level}", op.width, op.lower.data
+        name = f"s{self.accs}"
+        self.accs += 1
+        ty = COMPUTE_C[K.type_name(op.res[0].type)]
+        self.emit(depth, f"{ty} {name}[{width}];")
+        self.emit(depth, f"for (int64_t j = 0; j < {width}; j++) {name}[j] = "
+                         f"{self.names[op.inits[0]]};")
+        self.names[op.carried[0]] = f"{name}[({index} - {lo}) % {width}]"
+        self.names[op.res[0]] = f"{name}[0]"
+        self.emit(depth, f"for (int64_t {index} = {lo}; {index} < {op.upper.data}; "
+                         f"{index}++) {{")
+        self.block(op.body.block, depth + 1, level + 1)
+        self.emit(depth, "}")
+        self.emit(depth, f"for (int64_t h = {width // 2}; h > 0; h /= 2)")
+        self.emit(depth + 1, f"for (int64_t j = 0; j < h; j++) {name}[j] = {name}[j] + "
+                             f"{name}[j + h];")
 
     def yield_(self, op: K.YieldOp, depth: int) -> None:
         """The next iteration's carried values; through temporaries when one of them is
@@ -330,7 +354,8 @@ def kernels_c(module: Operation) -> str:
     part_of = _part_of(module)
     pool = ['#include "presk_pool.h"'] if threaded(module) else []
     parts = ["/* The kernels: each one loop nest of PSK-Kernel, in the nest's order of",
-             " * operations (a sum runs k ascending), as the native backend computes it. */",
+             " * operations (a sum in the blocked order of presk/summation.py), as the",
+             " * native backend computes it. */",
              "#include <math.h>", "#include <stdint.h>", "", '#include "presk_rt.h"', *pool,
              ""]
     for name, kernel in K.kernels(module).items():

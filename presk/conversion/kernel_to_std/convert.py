@@ -29,6 +29,9 @@ it implements is presk/kernel_abi/calling.py.
   in f32 first, so that the bf16 rounding is a single correct one); `at` is a GEP;
   `launch`/`call` are `func.call`s; `fold` is an `scf.for` carrying the accumulator's
   pointer, its destination alternating between the two scratch buffers.
+* A blocked sum (`for … {partials = P}`, presk/summation.py) keeps its partials in a
+  stack array, the iterations of a block an inner loop LLVM vectorizes:
+  presk/conversion/kernel_to_std/blocked_sum.py, before the rest of phase 2.
 * A kernel whose layout is `tiled` (a contraction) runs in register tiles:
   presk/conversion/kernel_to_std/tile_contraction.py, called from the kernel's rewrite. A
   kernel psk-kernel-split gave `parts` (presk/transforms/kernel_split.py, which runs
@@ -67,6 +70,7 @@ from presk.kernel_abi.arena import ArenaPlan, aliased_kernels
 from presk.kernel_abi.placement import Layout, Target
 from presk.kernel_abi.calling import entry_symbol, host_symbol, kernel_symbol
 
+from .blocked_sum import lower_blocked_sums
 from .threads import spawners
 from .emitter import (ARITH_OPS, Emitter, INDEX, PTR, as_buffer, buffer_type_of,
     emit_before, lower_scalar_op, storage_type)
@@ -421,6 +425,7 @@ class ConvertKernelToStdPass(ModulePass):
         threads = spawners(op, kernel_symbol, self.spawn)
         _walk([KernelToFunc(aliased), HostToFunc()], op)
         op.body.block.add_ops(threads)
+        lower_blocked_sums(op)
         _walk([ForToScf(), YieldToScf(), LoadToLLVM(), StoreToLLVM(), ScalarToArith(),
                LaunchToCall(), ArenaToPointers(offsets, calls),
                ElementwiseHostOps(), AtToGEP(), FoldToScf()], op)

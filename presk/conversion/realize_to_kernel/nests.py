@@ -16,6 +16,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from presk import ops
 from presk.dialects import kernel as K, realize as R
 from presk.powers import power
+from presk.summation import partials_for
 
 
 class KernelConversionError(Exception):
@@ -160,6 +161,25 @@ class NestBuilder:
             self.blocks.pop()
             values = list(loop.res)
         return values
+
+    def sum(self, sizes: Sequence[int], t: Attribute,
+            term: Callable[[list[SSAValue]], SSAValue]) -> SSAValue:
+        """Σ of `term(indices)` over `sizes` in the blocked order of presk/summation.py:
+        one blocked loop per axis, from +0, the outer axis' terms the inner axes' sums."""
+        def level(indices: list[SSAValue]) -> SSAValue:
+            if len(indices) == len(sizes):
+                return term(indices)
+            n = sizes[len(indices)]
+            loop = K.ForOp(0, n, [self.const(0.0, t)], partials=partials_for(n))
+            self.add(loop)
+            self.blocks.append(loop.body.block)
+            x = level([*indices, loop.induction])
+            self.add(K.YieldOp(self.value(K.AddOp(loop.carried[0], x))))
+            self.blocks.pop()
+            return loop.res[0]
+        if not sizes:
+            return self.value(K.AddOp(self.const(0.0, t), term([])))
+        return level([])
 
     def finish(self, layout: K.LayoutAttr | None = None) -> K.KernelOp:
         types = [a.type for a in self.body.args]
@@ -320,7 +340,7 @@ def build_reduce(nb: NestBuilder, op: R.ReduceOp, source: _Input, out: SSAValue)
                          lambda idx, acc: [nb.value(kind(acc[0], nb.load(source, at(idx), t)))])[0]
 
     if isinstance(op, (R.SumOp, R.MeanOp)):
-        total = fold(K.AddOp, 0.0)
+        total = nb.sum(red_sizes, t, lambda idx: nb.load(source, at(idx), t))
         result = nb.value(K.DivOp(total, nb.const(float(count), t))) \
             if isinstance(op, R.MeanOp) else total
     elif isinstance(op, R.MaxOp):
@@ -329,11 +349,12 @@ def build_reduce(nb: NestBuilder, op: R.ReduceOp, source: _Input, out: SSAValue)
         result = fold(K.MinOp, float("inf"))
     elif isinstance(op, R.LogSumExpOp):
         top = fold(K.MaxOp, float("-inf"))
-        def step(idx: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
-            shifted = nb.value(K.SubOp(nb.load(source, at(idx), t), top))
-            return [nb.value(K.AddOp(acc[0], nb.value(K.MathOp("exp", shifted))))]
 
-        total = nb.reduce(red_sizes, [nb.const(0.0, t)], step)[0]
+        def shifted_exp(idx: list[SSAValue]) -> SSAValue:
+            shifted = nb.value(K.SubOp(nb.load(source, at(idx), t), top))
+            return nb.value(K.MathOp("exp", shifted))
+
+        total = nb.sum(red_sizes, t, shifted_exp)
         result = nb.value(K.AddOp(top, nb.value(K.MathOp("log", total))))
     else:
         raise KernelConversionError(f"{_site(op)}: {op.name} has no kernel form")
@@ -357,8 +378,7 @@ def build_softmax(nb: NestBuilder, op: R.SoftmaxOp, source: _Input, out: SSAValu
     def shifted(j: SSAValue) -> SSAValue:
         return nb.value(K.MathOp("exp", nb.value(K.SubOp(nb.load(source, at(j), t), top))))
 
-    total = nb.reduce([sizes[k]], [nb.const(0.0, t)], lambda idx, acc: [
-        nb.value(K.AddOp(acc[0], shifted(idx[0])))])[0]
+    total = nb.sum([sizes[k]], t, lambda idx: shifted(idx[0]))
     (j,) = nb.open_loops([sizes[k]])
     nb.store(nb.value(K.DivOp(shifted(j), total)), out_arg, at(j))
     nb.close(1)
@@ -407,10 +427,7 @@ def build_sum_to(nb: NestBuilder, op: R.SumToOp, source: _Input, out: SSAValue) 
     sizes = op.operand.type.sizes
     t, out_arg, kept_idx, other, at = _row_nest(nb, op, source, out, op.kept)
 
-    def step(idx: list[SSAValue], acc: list[SSAValue]) -> list[SSAValue]:
-        return [nb.value(K.AddOp(acc[0], nb.load(source, at(idx), t)))]
-
-    total = nb.reduce([sizes[i] for i in other], [nb.const(0.0, t)], step)[0]
+    total = nb.sum([sizes[i] for i in other], t, lambda idx: nb.load(source, at(idx), t))
     nb.store(total, out_arg, kept_idx)
     nb.close(len(kept_idx))
 

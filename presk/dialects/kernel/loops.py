@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (ArrayAttr, FunctionType, IndexType, IntAttr, IntegerAttr,
@@ -18,6 +19,7 @@ from xdsl.traits import (HasParent, IsTerminator, IsolatedFromAbove, NoTerminato
 from xdsl.utils.exceptions import VerifyException
 
 from presk.dialects.common import print_op_attrs
+from presk.summation import partials_for
 
 from .base import (KernelBaseOp, RangeOp, _BufferFunction, kernel_op, parse_attrs_and_types,
     print_attrs_and_types)
@@ -85,23 +87,48 @@ class KernelOp(_BufferFunction):
 class ForOp(RangeOp):
     """`%s = psk_kernel.for %i = 0 to 4 iter(%a = %init) -> (f32) { … psk_kernel.yield %n
     : f32 }`: a loop over [lower, upper) step 1; with loop-carried scalars it runs in
-    order, without them its iterations are independent."""
+    order, without them its iterations are independent.
+
+    `… attributes {partials = 64}`: a sum in the blocked order of presk/summation.py. It
+    carries one scalar from +0, its body yields `add %a, %term` (the term independent of
+    %a); iteration i adds its term to partial (i − lower) mod partials, and the partials
+    are then added pairwise (p_j + p_{j+h}, h = partials/2 … 1). `partials` is
+    `partials_for(trip)`."""
 
     name = "psk_kernel.for"
 
     inits = var_operand_def()
     res = var_result_def()
     body = region_def("single_block")
+    partials = opt_attr_def(IntegerAttr)
 
     def __init__(self, lower: int, upper: int, inits: Sequence[SSAValue | Operation] = (),
-                 body: Block | None = None):
+                 body: Block | None = None, partials: int | None = None):
         types = [SSAValue.get(v).type for v in inits]
         body = body or Block(arg_types=[IndexType(), *types])
+        attributes: dict[str, Attribute] = {"lower": IntAttr(lower), "upper": IntAttr(upper)}
+        if partials is not None:
+            attributes["partials"] = IntegerAttr(partials, i64)
         super().__init__(
-            operands=[list(inits)], result_types=[types],
-            attributes={"lower": IntAttr(lower), "upper": IntAttr(upper)},
+            operands=[list(inits)], result_types=[types], attributes=attributes,
             regions=[Region(body)],
         )
+
+    @property
+    def width(self) -> int | None:
+        """A blocked sum's number of partials (None: the loop runs in order)."""
+        return None if self.partials is None else self.partials.value.data
+
+    @property
+    def term(self) -> SSAValue | None:
+        """A blocked sum's term: the operand its yield adds to the carried partial."""
+        last = self.body.block.last_op
+        if not isinstance(last, YieldOp) or len(last.values) != 1:
+            return None
+        add = last.values[0].owner
+        if isinstance(add, AddOp) and add.operands[0] is self.carried[0]:
+            return add.operands[1]
+        return None
 
     @property
     def induction(self) -> BlockArgument:
@@ -132,6 +159,23 @@ class ForOp(RangeOp):
         if [v.type for v in last.values] != types:
             raise VerifyException("the yield gives the loop-carried values' types")
         self._verify_range("loop")
+        if self.partials is not None:
+            self._verify_blocked()
+
+    def _verify_blocked(self) -> None:
+        if len(self.inits) != 1:
+            raise VerifyException("a blocked sum carries one scalar")
+        init = self.inits[0].owner
+        if not isinstance(init, ConstantOp) or init.number != 0.0 or \
+                math.copysign(1.0, init.number) < 0:
+            raise VerifyException("a blocked sum starts from the constant +0")
+        if self.term is None or len(list(self.carried[0].uses)) != 1:
+            raise VerifyException("a blocked sum's body yields `add` of the carried partial "
+                                  "and a term that does not read it")
+        want = partials_for(self.trip)
+        if self.width != want:
+            raise VerifyException(f"a blocked sum of {self.trip} terms has {want} partials, "
+                                  f"not {self.width}")
 
     def print(self, printer: Printer) -> None:
         self._print_range(printer, self.induction)
