@@ -236,7 +236,8 @@ class _KernelText:
                 self.emit(depth, f"{name} = {self.value(init)}")
             self.names[arg] = name
             self.names[res] = name
-        self.emit(depth, f"for {index} in {op.lower.data}..{op.upper.data} {{")
+        order = f" in {op.width} partials, then pairwise" if op.width is not None else ""
+        self.emit(depth, f"for {index} in {op.lower.data}..{op.upper.data}{order} {{")
         self.block(op.body.block, depth + 1, level + 1)
         self.emit(depth, "}")
 

@@ -70,19 +70,39 @@ def core_value(numbers, params, values, B: int = 4, trace=None):
     return it.run("loss", E.arguments(entry, numbers, params, values), entry.dims)
 
 
-class SequentialF64(F64):
-    """Core's f64, but summing as the kernels do: one term after another, k ascending, a
-    product then a sum (numpy sums 8 or more terms pairwise, and BLAS may use FMA)."""
+def blocked_last_axis(x: np.ndarray) -> np.ndarray:
+    """The kernels' order of a sum over the last axis, written out independently of
+    presk/summation.py: 64 partials (fewer, a power of two, for a short row), term k into
+    partial k mod 64 from +0, then the partials pairwise, p_j + p_{j+h}."""
+    n = x.shape[-1]
+    width = 1
+    while width < min(n, 64):
+        width *= 2
+    parts = [np.zeros(x.shape[:-1], dtype=x.dtype) for _ in range(width)]
+    for k in range(n):
+        parts[k % width] = parts[k % width] + x[..., k]
+    while len(parts) > 1:
+        h = len(parts) // 2
+        parts = [parts[j] + parts[j + h] for j in range(h)]
+    return parts[0]
+
+
+class KernelOrderF64(F64):
+    """Core's f64, but summing as the kernels do: a sum in the blocked order (over all
+    axes: the last axis' sums first), a contraction one product after another, k
+    ascending (numpy sums 8 or more terms pairwise, and BLAS may use FMA)."""
 
     def reduce(self, name, x, axis):
         if name not in ("sum", "mean"):
             return super().reduce(name, x, axis)
         x = np.asarray(x, dtype=np.float64)
-        moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
-        terms = moved.shape[-1]
-        acc = np.zeros(moved.shape[:-1])
-        for k in range(terms):
-            acc = acc + moved[..., k]
+        acc = x
+        if axis is None:
+            for _ in range(x.ndim):
+                acc = blocked_last_axis(acc)
+        else:
+            acc = blocked_last_axis(np.moveaxis(x, axis, -1))
+        terms = x.size if axis is None else x.shape[axis]
         return acc / float(terms) if name == "mean" else acc
 
     def dot(self, a, b):
@@ -263,7 +283,7 @@ def test_all_f64_bit_for_bit_with_sums_in_kernel_order(B, seed):
     _, params, values = weights_and_inputs(B, seed, random_params=True)
     ours = _traced(lambda t: run_kernel(core(), "loss", {"B": B}, params, values, None,
                                         trace=t))
-    theirs = _traced(lambda t: core_value(SequentialF64(), params, values, B, trace=t))
+    theirs = _traced(lambda t: core_value(KernelOrderF64(), params, values, B, trace=t))
     assert len(ours) >= 9
     for site, vals in ours.items():
         assert len(vals) == len(theirs[site]), site
@@ -320,9 +340,8 @@ def test_mixed_f32_arithmetic_is_float32():
     x = values["batch.0"].astype(np.float32)
     square = traced["RMSNorm.apply/%3"][0]
     assert np.array_equal(square, (x * x).astype(np.float64))
-    ms = np.zeros(4, dtype=np.float32)
-    for k in range(4):
-        ms = ms + (x * x)[:, k]
+    ms = _blocked_sum([(x * x)[:, k] for k in range(4)])  # (x0² + x2²) + (x1² + x3²)
+    assert ms.dtype == np.float32
     assert np.array_equal(traced["RMSNorm.apply/%4"][0], (ms / np.float32(4)).astype(np.float64))
     eps = np.float32(1e-6)
     rms = np.sqrt(ms / np.float32(4) + eps)
@@ -387,7 +406,9 @@ def test_listing_of_the_mixed_tutorial(capsys):
         "      %3[i0, i1] = ((%0[i0, i1] / %1[i0]) * %2[i1])",
         "      %1[i0, i1] = (%0[i0, i1] * ((1 + erf((%0[i0, i1] / 1.4142135623730951))) / 2))",
         "kernel mean (%0 : f32[batch: 4, model: 4]) -> %1 : f64[] {",
-        "      s0 = (s0 + f64(%0[i0, i1]))",
+        "  for i0 in 0..4 in 4 partials, then pairwise {",
+        "      s1 = (s1 + f64(%0[i0, i1]))",
+        "    s0 = (s0 + s1)",
         "  %1[] = (s0 / 16)",
         "  k3(x_f32_2, t7, θ.γ, out)",
     ]:
@@ -445,6 +466,13 @@ def _seq_sum(terms):
     return acc
 
 
+def _blocked_sum(terms):
+    """The kernels' order of a sum (independently of presk/summation.py): term k into
+    partial k mod P from +0 (P = 64, or the power of two ≥ len for fewer), then
+    p_j + p_{j+h} for h = P/2 … 1."""
+    return blocked_last_axis(np.stack(terms, axis=-1))
+
+
 def test_every_unary_in_f64_gives_the_core_interpreters_bits():
     from presk.dialects import realize as R
     rng = np.random.default_rng(11)
@@ -500,14 +528,22 @@ def test_reductions_over_an_axis_or_all(axis):
     rt = _t("f64", *rsizes)
     moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
     terms = [moved[..., k] for k in range(moved.shape[-1])]
-    total = _seq_sum(terms)
+
+    def blocked(v):  # over all axes, the last one's sums first; or over `axis`
+        if axis is not None:
+            return blocked_last_axis(np.moveaxis(v, axis, -1))
+        for _ in range(v.ndim):
+            v = blocked_last_axis(v)
+        return v
+
+    total = blocked(x)
     top = terms[0]
     low = terms[0]
     for term in terms[1:]:
         top, low = np.maximum(top, term), np.minimum(low, term)
     exp, log = (lambda v: mathlib.evaluate("exp", "f64", v)), (
         lambda v: mathlib.evaluate("log", "f64", v))  # the kernels' exp and log
-    lse = top + log(_seq_sum([exp(term - top) for term in terms]))
+    lse = top + log(blocked(exp(x - (top if axis is None else np.expand_dims(top, axis)))))
     for cls, want in [(R.SumOp, total), (R.MeanOp, total / len(terms)), (R.MaxOp, top),
                       (R.MinOp, low), (R.LogSumExpOp, lse)]:
         module = _realize_one([t], rt, lambda a, cls=cls: [cls(a, axis, rt, site="f/%1")])
@@ -526,7 +562,7 @@ def test_softmax_along_the_middle_axis():
     for term in terms[1:]:
         top = np.maximum(top, term)
     exp = lambda v: mathlib.evaluate("exp", "f64", v)  # noqa: E731 (the kernels' exp)
-    total = _seq_sum([exp(term - top) for term in terms])
+    total = _blocked_sum([exp(term - top) for term in terms])
     want = exp(x - top[:, None, :]) / total[:, None, :]
     assert ulps(got, want) == 0
     assert count(kernel).launches == 1
@@ -548,7 +584,9 @@ def test_contract_sum_to_spread_broadcast():
     module = _realize_one([ta], _t("f64", 3), lambda x: [
         R.SumToOp(x, [1], _t("f64", 3), site="f/%1")])
     got, _ = _run_one(module, [a])
-    assert ulps(got, _seq_sum([a[i, :, k] for i in range(2) for k in range(4)])) == 0
+    # over axes 0 and 2: the inner axis' sums first, each a term of the outer's
+    assert ulps(got, _blocked_sum([_blocked_sum([a[i, :, k] for k in range(4)])
+                                   for i in range(2)])) == 0
     v = rng.standard_normal(3)
     like = _t("f64", 2, 3, 4)
     module = _realize_one([_t("f64", 3), like], like, lambda x, y: [

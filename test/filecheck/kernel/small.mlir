@@ -33,7 +33,7 @@ builtin.module {
 // CHECK-NEXT: psk_kernel.kernel @k1(%0: !psk_kernel.buffer<f32, batch: 2, model: 3>, %1: !psk_kernel.buffer<f32, batch: 2>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "sum axis model"} {
 // CHECK-NEXT: psk_kernel.for %2 = 0 to 2 {
 // CHECK-NEXT: %3 = psk_kernel.constant {value = 0.000000e+00 : f64} : f32
-// CHECK-NEXT: %4 = psk_kernel.for %5 = 0 to 3 iter(%6 = %3) -> (f32) {
+// CHECK-NEXT: %4 = psk_kernel.for %5 = 0 to 3 iter(%6 = %3) -> (f32) attributes {partials = 4 : i64} {
 // CHECK-NEXT: %7 = psk_kernel.load %0[%2, %5] : !psk_kernel.buffer<f32, batch: 2, model: 3> -> f32
 // CHECK-NEXT: %8 = psk_kernel.add %6, %7 : f32
 // CHECK-NEXT: psk_kernel.yield %8 : f32

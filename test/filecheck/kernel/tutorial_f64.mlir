@@ -16,7 +16,7 @@
 // CHECK-NEXT: psk_kernel.kernel @k1(%0: !psk_kernel.buffer<f64, batch: 4, model: 4>, %1: !psk_kernel.buffer<f64, batch: 4>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "mean axis model"} {
 // CHECK-NEXT: psk_kernel.for %2 = 0 to 4 {
 // CHECK-NEXT: %3 = psk_kernel.constant {value = 0.000000e+00 : f64} : f64
-// CHECK-NEXT: %4 = psk_kernel.for %5 = 0 to 4 iter(%6 = %3) -> (f64) {
+// CHECK-NEXT: %4 = psk_kernel.for %5 = 0 to 4 iter(%6 = %3) -> (f64) attributes {partials = 4 : i64} {
 // CHECK-NEXT: %7 = psk_kernel.load %0[%2, %5] : !psk_kernel.buffer<f64, batch: 4, model: 4> -> f64
 // CHECK-NEXT: %8 = psk_kernel.add %6, %7 : f64
 // CHECK-NEXT: psk_kernel.yield %8 : f64
@@ -115,17 +115,19 @@
 // CHECK-NEXT: }
 // CHECK-NEXT: psk_kernel.kernel @k8(%0: !psk_kernel.buffer<f64, batch: 4, model: 4>, %1: !psk_kernel.buffer<f64>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "mean"} {
 // CHECK-NEXT: %2 = psk_kernel.constant {value = 0.000000e+00 : f64} : f64
-// CHECK-NEXT: %3 = psk_kernel.for %4 = 0 to 4 iter(%5 = %2) -> (f64) {
-// CHECK-NEXT: %6 = psk_kernel.for %7 = 0 to 4 iter(%8 = %5) -> (f64) {
-// CHECK-NEXT: %9 = psk_kernel.load %0[%4, %7] : !psk_kernel.buffer<f64, batch: 4, model: 4> -> f64
-// CHECK-NEXT: %10 = psk_kernel.add %8, %9 : f64
-// CHECK-NEXT: psk_kernel.yield %10 : f64
+// CHECK-NEXT: %3 = psk_kernel.for %4 = 0 to 4 iter(%5 = %2) -> (f64) attributes {partials = 4 : i64} {
+// CHECK-NEXT: %6 = psk_kernel.constant {value = 0.000000e+00 : f64} : f64
+// CHECK-NEXT: %7 = psk_kernel.for %8 = 0 to 4 iter(%9 = %6) -> (f64) attributes {partials = 4 : i64} {
+// CHECK-NEXT: %10 = psk_kernel.load %0[%4, %8] : !psk_kernel.buffer<f64, batch: 4, model: 4> -> f64
+// CHECK-NEXT: %11 = psk_kernel.add %9, %10 : f64
+// CHECK-NEXT: psk_kernel.yield %11 : f64
 // CHECK-NEXT: }
-// CHECK-NEXT: psk_kernel.yield %6 : f64
+// CHECK-NEXT: %12 = psk_kernel.add %5, %7 : f64
+// CHECK-NEXT: psk_kernel.yield %12 : f64
 // CHECK-NEXT: }
-// CHECK-NEXT: %11 = psk_kernel.constant {value = 1.600000e+01 : f64} : f64
-// CHECK-NEXT: %12 = psk_kernel.div %3, %11 : f64
-// CHECK-NEXT: psk_kernel.store %12, %1[] : !psk_kernel.buffer<f64>
+// CHECK-NEXT: %13 = psk_kernel.constant {value = 1.600000e+01 : f64} : f64
+// CHECK-NEXT: %14 = psk_kernel.div %3, %13 : f64
+// CHECK-NEXT: psk_kernel.store %14, %1[] : !psk_kernel.buffer<f64>
 // CHECK-NEXT: }
 // CHECK-NEXT: psk_kernel.host @RMSNorm.apply(%0: !psk_kernel.buffer<f64, 4>, %1: !psk_kernel.buffer<f64, batch: 4, model: 4>, %2: !psk_kernel.buffer<f64, batch: 4, model: 4>) attributes {arg_names = ["θ.γ", "x", "out"], function = "RMSNorm.apply", outputs = 1 : i64} {
 // CHECK-NEXT: %3 = psk_kernel.mark
