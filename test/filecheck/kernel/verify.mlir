@@ -162,3 +162,43 @@ psk_kernel.host @h(%0: !psk_kernel.buffer<f32, 4>, %1: !psk_kernel.buffer<f32, 4
 psk_kernel.host @h(%0: !psk_kernel.buffer<f32, 4>) attributes {function = "h", outputs = 2 : i64} {
 }
 // CHECK: h: psk_kernel.host: 2 outputs of 1 arguments
+
+// -----
+
+psk_kernel.kernel @k9(%0: !psk_kernel.buffer<f32, 100>, %1: !psk_kernel.buffer<f32>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "sum"} {
+  %z = psk_kernel.constant {value = 0.0 : f64} : f32
+  %s = psk_kernel.for %i = 0 to 100 iter(%a = %z) -> (f32) attributes {partials = 32 : i64} {
+    %x = psk_kernel.load %0[%i] : !psk_kernel.buffer<f32, 100> -> f32
+    %n = psk_kernel.add %a, %x : f32
+    psk_kernel.yield %n : f32
+  }
+  psk_kernel.store %s, %1[] : !psk_kernel.buffer<f32>
+}
+// CHECK: k9: psk_kernel.for: a blocked sum of 100 terms has 64 partials, not 32
+
+// -----
+
+psk_kernel.kernel @k10(%0: !psk_kernel.buffer<f32, 3>, %1: !psk_kernel.buffer<f32>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "sum"} {
+  %z = psk_kernel.constant {value = 1.0 : f64} : f32
+  %s = psk_kernel.for %i = 0 to 3 iter(%a = %z) -> (f32) attributes {partials = 4 : i64} {
+    %x = psk_kernel.load %0[%i] : !psk_kernel.buffer<f32, 3> -> f32
+    %n = psk_kernel.add %a, %x : f32
+    psk_kernel.yield %n : f32
+  }
+  psk_kernel.store %s, %1[] : !psk_kernel.buffer<f32>
+}
+// CHECK: k10: psk_kernel.for: a blocked sum starts from the constant +0
+
+// -----
+
+psk_kernel.kernel @k11(%0: !psk_kernel.buffer<f32, 3>, %1: !psk_kernel.buffer<f32>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "sum"} {
+  %z = psk_kernel.constant {value = 0.0 : f64} : f32
+  %s = psk_kernel.for %i = 0 to 3 iter(%a = %z) -> (f32) attributes {partials = 4 : i64} {
+    %x = psk_kernel.load %0[%i] : !psk_kernel.buffer<f32, 3> -> f32
+    %m = psk_kernel.mul %a, %x : f32
+    %n = psk_kernel.add %a, %m : f32
+    psk_kernel.yield %n : f32
+  }
+  psk_kernel.store %s, %1[] : !psk_kernel.buffer<f32>
+}
+// CHECK: k11: psk_kernel.for: a blocked sum's body yields `add` of the carried partial and a term that does not read it
