@@ -4,7 +4,8 @@
 file: it elaborates and lowers each source once per session and hands out a fresh
 `clone()` each call (1–2 ms against ~0.1 s), so a test that differentiates or rewrites
 its module can never change another's. `test/conftest.py` offers it as the `program`
-fixture; helpers that run outside a test's arguments import it from here.
+fixture; helpers that run outside a test's arguments import it from here. `blocked_last_axis`
+is the oracle of a sum's order (presk/summation.py) that the bit tests compare with.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,3 +48,20 @@ def program(name: str | Path) -> ModuleOp:
     """The PSK-Core module of a tutorial program (by name) or of a .psk file: a fresh
     copy, so the caller may mutate it."""
     return _lowered(str(source(name).resolve())).clone()
+
+
+def blocked_last_axis(x: np.ndarray) -> np.ndarray:
+    """The kernels' order of a sum over the last axis, written out independently of
+    presk/summation.py: 64 partials (fewer, a power of two, for a short row), term k into
+    partial k mod 64 from +0, then the partials pairwise, p_j + p_{j+h}."""
+    n = x.shape[-1]
+    width = 1
+    while width < min(n, 64):
+        width *= 2
+    parts = [np.zeros(x.shape[:-1], dtype=x.dtype) for _ in range(width)]
+    for k in range(n):
+        parts[k % width] = parts[k % width] + x[..., k]
+    while len(parts) > 1:
+        h = len(parts) // 2
+        parts = [parts[j] + parts[j + h] for j in range(h)]
+    return parts[0]

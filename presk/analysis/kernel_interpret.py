@@ -6,13 +6,13 @@ semantics per type.
 * A bf16 load widens its bits to f32 exactly (`bf16_to_f32`); a store to bf16 rounds to
   nearest even by bits (`bf16_round`); a host `convert` rounds to nearest even into the
   destination (f64 → bf16 directly, without a double rounding).
-* Loops run in their order, so the result is bit-reproducible; a blocked sum
-  (`partials`, presk/summation.py) runs a block of iterations at once, one partial each,
-  then its partials pairwise. The
-  interpreter evaluates a loop WITHOUT loop-carried values (a parallel loop, whose
-  iterations are independent by the dialect's contract) as one numpy axis, and a loop
-  WITH them one iteration at a time: every element still sees the same operations in
-  the same order as in a plain scalar loop nest, so the bits are those of the nest.
+* Loops run in their order, so the result is bit-reproducible. The interpreter evaluates
+  a loop WITHOUT loop-carried values (a parallel loop, whose iterations are independent
+  by the dialect's contract) as one numpy axis, and a loop WITH them one iteration at a
+  time: every element still sees the same operations in the same order as in a plain
+  scalar loop nest, so the bits are those of the nest. A blocked sum (`partials`,
+  presk/summation.py) runs a block of iterations at once along its depth's axis, each
+  into its own partial, then adds the partials pairwise.
 * Math functions come from the one table of presk/analysis/kernel_math.py.
 
 `KernelInterpreter(module).run(host, inputs)` returns the host's outputs; `trace` is
@@ -428,6 +428,7 @@ class _NestRun:
         lower, upper, width = op.lower.data, op.upper.data, op.width
         shape = [1] * self.rank
         shape[depth] = width
+
         def full(a: Any) -> np.ndarray:  # a value of this nest's rank
             a = np.asarray(a)
             return a if a.ndim == self.rank else a.reshape([1] * self.rank)

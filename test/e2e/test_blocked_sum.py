@@ -1,7 +1,7 @@
 """Sums in the blocked order (presk/summation.py, issue 16 item 2): every engine computes
 the same bits, the order is what the docs say, and its error bound is sound.
 
-* The kernel interpreter against an oracle written here (64 partials, term k into partial
+* The kernel interpreter against an oracle written in test/programs.py (64 partials, term k into partial
   k mod 64 from +0, then p_j + p_{j+h}) at every length 1 … 300, f32 and f64; the Core
   f64 interpreter gives the same bits (it sums in the kernels' order).
 * Native code and the kernel interpreter bit for bit on every reduction kind (sum, mean
@@ -31,7 +31,7 @@ from presk.pipeline import entry_call
 from presk.pipeline.export import export_c
 from presk.runtime.compile import native_program
 from presk.summation import PARTIALS, roundings
-from programs import program
+from programs import blocked_last_axis, program
 
 SOURCE = """\
 dim N
@@ -50,21 +50,6 @@ def reductions(tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("blocked") / "reductions.psk"
     path.write_text(SOURCE)
     return program(path)
-
-
-def oracle(x: np.ndarray) -> np.ndarray:
-    """Σ over the last axis in the documented order, in x's dtype."""
-    n = x.shape[-1]
-    width = 1
-    while width < min(n, 64):
-        width *= 2
-    parts = [np.zeros(x.shape[:-1], dtype=x.dtype) for _ in range(width)]
-    for k in range(n):
-        parts[k % width] = parts[k % width] + x[..., k]
-    while len(parts) > 1:
-        h = len(parts) // 2
-        parts = [parts[j] + parts[j + h] for j in range(h)]
-    return parts[0]
 
 
 def realization(fn: str, t: str) -> Realization | None:
@@ -87,7 +72,7 @@ def test_every_length_1_to_300_is_the_documented_order(reductions) -> None:
             call = entry_call(reductions, "total", {"N": n}, {}, {"x": x},
                               realization("total", t), True, False, "store")
             (got,) = KernelInterpreter(call.pipeline.kernel).run(call.host, call.inputs)
-            want = oracle(x.astype(dtype))
+            want = blocked_last_axis(x.astype(dtype))
             assert got.tobytes() == np.asarray(want, dtype=dtype).tobytes(), (t, n)
             if t == "f64":
                 core = F64().sum(x)
@@ -165,7 +150,7 @@ def test_the_error_constant_holds_against_mpfr(kind) -> None:
     rng = np.random.default_rng(11)
     for n in [1, 2, 3, 7, 63, 64, 65, 1000, 4097, 100_000]:
         x = adversarial(n, kind, rng)
-        got = float(oracle(x))
+        got = float(blocked_last_axis(x))
         with gmpy2.context(precision=300):
             exact = sum((gmpy2.mpfr(float(v)) for v in x), gmpy2.mpfr(0))
             err = abs(gmpy2.mpfr(got) - exact)

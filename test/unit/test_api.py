@@ -221,5 +221,5 @@ def test_python_md_example_runs(capsys, monkeypatch) -> None:
     exec(compile(block, "docs/python.md", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "1.4135307732042672"
-    assert out[1].startswith("1.4135307538090274 ['blocks.norm.γ'")
+    assert out[1].startswith("1.41353073551727 ['blocks.norm.γ'")
     assert out[2] == "presk: argument `batch.0` has shape [3, 4], the entry takes [4, 4]"

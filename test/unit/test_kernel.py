@@ -32,7 +32,7 @@ from presk.dialects import kernel as K
 from presk.emit import mathlib
 from presk.emit.kernel_listing import count, format_listing
 from presk.pipeline import kernel_pipeline, load_core, run_kernel
-from programs import MIXED, ROOT, program
+from programs import MIXED, ROOT, blocked_last_axis, program
 
 TUTORIAL = str(ROOT / "tutorial" / "07_train.psk")
 
@@ -68,23 +68,6 @@ def core_value(numbers, params, values, B: int = 4, trace=None):
     entry = E.prepare(core(), "loss", {"B": B})
     it = Interpreter(core(), numbers, trace=trace)
     return it.run("loss", E.arguments(entry, numbers, params, values), entry.dims)
-
-
-def blocked_last_axis(x: np.ndarray) -> np.ndarray:
-    """The kernels' order of a sum over the last axis, written out independently of
-    presk/summation.py: 64 partials (fewer, a power of two, for a short row), term k into
-    partial k mod 64 from +0, then the partials pairwise, p_j + p_{j+h}."""
-    n = x.shape[-1]
-    width = 1
-    while width < min(n, 64):
-        width *= 2
-    parts = [np.zeros(x.shape[:-1], dtype=x.dtype) for _ in range(width)]
-    for k in range(n):
-        parts[k % width] = parts[k % width] + x[..., k]
-    while len(parts) > 1:
-        h = len(parts) // 2
-        parts = [parts[j] + parts[j + h] for j in range(h)]
-    return parts[0]
 
 
 class KernelOrderF64(F64):

@@ -9,12 +9,15 @@ Two kinds of function live side by side in a module:
   presk/analysis/kernel_math.py), `cast` between f32 and f64, and `constant`. Scalars are
   f32 or f64: bf16 is a storage type only, a bf16 buffer loads as f32 and a store to it
   rounds to nearest even. A `for` without loop-carried values is parallel (its iterations
-  write disjoint elements and read nothing another writes); one with them runs in order.
+  write disjoint elements and read nothing another writes); one with them runs in order,
+  except a blocked sum (`attributes {partials = P}`, presk/summation.py): its iterations
+  go to P partial sums in turn, then the partials are added pairwise.
   The `layout` attribute (`#psk_kernel.layout<default>`, or for a contraction
   `#psk_kernel.layout<tiled, tile = [4, 4], lanes = 4, order = "IJ">`) is a directive to
   the native backend: the nest in the body is the reference order of every arithmetic
   operation, and a layout may only change which elements run together, never the order
-  of the operations that compute one element (a contraction sums k ascending). So every
+  of the operations that compute one element (a contraction sums k ascending, a sum in
+  its blocked order). So every
   layout computes the same bits.
 
 * `psk_kernel.host @RMSNorm.apply_2(...)` — a recorded Presk function instance over
