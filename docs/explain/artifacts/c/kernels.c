@@ -1,5 +1,6 @@
 /* The kernels: each one loop nest of PSK-Kernel, in the nest's order of
- * operations (a sum runs k ascending), as the native backend computes it. */
+ * operations (a sum in the blocked order of presk/summation.py), as the
+ * native backend computes it. */
 #include <math.h>
 #include <stdint.h>
 
@@ -38,7 +39,7 @@ void presk_kernel_k0(const float *restrict in0, float *restrict out0)
 // kernel mean axis model (%0 : f32[batch: 4, model: 4]) -> %1 : f32[batch: 4] {
 //   for i0 in 0..4 {
 //     s0 = 0
-//     for i1 in 0..4 {
+//     for i1 in 0..4 in 4 partials, then pairwise {
 //       s0 = (s0 + %0[i0, i1])
 //     }
 //     %1[i0] = (s0 / 4)
@@ -48,14 +49,17 @@ void presk_kernel_k1(const float *restrict in0, float *restrict out0)
 {
     for (int64_t i0 = 0; i0 < 4; i0++) {
         const float v0 = 0x0.0p+0f;  /* 0.0 */
-        float s0 = v0;
+        float s0[4];
+        for (int64_t j = 0; j < 4; j++) s0[j] = v0;
         for (int64_t i1 = 0; i1 < 4; i1++) {
             const float v1 = in0[i0 * 4 + i1];
-            const float v2 = s0 + v1;
-            s0 = v2;
+            const float v2 = s0[(i1 - 0) % 4] + v1;
+            s0[(i1 - 0) % 4] = v2;
         }
+        for (int64_t h = 2; h > 0; h /= 2)
+            for (int64_t j = 0; j < h; j++) s0[j] = s0[j] + s0[j + h];
         const float v3 = 0x1.0000000000000p+2f;  /* 4.0 */
-        const float v4 = s0 / v3;
+        const float v4 = s0[0] / v3;
         out0[i0] = v4;
     }
 }
@@ -202,28 +206,38 @@ void presk_kernel_k7(const float *restrict in0, const float *restrict in1, float
 // k8: 1 launch at loss/%7
 // kernel mean (%0 : f32[batch: 4, model: 4]) -> %1 : f64[] {
 //   s0 = 0
-//   for i0 in 0..4 {
-//     for i1 in 0..4 {
-//       s0 = (s0 + f64(%0[i0, i1]))
+//   for i0 in 0..4 in 4 partials, then pairwise {
+//     s1 = 0
+//     for i1 in 0..4 in 4 partials, then pairwise {
+//       s1 = (s1 + f64(%0[i0, i1]))
 //     }
+//     s0 = (s0 + s1)
 //   }
 //   %1[] = (s0 / 16)
 // }
 void presk_kernel_k8(const float *restrict in0, double *restrict out0)
 {
     const double v0 = 0x0.0p+0;  /* 0.0 */
-    double s0 = v0;
+    double s0[4];
+    for (int64_t j = 0; j < 4; j++) s0[j] = v0;
     for (int64_t i0 = 0; i0 < 4; i0++) {
-        double s1 = s0;
+        const double v1 = 0x0.0p+0;  /* 0.0 */
+        double s1[4];
+        for (int64_t j = 0; j < 4; j++) s1[j] = v1;
         for (int64_t i1 = 0; i1 < 4; i1++) {
-            const float v1 = in0[i0 * 4 + i1];
-            const double v2 = (double)v1;
-            const double v3 = s1 + v2;
-            s1 = v3;
+            const float v2 = in0[i0 * 4 + i1];
+            const double v3 = (double)v2;
+            const double v4 = s1[(i1 - 0) % 4] + v3;
+            s1[(i1 - 0) % 4] = v4;
         }
-        s0 = s1;
+        for (int64_t h = 2; h > 0; h /= 2)
+            for (int64_t j = 0; j < h; j++) s1[j] = s1[j] + s1[j + h];
+        const double v5 = s0[(i0 - 0) % 4] + s1[0];
+        s0[(i0 - 0) % 4] = v5;
     }
-    const double v4 = 0x1.0000000000000p+4;  /* 16.0 */
-    const double v5 = s0 / v4;
-    out0[0] = v5;
+    for (int64_t h = 2; h > 0; h /= 2)
+        for (int64_t j = 0; j < h; j++) s0[j] = s0[j] + s0[j + h];
+    const double v6 = 0x1.0000000000000p+4;  /* 16.0 */
+    const double v7 = s0[0] / v6;
+    out0[0] = v7;
 }
