@@ -2,7 +2,7 @@
 [--threads N] [--remat store|recompute] [--opt] [--weights W] [--target native,c,pytorch]
 [--measure] [--pdf] [--solve-price bytes|time] -o DIR`: one document of what the compiler
 does to the entry, every section's listing the output of the commands it names
-(presk/explain/document.py; docs/explain.md).
+(presk/cli/explain/document.py; docs/explain.md).
 
 A bad flag, or a DIR that exists and is not a previous explain output: one line, exit 2. A
 mistake in the program: its diagnostic, exit 1.
@@ -17,7 +17,7 @@ from .common import UsageError, relative_budget, reported
 
 
 def _targets(text: str) -> tuple[str, ...]:
-    from ..explain.context import TARGETS
+    from .explain.context import TARGETS
     names = tuple(t.strip() for t in text.split(",") if t.strip())
     bad = [t for t in names if t not in TARGETS]
     if bad or not names:
@@ -79,8 +79,8 @@ def add_explain(sub: Any) -> None:
 
 @reported
 def cmd_explain(args: argparse.Namespace) -> int:
-    from ..explain.context import TARGETS, Options
-    from ..explain.document import ExplainError, write
+    from .explain.context import TARGETS, Options
+    from .explain.document import ExplainError, write
     from ..pipeline import parse_dims
     parse_dims(args.dim)  # a malformed --dim is one line before any work
     if args.solve_price == "time" and not args.profile:
@@ -93,7 +93,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         weights=args.weights, targets=args.target or TARGETS, measure=args.measure,
         pdf=args.pdf, solve_price=args.solve_price)
     try:
-        write(options)
+        write(options, args.parse_presk)
     except ExplainError as exc:
         raise UsageError(str(exc)) from None
     print(f"presk explain: `{args.entry}` of {args.file} into {args.output}/explain.md")

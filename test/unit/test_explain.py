@@ -286,7 +286,7 @@ def test_a_mistake_in_the_program_is_its_diagnostic(tmp_path):
 
 
 def test_the_command_lines_quote_what_the_shell_would_split():
-    from presk.explain.run import Command
+    from presk.cli.explain.run import Command
     c = Command(("solve", "my prog.psk", "--precision", "$DOC/artifacts/envelope.json",
                  "--realize", "@$DOC/artifacts/realization.json"))
     assert shlex.split(c.text().replace("$DOC", "/d")) == [

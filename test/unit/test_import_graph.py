@@ -50,7 +50,8 @@ LAYERS: list[tuple[str, ...]] = [
     # The package root re-exports them lazily (PEP 562, by name: no import statement),
     # so that `import presk` stays light.
     ("presk.api", "presk.torch"),
-    # The explain document reads every command's figures.
+    # The explain document's pictures and PDF (pure); the document itself, which runs
+    # the commands, is presk.cli.explain.
     ("presk.explain",),
     # presk, presk-opt, presk-translate.
     ("presk.cli",),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .run import Command, Runner
 
@@ -53,10 +53,10 @@ class Section:
 class Explain:
     """The run: the options, the command runner, the program loaded once."""
 
-    def __init__(self, options: Options, doc: str):
+    def __init__(self, options: Options, doc: str, parse: Callable[[list[str]], Any]):
         self.options = options
         self.doc = doc
-        self.runner = Runner(doc)
+        self.runner = Runner(doc, parse)
         self.listings: dict[str, str] = {}  # DIR/listings/<name> → its text
         self.notes: dict[str, Any] = {}  # what one section computed and a later one reads
 
@@ -64,7 +64,7 @@ class Explain:
 
     @functools.cached_property
     def loaded(self) -> tuple[Any, Any]:
-        from ..pipeline import load_core
+        from ...pipeline import load_core
         return load_core(self.options.file)
 
     @property
@@ -77,13 +77,13 @@ class Explain:
 
     @functools.cached_property
     def dims(self) -> dict[str, int]:
-        from ..pipeline import parse_dims, prepare
+        from ...pipeline import parse_dims, prepare
         return dict(prepare(self.core, self.options.entry,
                             parse_dims(list(self.options.dims))).dims)
 
     @functools.cached_property
     def reached(self) -> list[str]:
-        from ..pipeline import reached
+        from ...pipeline import reached
         return reached(self.core, self.options.entry)
 
     # ---- the commands ----

@@ -60,7 +60,7 @@ def entry_parameters(ex: Explain) -> list[tuple[str, str, int]]:
     """(path, shape, reals) of the entry's parameter tree at the run's dims, in its order."""
     import math
 
-    from ..analysis import entry as E
+    from ...analysis import entry as E
     entry = E.prepare(ex.core, ex.options.entry, ex.dims)
     return [(f.path, "ℝ" + str(list(f.shape)), math.prod(f.shape)) for f in entry.fields]
 
@@ -81,7 +81,7 @@ def core(ex: Explain) -> Section:
 
 def _grads(ex: Explain) -> list[str]:
     """The reached functions that take a gradient (`grad` in PSK-Core)."""
-    from ..dialects import core as C
+    from ...dialects import core as C
     funcs = {op.sym_name.data: op for op in ex.core.ops if isinstance(op, C.FuncOp)}
     return [n for n in ex.reached if any("grad" in o.name.split(".")[-1]
                                         for o in funcs[n].body.block.ops)]

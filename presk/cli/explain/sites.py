@@ -11,7 +11,7 @@ from .markdown import plural, sci, table
 
 def core_sites(ex: Explain) -> dict[str, tuple[str, object]]:
     """site → (its function, its PSK-Core op), over the functions the entry reaches."""
-    from ..dialects import core as C
+    from ...dialects import core as C
     out: dict[str, tuple[str, object]] = {}
     for f in ex.core.ops:
         if isinstance(f, C.FuncOp) and f.sym_name.data in ex.reached:
@@ -62,7 +62,7 @@ def sites(ex: Explain) -> Section:
 
 
 def _rows(ex: Explain, site: str, where: tuple[str, object]) -> list[list[str]]:
-    from ..emit.core_listing import format_op
+    from ...emit.core_listing import format_op
     fn, op = where
     rows = [["PSK-Core (§3)", f"`{format_op(op)}` in {fn}"]]
     if env := ex.notes.get("envelope"):
@@ -116,7 +116,7 @@ def _fusion(ex: Explain, site: str) -> str:
 
 
 def _layout(report, site: str) -> str:
-    from ..cli.plan_cmd import _operands
+    from ..plan_cmd import _operands
     nest = next((n for n in report.nests if n.site == site), None)
     if nest is None:
         return "no nest of its own"
@@ -158,7 +158,7 @@ def _c(ex: Explain, site: str) -> str:
 
 def index(ex: Explain, sections: list[Section]) -> None:
     """listings/site-index.tsv: site, function, line, the sections that name it."""
-    from ..emit.core_listing import format_op
+    from ...emit.core_listing import format_op
     texts = [(s.key, "\n".join(s.body)) for s in sections if s.key not in ("params", "0")]
     rows = ["site\tfunction\tline\tsections"]
     for site, (fn, op) in core_sites(ex).items():

@@ -49,6 +49,9 @@ class Runner:
     """Runs each command once, in this process, and keeps what it printed."""
 
     doc: str  # the directory DOC names while the document is written
+    # presk's own parser (`presk.cli.main`'s, handed down by the explain command, so that
+    # nothing here imports the module that registers the explain command: no cycle)
+    parse: Callable[[list[str]], Any]
     outputs: dict[Command, str] = field(default_factory=dict)
 
     results: dict[Command, Any] = field(default_factory=dict)
@@ -65,12 +68,11 @@ class Runner:
         of its entry point when given: (what it printed, what `function` returned)."""
         if command in self.outputs:
             return self.outputs[command], self.results.get(command)
-        from ..cli.common import exit_code, printable_streams, reported
-        from ..cli.main import build_parser
+        from ..common import exit_code, printable_streams, reported
         returned: list[Any] = []
 
         def go() -> int:
-            args = build_parser().parse_args(command.expanded(self.doc))
+            args = self.parse(command.expanded(self.doc))
             value = reported(function or args.run)(args)
             returned.append(value)
             return value if function is None else 0

@@ -16,14 +16,14 @@ def _place(ex: Explain, name: str) -> tuple[str, str]:
 
 
 def _lines(picture, href: str) -> list[str]:
-    from .figures import Drawn
+    from ...explain.figures import Drawn
     text = picture.markdown(href) if isinstance(picture, Drawn) else picture.markdown()
     return [text, ""]
 
 
 def sensitivities(ex: Explain) -> list[str]:
     """§6.2: s at each site, and each decision's term against the budget when solved."""
-    from . import figures as F
+    from ...explain import figures as F
     sens = ex.notes.get("sensitivities")
     if sens is None:
         return []
@@ -37,7 +37,7 @@ def sensitivities(ex: Explain) -> list[str]:
 
 def types(ex: Explain) -> list[str]:
     """§6.3: the realization's types over the network, function by function."""
-    from . import figures as F
+    from ...explain import figures as F
     sol = ex.notes.get("solution")
     if sol is None:
         return []
@@ -58,7 +58,7 @@ def _number(site: str) -> int:
 
 def live_bytes(ex: Explain) -> list[str]:
     """§13: the bytes live at each operation of one call, the peak marked."""
-    from . import figures as F
+    from ...explain import figures as F
     rep = ex.notes.get("memory")
     if rep is None:
         return []
@@ -70,7 +70,7 @@ def live_bytes(ex: Explain) -> list[str]:
 
 def kernel_times(ex: Explain, report) -> list[str]:
     """§11: each nest's measured time against the model's prediction."""
-    from . import figures as F
+    from ...explain import figures as F
     rows = [F.KernelTime(n.site, n.chosen.seconds, n.measured or 0.0) for n in report.nests]
     path, href = _place(ex, "kernel-times.png")
     return _lines(F.kernel_times(rows, report.profile.model.u, path), href)

@@ -28,7 +28,7 @@ def calibrate_command(ex: Explain):
 
 def envelope(ex: Explain) -> Section:
     """§6.1: the exact run's magnitudes, condition numbers and rounding errors per site."""
-    from ..analysis.envelope import load_envelope
+    from ...analysis.envelope import load_envelope
     cmd = calibrate_command(ex)
     body = ["The exact interpreter runs the entry once and records the largest |x| at every "
             "site, and at each sum and contraction what its terms add up to without "
@@ -57,7 +57,7 @@ def sensitivities(ex: Explain) -> Section:
                      *ex.weights_flags(), "--remat", o.remat)
     body = ["‖∂L/∂v‖₁ at each site, from one reverse sweep: how much an error at the site "
             "moves the output.", ""]
-    from ..cli.sensitivity_cmds import sensitivity_printed
+    from ..sensitivity_cmds import sensitivity_printed
     out, result, why = ex.runner.attempt(cmd, sensitivity_printed)
     if out is None:
         body += [f"Not run: {why}", ""]
@@ -78,7 +78,7 @@ def solve_command(ex: Explain):
 
 def realization(ex: Explain) -> Section:
     """§6.3: the solver's listing, then every decision with its reason, in a table."""
-    from ..cli.solve_cmds import solve_and_write
+    from ..solve_cmds import solve_and_write
     o = ex.options
     body = ["The solver ranks the values the program stores by sensitivity and narrows the "
             "cheapest first while its first-order estimate Σ s · r(type), r the largest "
@@ -153,7 +153,7 @@ def reason(sol, key: str) -> str:
 
 def bound(ex: Explain) -> Section:
     """§6.4: each rule's bound under the realization, beside the measured gap."""
-    from ..cli.bounds_cmds import bounds_printed
+    from ..bounds_cmds import bounds_printed
     o = ex.options
     body = ["Under the realization, each rule's bound on the output's error, beside the gap "
             "measured against the exact reference.", ""]

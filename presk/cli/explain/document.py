@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from typing import Any, Callable
 
 from . import front, machine, memory, precision, program, sites
 from .context import Explain, Options, Section
@@ -39,8 +40,9 @@ def check_target(out: str) -> None:
                        "output (no explain.md of its own): refusing to replace it")
 
 
-def write(options: Options) -> str:
-    """Write DIR; the document's text."""
+def write(options: Options, parse: Callable[[list[str]], Any]) -> str:
+    """Write DIR; the document's text. `parse` is presk's own parser's `parse_args`:
+    each section's command line is read by it."""
     check_target(options.out)
     out = os.path.normpath(options.out)
     parent, name = os.path.split(out)
@@ -49,7 +51,7 @@ def write(options: Options) -> str:
         shutil.rmtree(tmp)
     os.makedirs(os.path.join(tmp, "artifacts"))
     try:
-        text = _write_into(options, tmp)
+        text = _write_into(options, tmp, parse)
         _replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -70,8 +72,8 @@ def _replace(tmp: str, out: str) -> None:
         shutil.rmtree(old)
 
 
-def _write_into(options: Options, doc: str) -> str:
-    ex = Explain(options, doc)
+def _write_into(options: Options, doc: str, parse: Callable[[list[str]], Any]) -> str:
+    ex = Explain(options, doc, parse)
     ex.core  # a mistake in the program is its diagnostic, before any section runs
     body = [program.source(ex), program.elaboration(ex), program.core(ex),
             program.differentiation(ex), program.egraph(ex), *precision.precision(ex),
@@ -101,7 +103,7 @@ def _write_into(options: Options, doc: str) -> str:
 
 def _pdf(doc: str) -> None:
     """DIR/explain.pdf, typeset by typst (presk/explain/pdf.py), pictures included."""
-    from .pdf import PdfError, UnsupportedMarkdown, write_pdf
+    from ...explain.pdf import PdfError, UnsupportedMarkdown, write_pdf
     try:
         write_pdf(os.path.join(doc, "explain.md"), os.path.join(doc, "explain.pdf"))
     except (PdfError, UnsupportedMarkdown, ImportError) as exc:

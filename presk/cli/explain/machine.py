@@ -34,7 +34,7 @@ def plan_command(ex: Explain, *extra: str):
 
 def machine(ex: Explain) -> Section:
     """§8: the profile's machine and model, the plan table, every nest's reasons."""
-    from ..cli.plan_cmd import plan_printed
+    from ..plan_cmd import plan_printed
     o = ex.options
     body = ["Each nest has a space of layouts (vector lanes, a split over workers, for a "
             "contraction a register tile). The plan takes the point the profile's cost model "
@@ -92,7 +92,7 @@ def machine(ex: Explain) -> Section:
 
 def kernels(ex: Explain) -> Section:
     """§9: PSK-Kernel, each kernel under the sites that launch it, and the host."""
-    from ..cli.kernel_cmds import kernel_printed
+    from ..kernel_cmds import kernel_printed
     o = ex.options
     cmd = ex.command("dump", o.file, "--stage", "kernel", "--entry", o.entry, *ex.dim_flags(),
                      *ex.realize_flags(), *ex.plan_flags())
@@ -103,7 +103,7 @@ def kernels(ex: Explain) -> Section:
     if out is None:
         body += [f"Not run: {why}", ""]
         return Section("9", "The kernels and the host", body, [cmd])
-    from ..emit.kernel_listing import count
+    from ...emit.kernel_listing import count
     counts = count(pipe.kernel)
     ex.notes["kernel"] = pipe
     ex.notes["counts"] = counts
@@ -129,7 +129,7 @@ def host(ex: Explain, section: Section) -> None:
 
 def targets(ex: Explain) -> Section:
     """§10: native, the C program (and its `make check`), the PyTorch module."""
-    from ..cli.export_c import exported
+    from ..export_c import exported
     o = ex.options
     body = []
     cmds = []
@@ -181,7 +181,7 @@ def measured(ex: Explain) -> Section:
     out, _, why = ex.runner.attempt(cmds[0])
     body += listing(out) if out is not None else [f"Not run: {why}", ""]
     if o.profile:
-        from ..cli.plan_cmd import plan_printed
+        from ..plan_cmd import plan_printed
         cmds.append(plan_command(ex, "--measure"))
         out, report, why = ex.runner.attempt(cmds[1], plan_printed)
         body += listing(out) if out is not None else [f"Not run: {why}", ""]

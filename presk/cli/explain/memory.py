@@ -15,8 +15,8 @@ def training_objective(ex: Explain) -> bool:
 
 
 def memory(ex: Explain) -> Section:
-    from ..pipeline import load_core
-    from ..pipeline.memory import memory_report
+    from ...pipeline import load_core
+    from ...pipeline.memory import memory_report
     o = ex.options
     body = ["What one call of the entry needs in memory, counted from the program at its "
             "dimensions and its realization's types, never a process's resident size. Each "

@@ -15,7 +15,7 @@ def _given(flag: str | None, default: str) -> str:
 
 
 def parameters(ex: Explain) -> Section:
-    from .. import __version__
+    from ... import __version__
     o = ex.options
     consts = [f"{c.name} = {c.value}" for f in ex.program.files for c in f.consts.values()]
     dims = ", ".join(f"{k} = {v}" for k, v in ex.dims.items())
