@@ -1,7 +1,7 @@
 """`presk explain FILE --entry E [--dim N=V…] [--budget B] [--bits N] [--profile P]
 [--threads N] [--remat store|recompute] [--opt] [--weights W] [--target native,c,pytorch]
-[--measure] [--pdf] [--solve-price bytes|time] -o DIR`: one document of what the compiler
-does to the entry, every section's listing the output of the commands it names
+[--measure] [--pdf] [--no-train] [--solve-price bytes|time] -o DIR`: one document of what
+the compiler does to the entry, every section's listing the output of the commands it names
 (presk/cli/explain/document.py; docs/explain.md).
 
 A bad flag, or a DIR that exists and is not a previous explain output: one line, exit 2. A
@@ -72,6 +72,9 @@ def add_explain(sub: Any) -> None:
     p.add_argument("--measure", action="store_true",
                    help="add §11: the native call and each nest timed (not deterministic)")
     p.add_argument("--pdf", action="store_true", help="also DIR/explain.pdf (typst)")
+    p.add_argument("--no-train", dest="train", action="store_false",
+                   help="do not make the training run whose objective is the entry (§10 "
+                   "draws its loss curve otherwise)")
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="the directory to write (replaced only if a previous explain output)")
     p.set_defaults(run=cmd_explain)
@@ -91,7 +94,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         budget_text=args.budget[1] if args.budget else None, bits=args.bits,
         profile=args.profile, threads=args.threads, remat=args.remat, opt=args.opt,
         weights=args.weights, targets=args.target or TARGETS, measure=args.measure,
-        pdf=args.pdf, solve_price=args.solve_price)
+        pdf=args.pdf, solve_price=args.solve_price, train=args.train)
     try:
         write(options, args.parse_presk)
     except ExplainError as exc:

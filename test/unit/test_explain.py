@@ -32,6 +32,12 @@ SECTIONS = ["## The parameters", "## §0 Summary", "## §1 The source", "## §2 
             "## Appendix: the commands"]
 
 
+def sci(x: float) -> str:
+    """`6.153e-1`: three digits, the exponent unpadded, as the document writes a figure."""
+    mantissa, exponent = f"{x:.3e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
 def explain(out: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([PRESK, "explain", *args, "-o", str(out)], cwd=cwd,
                           capture_output=True, text=True)
@@ -214,6 +220,43 @@ def _honest(text: str) -> None:
     assert "| |" not in text
     for block in re.findall(r"```text\n(.*?)```", text, re.S):
         assert block.strip(), "an empty listing"
+
+
+@pytest.mark.slow
+def test_the_training_runs_loss_curve(tutorial, tmp_path):
+    """§10 makes the training run and draws its loss: the log it keeps equals the run made
+    by the Python-driven step (`--steps-per-call 0`, another path through the step), and the
+    table's figures are the log's."""
+    import csv
+    log = (tutorial / "listings" / "train-log.csv").read_text(encoding="utf-8")
+    r = subprocess.run([PRESK, "train", "tutorial/07_train.psk", "--quiet", "--steps-per-call",
+                        "0", "--out", str(tmp_path / "run")], cwd=ROOT, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "run" / "log.csv").read_text(encoding="utf-8") == log
+    rows = list(csv.DictReader(log.splitlines()))
+    losses = [float(x["loss"]) for x in rows]
+    epochs: dict[str, list[float]] = {}
+    for x in rows:
+        epochs.setdefault(x["epoch"], []).append(float(x["loss"]))
+    means = [sum(v) / len(v) for v in epochs.values()]
+    targets = section(document(tutorial), "## §10 Targets")
+    assert f"| steps | {len(rows)} |" in targets
+    assert f"| epochs | {len(epochs)} |" in targets
+    assert f"| loss at step {rows[-1]['step']} | {sci(losses[-1])} |" in targets
+    assert f"| the last epoch's mean | {sci(means[-1])} |" in targets
+    assert "](figures/loss.png)" in targets
+    assert (tutorial / "figures" / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_no_train_says_so(tmp_path):
+    r = explain(tmp_path / "d", "tutorial/07_train.psk", "--entry", "loss", "--dim", "B=4",
+                "--target", "pytorch", "--no-train")
+    assert r.returncode == 0, r.stderr
+    targets = section(document(tmp_path / "d"), "## §10 Targets")
+    assert "Not run: `--no-train` (so no loss curve is drawn)." in targets
+    assert not (tmp_path / "d" / "figures" / "loss.png").exists()
 
 
 @pytest.mark.slow

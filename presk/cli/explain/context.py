@@ -38,6 +38,7 @@ class Options:
     measure: bool = False
     pdf: bool = False
     solve_price: str = "bytes"  # or "time": the solver priced by --profile
+    train: bool = True  # make the training run whose objective is the entry (§10)
 
 
 @dataclass

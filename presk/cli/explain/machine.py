@@ -162,6 +162,8 @@ def targets(ex: Explain) -> Section:
         body += listing(out) if out is not None else [f"Not run: {why}", ""]
     if not body:
         body = ["Not run: `--target` named no target.", ""]
+    from .training import training
+    body += training(ex)
     return Section("10", "Targets", body, cmds)
 
 

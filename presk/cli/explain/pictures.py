@@ -74,3 +74,11 @@ def kernel_times(ex: Explain, report) -> list[str]:
     rows = [F.KernelTime(n.site, n.chosen.seconds, n.measured or 0.0) for n in report.nests]
     path, href = _place(ex, "kernel-times.png")
     return _lines(F.kernel_times(rows, report.profile.model.u, path), href)
+
+
+def loss_curve(ex: Explain, records) -> list[str]:
+    """§10: the training run's loss, step by step and each epoch's mean."""
+    from ...explain import figures as F
+    steps = [F.LossStep(r.step, r.epoch, r.loss) for r in records]
+    path, href = _place(ex, "loss.png")
+    return _lines(F.loss_curve(steps, path), href)
