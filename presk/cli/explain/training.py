@@ -51,8 +51,9 @@ def training(ex: Explain) -> list[str]:
         records = read_log(os.path.join(scratch, "run", "log.csv"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return [head + f" Made here from the weights of the parameters table, with `--remat {o.remat}`; its log, "
-            f"one row a step, is `$DOC/listings/{LOG}`.", "", *_figures(records),
+    made = (f" Made here from the weights of the parameters table, with `--remat {o.remat}`;"
+            f" its log, one row a step, is `$DOC/listings/{LOG}`.")
+    return [head + made, "", *_figures(records),
             *pictures.loss_curve(ex, records)]
 
 
