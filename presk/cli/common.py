@@ -121,6 +121,13 @@ def printable_streams() -> None:
                 reconfigure(errors="backslashreplace")
 
 
+def positive_whole_number(text: str) -> int:
+    """An argparse type: 1, 2, … (a bad value is argparse's one line, exit 2)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
+
+
 def relative_budget(text: str) -> float:
     """An argparse type: a relative error budget in (0, 1) (`solve --budget`, `dump
     --stage opt --budget`)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import UsageError, relative_budget, reported
+from .common import UsageError, positive_whole_number, relative_budget, reported
 
 
 def _targets(text: str) -> tuple[str, ...]:
@@ -24,12 +24,6 @@ def _targets(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(f"{text!r}: the targets are a comma-separated list "
                                           f"of {', '.join(TARGETS)}")
     return tuple(t for t in TARGETS if t in names)
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
-    return int(text)
 
 
 def _bits(text: str) -> int:
@@ -60,7 +54,7 @@ def add_explain(sub: Any) -> None:
                    "reference (default 128)")
     p.add_argument("--profile", metavar="PROFILE",
                    help="a presk-profile/1 file: plan every nest's layout by its cost model")
-    p.add_argument("--threads", type=_positive, metavar="N",
+    p.add_argument("--threads", type=positive_whole_number, metavar="N",
                    help="the workers a split may use in the plan (default: the profile's)")
     p.add_argument("--remat", choices=["store", "recompute"], default="store",
                    help="what a reverse sweep keeps (default store)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import ProgramError, UsageError, reported, warn
+from .common import ProgramError, UsageError, positive_whole_number, reported, warn
 
 
 def add_to_dump(parser: argparse.ArgumentParser) -> None:
@@ -23,10 +23,10 @@ def add_to_dump(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                             help="a dim's value, e.g. --dim B=4 (repeatable)")
     if "--bits" not in have:
-        parser.add_argument("--bits", type=_positive, default=128, metavar="N",
+        parser.add_argument("--bits", type=positive_whole_number, default=128, metavar="N",
                             help="with --stage sensitivity: MPFR precision (default 128)")
     if "--sites" not in have:
-        parser.add_argument("--sites", type=_positive, default=30, metavar="N",
+        parser.add_argument("--sites", type=positive_whole_number, default=30, metavar="N",
                             help="with --stage sensitivity: how many sites to list (default 30)")
     if "--weights" not in have:
         parser.add_argument("--weights", metavar="PATH",
@@ -39,12 +39,6 @@ def add_to_dump(parser: argparse.ArgumentParser) -> None:
     if "--seed" not in have:
         parser.add_argument("--seed", type=int, default=0,
                             help="with --stage sensitivity: seed of initial weights and inputs")
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
-    return int(text)
 
 
 @reported

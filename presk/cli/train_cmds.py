@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from .common import UsageError, add_plan_argument, reported, warn
+from .common import UsageError, add_plan_argument, positive_whole_number, reported, warn
 from .optimize_cmds import add_opt, optimized
 
 
@@ -26,8 +26,8 @@ def add_train(sub: Any) -> None:
     p.add_argument("file", nargs="?", help="the program's main .psk file")
     p.add_argument("--run", dest="run_name", metavar="NAME",
                    help="the training run to make (needed when the file has several)")
-    p.add_argument("--epochs", type=_positive, help="epochs instead of the run's")
-    p.add_argument("--steps", type=_positive, help="stop after this many steps in all")
+    p.add_argument("--epochs", type=positive_whole_number, help="epochs instead of the run's")
+    p.add_argument("--steps", type=positive_whole_number, help="stop after this many steps in all")
     p.add_argument("--out", metavar="DIR", help="the run's directory (default runs/<file>-<run>)")
     p.add_argument("--resume", metavar="DIR",
                    help="continue the run of DIR from its newest whole checkpoint")
@@ -51,12 +51,6 @@ def add_train(sub: Any) -> None:
 def _natural(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 0")
-    return int(text)
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
     return int(text)
 
 

@@ -7,7 +7,7 @@ import os
 
 from . import pictures
 from .context import C_DIR, PLAN, PYTORCH_DIR, Explain, Section
-from .markdown import listing, plural, table
+from .markdown import listing, plural, shown, table
 
 
 def fusion(ex: Explain) -> Section:
@@ -21,7 +21,7 @@ def fusion(ex: Explain) -> Section:
             "group, is element-wise and of the same shape, and the group stays under its size "
             "limit.", ""]
     out, _, why = ex.runner.attempt(cmd)
-    body += listing(out) if out is not None else [f"Not run: {why}", ""]
+    body += shown(out, why)
     return Section("7", "Fusion", body, [cmd])
 
 
@@ -159,7 +159,7 @@ def targets(ex: Explain) -> Section:
         cmds.append(cmd)
         out, _, why = ex.runner.attempt(cmd)
         body += ["**PyTorch.** `presk export --target pytorch` writes one module per file:", ""]
-        body += listing(out) if out is not None else [f"Not run: {why}", ""]
+        body += shown(out, why)
     if not body:
         body = ["Not run: `--target` named no target.", ""]
     from .training import training
@@ -181,12 +181,12 @@ def measured(ex: Explain) -> Section:
                        "native", *ex.realize_flags(), *ex.plan_flags(), *ex.weights_flags(),
                        "--time")]
     out, _, why = ex.runner.attempt(cmds[0])
-    body += listing(out) if out is not None else [f"Not run: {why}", ""]
+    body += shown(out, why)
     if o.profile:
         from ..plan_cmd import plan_printed
         cmds.append(plan_command(ex, "--measure"))
         out, report, why = ex.runner.attempt(cmds[1], plan_printed)
-        body += listing(out) if out is not None else [f"Not run: {why}", ""]
+        body += shown(out, why)
         if report is not None:
             body += pictures.kernel_times(ex, report)
     return Section("11", "Measured", body, cmds)

@@ -28,6 +28,11 @@ def listing(text: str) -> list[str]:
     return [fence + "text", *text.split("\n"), fence, ""]
 
 
+def shown(out: str | None, why: str | None) -> list[str]:
+    """A command's listing, or `Not run: …` with the reason it failed."""
+    return listing(out) if out is not None else [f"Not run: {why}", ""]
+
+
 def commands(cmds: list[Command]) -> list[str]:
     if not cmds:
         return []

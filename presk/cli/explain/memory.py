@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from . import pictures
 from .context import Explain, Section
-from .markdown import listing
+from .markdown import shown
+from .training import training_run
 
 
 def training_objective(ex: Explain) -> bool:
     """The entry is the objective of the main file's training run."""
-    runs = ex.program.main.trainings if ex.program is not None else {}
-    return any(t.objective.name == ex.options.entry for t in runs.values())
+    return training_run(ex) is not None
 
 
 def memory(ex: Explain) -> Section:
@@ -40,7 +40,7 @@ def memory(ex: Explain) -> Section:
         if texts[i]:
             body += [texts[i], ""]
         out, _, why = ex.runner.attempt(cmd)
-        body += listing(out) if out is not None else [f"Not run: {why}", ""]
+        body += shown(out, why)
         if i == 0:
             body += pictures.live_bytes(ex)
     if not training_objective(ex):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from .context import Explain, Section
-from .markdown import listing, plural, table
+from .markdown import listing, plural, shown, table
 
 
 def source(ex: Explain) -> Section:
@@ -13,11 +13,11 @@ def source(ex: Explain) -> Section:
     body = ["The entry's file and the files it imports, as the compiler reads them.", ""]
     base = os.path.dirname(ex.options.file)
     for f in reversed(ex.program.files):  # the main file first, as a reader starts
-        shown = _shown_path(f.path, ex.options.file, base)
+        name = _shown_path(f.path, ex.options.file, base)
         with open(f.path, encoding="utf-8") as fh:
             text = fh.read().rstrip("\n")
         width = len(str(text.count("\n") + 1))
-        body += [f"`{shown}`", ""]
+        body += [f"`{name}`", ""]
         body += listing("\n".join(f"{i:>{width + 2}}  {line}".rstrip()
                                   for i, line in enumerate(text.split("\n"), 1)))
     check = ex.command("check", ex.options.file)
@@ -137,5 +137,5 @@ def egraph(ex: Explain) -> Section:
         body += ["Run (`--opt`): every later section compiles the optimized program. Its "
                  "rewrites, as `presk dump --stage opt` prints them:", ""]
     out, _, why = ex.runner.attempt(cmd)
-    body += listing(out) if out is not None else [f"Not run: {why}", ""]
+    body += shown(out, why)
     return Section("5", "The e-graph optimizer", body, [cmd])

@@ -61,11 +61,9 @@ def _figures(records) -> list[str]:
     """The run's steps, epochs, and its loss at the ends, each epoch's mean at the ends."""
     if not records:
         return ["Not drawn: the run logged no step.", ""]
-    epochs: dict[int, list[float]] = {}
-    for r in records:
-        epochs.setdefault(r.epoch, []).append(r.loss)
-    means = [sum(v) / len(v) for _, v in sorted(epochs.items())]
-    rows = [["steps", str(len(records))], ["epochs", str(len(epochs))],
+    from ...train.loop import epoch_means
+    _, means = epoch_means(records)
+    rows = [["steps", str(len(records))], ["epochs", str(len(means))],
             ["loss at step 1", sci(records[0].loss)],
             [f"loss at step {records[-1].step}", sci(records[-1].loss)],
             ["the first epoch's mean", sci(means[0])], ["the last epoch's mean", sci(means[-1])]]
