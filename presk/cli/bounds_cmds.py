@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from . import box_cmds
-from .common import UsageError, reported, warn
+from .common import UsageError, add_dim_argument, reported, warn
 
 MODELS = ("k", "normwise", "cond", "rss")
 
@@ -26,8 +26,7 @@ def add_to_check(p: Any) -> None:
                    help="bound the output's error under --realize (presk calibrate --out): a "
                    "path, @path or inline JSON")
     p.add_argument("--entry", help="with --precision: the entry (default: the envelope's)")
-    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                   help="with --precision: a dim's value (default: the envelope's)")
+    add_dim_argument(p, "with --precision: a dim's value (default: the envelope's)")
     p.add_argument("--realize", metavar="SPEC",
                    help="with --precision: the realization (@path, path or inline JSON; "
                    "absent: all f64)")

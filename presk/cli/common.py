@@ -71,13 +71,26 @@ def elaborate_or_report(path: str):
     return elaborate_program(path, warn)
 
 
+DIM_HELP = "a dim's value, e.g. --dim B=4 (repeatable)"
+
+
+def add_dim_argument(group: Any, help: str = DIM_HELP) -> None:
+    """--dim NAME=N, repeatable: every command that records a program at given sizes."""
+    group.add_argument("--dim", action="append", default=[], metavar="NAME=N", help=help)
+
+
+def add_entry_arguments(group: Any, what: str, required: bool = False) -> None:
+    """--entry and --dim: the function a command works on (`the function to {what}`) and
+    its dims."""
+    group.add_argument("--entry", required=required, help=f"the function to {what}, e.g. loss")
+    add_dim_argument(group)
+
+
 def add_recording_arguments(group: Any, what: str) -> None:
     """--entry, --dim, --realize, --grad, --remat: which entry to record down to PSK-Kernel,
     at which dims, under which realization (`presk export --target c`, `presk-translate
     --to llvm|c`)."""
-    group.add_argument("--entry", help=f"the function to {what}, e.g. loss")
-    group.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                       help="a dim's value, e.g. --dim B=4 (repeatable)")
+    add_entry_arguments(group, what)
     group.add_argument("--realize", metavar="REALIZATION",
                        help="the realization (a path, @path or inline JSON); absent: all f64")
     group.add_argument("--grad", action="store_true", help="the entry's value and gradient")

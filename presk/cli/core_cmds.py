@@ -9,7 +9,8 @@ import argparse
 from typing import Any
 
 from ..pipeline import differentiate, load_core, parse_dims, prepare, prepare_entry, reached
-from .common import UsageError, add_plan_argument, output_file, reported, warn
+from .common import (UsageError, add_dim_argument, add_entry_arguments, add_plan_argument,
+                    output_file, reported, warn)
 from .optimize_cmds import add_opt
 from .print_pipeline import add_flag, print_pipeline
 from .runs import cotangent_seed, print_header, save, show
@@ -168,9 +169,7 @@ def add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run an entry: native code, the kernel interpreter, f64 "
                        "or exactly (MPFR)")
     p.add_argument("file", help="a .psk program or a PSK-Core .mlir file")
-    p.add_argument("--entry", required=True, help="the function to run, e.g. loss")
-    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                   help="a dim's value, e.g. --dim B=4 (repeatable)")
+    add_entry_arguments(p, "run", required=True)
     p.add_argument("--engine", choices=["native", "kernel", "f64", "mpfr"], default="native",
                    help="native (machine code compiled through LLVM, the default), kernel "
                    "(the loop nests of PSK-Kernel interpreted: the same bits), f64 (IEEE "
@@ -214,7 +213,7 @@ def add_init(sub: Any) -> None:
     p.add_argument("file", help="a .psk program or a PSK-Core .mlir file")
     p.add_argument("--entry", help="the function whose parameter tree it is (default: the "
                    "objective of the file's training run)")
-    p.add_argument("--dim", action="append", default=[], metavar="NAME=N")
+    add_dim_argument(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output", required=True, type=output_file,
                    help="the safetensors file to write")

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import UsageError, positive_whole_number, relative_budget, reported
+from .common import (UsageError, add_entry_arguments, positive_whole_number, relative_budget,
+                    reported)
 
 
 def _targets(text: str) -> tuple[str, ...]:
@@ -41,9 +42,7 @@ def add_explain(sub: Any) -> None:
     p = sub.add_parser("explain", help="write one document of what the compiler does to an "
                        "entry, stage by stage, with its artifacts and the commands behind it")
     p.add_argument("file", help="the program's main .psk file")
-    p.add_argument("--entry", required=True, help="the function to explain, e.g. loss")
-    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                   help="a dim's value, e.g. --dim B=4 (repeatable)")
+    add_entry_arguments(p, "explain", required=True)
     p.add_argument("--budget", type=_budget, metavar="B",
                    help="solve a realization under this error relative to the output "
                    "(absent: all f64)")

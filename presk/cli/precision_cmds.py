@@ -13,7 +13,7 @@ from typing import Any
 
 from .optimize_cmds import add_opt
 from . import box_cmds
-from .common import ProgramError, UsageError, output_file, reported, warn
+from .common import ProgramError, UsageError, add_entry_arguments, output_file, reported, warn
 
 
 def add_calibrate(sub: Any) -> None:
@@ -21,9 +21,7 @@ def add_calibrate(sub: Any) -> None:
                        "envelope: magnitudes, condition numbers, rounding errors per site")
     p.add_argument("--precision", dest="file", required=True, metavar="FILE",
                    help="the program: a .psk file or a PSK-Core .mlir file")
-    p.add_argument("--entry", required=True, help="the function to run, e.g. loss")
-    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                   help="a dim's value, e.g. --dim B=4 (repeatable)")
+    add_entry_arguments(p, "run", required=True)
     p.add_argument("--bits", type=_bits, default=128, help="MPFR precision (default 128)")
     p.add_argument("--samples", type=_positive, default=1,
                    help="how many input samples (default 1): sample 0 from --inputs or the "

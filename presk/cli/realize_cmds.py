@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import UsageError, reported, warn
+from .common import UsageError, add_dim_argument, reported, warn
 
 
 def add_to_dump(parser: argparse.ArgumentParser) -> None:
     have = set(parser._option_string_actions)  # noqa: SLF001 — argparse has no public query
     if "--dim" not in have:
-        parser.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                            help="with --stage realize: a dim's value, e.g. --dim B=4")
+        add_dim_argument(parser, "with --stage realize: a dim's value, e.g. --dim B=4")
     if "--realize" not in have:
         parser.add_argument("--realize", metavar="REALIZATION",
                             help="with --stage realize: the realization (a path, @path or "

@@ -14,14 +14,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import ProgramError, UsageError, positive_whole_number, reported, warn
+from .common import (ProgramError, UsageError, add_dim_argument, positive_whole_number, reported,
+                    warn)
 
 
 def add_to_dump(parser: argparse.ArgumentParser) -> None:
     have = set(parser._option_string_actions)  # noqa: SLF001 — argparse has no public query
     if "--dim" not in have:
-        parser.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                            help="a dim's value, e.g. --dim B=4 (repeatable)")
+        add_dim_argument(parser)
     if "--bits" not in have:
         parser.add_argument("--bits", type=positive_whole_number, default=128, metavar="N",
                             help="with --stage sensitivity: MPFR precision (default 128)")

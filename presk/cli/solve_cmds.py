@@ -18,7 +18,8 @@ from typing import Any
 
 from .optimize_cmds import add_opt
 from . import box_cmds
-from .common import ProgramError, UsageError, output_file, relative_budget, reported, warn
+from .common import (ProgramError, UsageError, add_dim_argument, output_file, relative_budget,
+                    reported, warn)
 
 
 def add_solve(sub: Any) -> None:
@@ -26,8 +27,7 @@ def add_solve(sub: Any) -> None:
                        "budget relative to the output, and measure it")
     p.add_argument("file", help="the program: a .psk file or a PSK-Core .mlir file")
     p.add_argument("--entry", help="the function to solve for (default: the envelope's)")
-    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
-                   help="a dim's value, e.g. --dim B=4 (repeatable; default: the envelope's)")
+    add_dim_argument(p, "a dim's value, e.g. --dim B=4 (repeatable; default: the envelope's)")
     p.add_argument("--precision", required=True, metavar="ENVELOPE",
                    help="the envelope (presk calibrate --out): a path, @path or inline JSON")
     p.add_argument("--budget", required=True, type=relative_budget,

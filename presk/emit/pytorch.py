@@ -20,6 +20,11 @@ The generated files import only torch (and each other), and compute in the dtype
 parameters and inputs: built with `dtype=torch.float64` they compute what Presk's f64
 interpreter computes, up to the rounding of torch's own sums and math functions. An
 ℝ[] constant that meets a tensor is a Python number, which takes the tensor's dtype.
+
+One file, though a little over the house's ~800 lines: the exporter (`_Exporter`: the
+files and their Python names), a file's emitter (`_FileEmitter`: the module classes) and
+a function's (`_FunctionEmitter`: the statements and their shape expressions) are one walk
+over PSK-Core sharing one naming state, and are not used apart.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import math
 import os
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import Float64Type, IntegerType, ModuleOp, TupleType
@@ -807,40 +812,36 @@ def _placed(expr: str, t: TensorType, places: Sequence[int], n: int) -> str:
     return f"{expr}[{', '.join(index)}]"
 
 
-def _first_tensor(base: str, t: Attribute) -> str | None:
+def _find(base: str, t: Attribute, at: Callable[[str, C.TensorAttr], str | None]) -> str | None:
+    """The first tensor of a (nested) tuple value `base` of type `t` for which `at` says
+    something, and what it says (`at(expression, type)`), in the tuple's order."""
     if isinstance(t, C.TensorAttr):
-        return base
+        return at(base, t)
     if isinstance(t, TupleType):
         for k, item in enumerate(t.types.data):
-            found = _first_tensor(f"{base}[{k}]", item)
+            found = _find(f"{base}[{k}]", item, at)
             if found is not None:
                 return found
     return None
+
+
+def _first_tensor(base: str, t: Attribute) -> str | None:
+    return _find(base, t, lambda e, _: e)
 
 
 def _axis_of(base: str, t: Attribute, size: str) -> str | None:
-    if isinstance(t, C.TensorAttr):
-        axes = t.shape.axes
+    def at(e: str, tensor: C.TensorAttr) -> str | None:
+        axes = tensor.shape.axes
         for k, a in enumerate(axes):
             if a.size == size:
-                return f"{base}.shape[{k - len(axes) if t.shape.prefix else k}]"
-    if isinstance(t, TupleType):
-        for k, item in enumerate(t.types.data):
-            found = _axis_of(f"{base}[{k}]", item, size)
-            if found is not None:
-                return found
-    return None
+                return f"{e}.shape[{k - len(axes) if tensor.shape.prefix else k}]"
+        return None
+    return _find(base, t, at)
 
 
 def _prefix_of(base: str, t: Attribute) -> str | None:
-    if isinstance(t, C.TensorAttr) and t.shape.prefix:
-        return f"{base}.shape[:{base}.dim() - {len(t.shape.axes)}]"
-    if isinstance(t, TupleType):
-        for k, item in enumerate(t.types.data):
-            found = _prefix_of(f"{base}[{k}]", item)
-            if found is not None:
-                return found
-    return None
+    return _find(base, t, lambda e, tensor: f"{e}.shape[:{e}.dim() - {len(tensor.shape.axes)}]"
+                 if tensor.shape.prefix else None)
 
 
 def _weak_values(func: C.FuncOp) -> set[SSAValue]:

@@ -22,7 +22,7 @@ def probe_entry(module, entry: str, dims: Mapping[str, int], seed: int = 0,
     from ..analysis import entry as E
     from ..analysis.interpret import InterpretError, Interpreter
     from ..analysis.numbers import number_system
-    from ..transforms.egraph import Probe
+    from ..transforms.egraph_cost import Probe
 
     prepared, params, values = prepare_entry(module, entry, dict(dims), seed, weights, inputs)
     f64 = number_system(None)
@@ -52,7 +52,7 @@ def prices(profile: str | None):
     """(the time term's prices, the profile's name) from the profile `profile` names, else
     this machine's cached one (`presk profile calibrate`); (None, None) when there is
     none and none was named: the time term is then operations and bytes."""
-    from ..transforms.egraph import Prices
+    from ..transforms.egraph_cost import Prices
     from .profile import cached_profile_path, profile_for
     if profile is None and not cached_profile_path().exists():
         return None, None

@@ -39,11 +39,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 from xdsl.context import Context
@@ -51,303 +49,22 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from presk import ops, shapes
-from presk.ops.expr import functions_of
 from presk.dialects import core as C
-from presk.dialects.core.elementwise import FUNCTION_OPS
 
 from . import egraph_rules as RULES
+from .egraph_cost import CostModel, Prices, Probe
+from .egraph_terms import (HEADS, FunctionTerms, Graph, Node, build_op, function_program,
+                           function_terms, node_type, read_graph, rules_program)
+
 
 DEFAULT_NODE_LIMIT = 20000
 DEFAULT_TIME_LIMIT = 1.0
 DEFAULT_ITERATIONS = 30
-BYTES_PER_OP = 4.0  # a byte moved costs a quarter of an operation (ops-and-bytes model)
-LIBRARY_OPS = 16.0  # a math-library call costs 16 operations (ops-and-bytes model)
 BIT_WEIGHT = 1 / 20  # one bit lost is worth 5 % of the function's time
-F32_UNIT = 2.0 ** -24
-NOMINAL_SIZE = 64  # the size a symbolic dim stands at for the cost, without --dim
 
 
 class OptimizerError(Exception):
     """The optimizer cannot take this input: one line for the user."""
-
-
-# ---- the terms ----
-
-@dataclass(frozen=True)
-class Node:
-    """One e-node: `head` (Leaf, Num, F1, F2, Powi, Red, Dot, Bcast), its payload (a
-    leaf's index, a constant, a function or reduction and its axis, a power, a target
-    type's number) and its operands' e-classes."""
-
-    head: str
-    payload: tuple
-    children: tuple[str, ...]
-
-
-_REDUCE_OPS: dict[type, str] = {C.SumOp: "sum", C.MeanOp: "mean", C.MaxOp: "max",
-                                C.MinOp: "min", C.LogSumExpOp: "logsumexp"}
-_REDUCE_CLASS = {v: k for k, v in _REDUCE_OPS.items()}
-
-
-def _is_tensor_constant(op: Operation) -> bool:
-    return isinstance(op, C.ConstantOp) and isinstance(op.results[0].type, C.TensorAttr)
-
-
-def _type_or_none(shape: Callable[[], shapes.TensorType]) -> C.TensorAttr | None:
-    """The tensor type of a shape function's result; None where the shapes do not fit."""
-    try:
-        return C.TensorAttr.from_shape(shape())
-    except shapes.ShapeError:
-        return None
-
-
-class _Types:
-    """The tensor types of one function, numbered, with the facts the rules read."""
-
-    def __init__(self) -> None:
-        self.ids: dict[C.TensorAttr, int] = {}
-        self.types: list[C.TensorAttr] = []
-        self.scalar = self.id(C.TensorAttr.scalar())
-
-    def id(self, t: C.TensorAttr) -> int:
-        if t not in self.ids:
-            self.ids[t] = len(self.types)
-            self.types.append(t)
-        return self.ids[t]
-
-    def facts(self) -> list[str]:
-        """Compat (same type, or one a scalar), Drop (the type a reduction over an axis
-        leaves, closed under further reductions), DotOK (a product's sum over the last
-        axis that is a dot), Bc (the type of an element-wise op of two types)."""
-        out: list[str] = []
-        todo = list(self.types)
-        seen: set[int] = set()
-        while todo:
-            t = todo.pop()
-            tid = self.id(t)
-            if tid in seen:
-                continue
-            seen.add(tid)
-            for axis in [a.name for a in t.shape.axes if a.name] + [None]:
-                r = _type_or_none(lambda: shapes.reduce(t.shape, axis))
-                if r is None:
-                    continue
-                out.append(f'(Drop {tid} "{axis or ""}" {self.id(r)})')
-                todo.append(r)
-        n = len(self.types)
-        for i in range(n):
-            for j in range(n):
-                a, b = self.types[i], self.types[j]
-                if i == j or i == self.scalar or j == self.scalar:
-                    out.append(f"(Compat {i} {j})")
-                r = _type_or_none(lambda: shapes.broadcast(a.shape, b.shape))
-                if r in self.ids:
-                    out.append(f"(Bc {i} {j} {self.ids[r]})")
-                last = a.shape.axes[-1] if a.shape.axes else None
-                if (last is not None and last.name and not b.shape.prefix
-                        and len(b.shape.axes) == 1 and b.shape.axes[0] == last and r == a):
-                    out.append(f'(DotOK {i} {j} "{last.name}")')
-                d = _type_or_none(lambda: shapes.contract(a.shape, b.shape))
-                if d in self.ids:
-                    out.append(f"(Ct {i} {j} {self.ids[d]})")
-        return out
-
-
-_PRELUDE = """
-(datatype T
-  (Leaf i64) (Num BigRat) (F1 String T) (F2 String T T) (Powi i64 T)
-  (Red String String T) (Dot T T) (Bcast i64 T))
-(function TypeOf (T) i64 :merge old)
-(relation Compat (i64 i64))
-(relation Drop (i64 String i64))
-(relation DotOK (i64 i64 String))
-(relation Bc (i64 i64 i64))
-(relation Ct (i64 i64 i64))
-(relation Elementwise2 (String))
-(relation Idempotent (String))
-(relation Linear (String))
-(relation Site (T i64))
-(ruleset typing)
-(ruleset rewrites)
-(rule ((= e (F1 ?f ?a)) (= (TypeOf ?a) ?t)) ((set (TypeOf e) ?t)) :ruleset typing)
-(rule ((= e (Powi ?n ?a)) (= (TypeOf ?a) ?t)) ((set (TypeOf e) ?t)) :ruleset typing)
-(rule ((= e (Bcast ?t ?a))) ((set (TypeOf e) ?t)) :ruleset typing)
-(rule ((= e (F2 ?f ?a ?b)) (Bc (TypeOf ?a) (TypeOf ?b) ?t)) ((set (TypeOf e) ?t))
-      :ruleset typing)
-(rule ((= e (Red ?k ?x ?a)) (Drop (TypeOf ?a) ?x ?t)) ((set (TypeOf e) ?t)) :ruleset typing)
-(rule ((= e (Dot ?a ?b)) (Ct (TypeOf ?a) (TypeOf ?b) ?t)) ((set (TypeOf e) ?t))
-      :ruleset typing)
-"""
-
-
-def _rule_text(rule: RULES.Rule) -> str:
-    facts = " ".join((f"(= ?root {rule.lhs})",) + rule.where)
-    return (f"(rule ({facts}) ((union ?root {rule.rhs})) :ruleset rewrites "
-            f':name "{rule.name}")')
-
-
-def _rational_text(value: float) -> str:
-    q = Fraction(value)
-    return f'(Num (bigrat (from-string "{q.numerator}") (from-string "{q.denominator}")))'
-
-
-# ---- one function into terms ----
-
-@dataclass
-class _Function:
-    """A function's body as terms: `lets[i]` the term of the i-th modelled value, the
-    leaves (block arguments, then opaque results), and what each value is."""
-
-    func: C.FuncOp
-    types: _Types
-    lets: list[str] = field(default_factory=list)
-    value_let: dict[SSAValue, int] = field(default_factory=dict)  # value → its let index
-    let_op: list[Operation | None] = field(default_factory=list)
-    let_value: list[SSAValue] = field(default_factory=list)
-    leaves: list[SSAValue] = field(default_factory=list)
-    leaf_pos: list[int] = field(default_factory=list)  # the op index defining each leaf
-
-
-def _term_of(op: Operation, ref: Callable[[SSAValue], str], types: _Types) -> str | None:
-    """The term of an op the optimizer models, over its operands' references."""
-    if isinstance(op, (C.PowIOp, C.HeavisideOp, C.SoftmaxOp)):
-        if isinstance(op, C.PowIOp):
-            return f"(Powi {op.n.value.data} {ref(op.operands[0])})"
-        return None
-    function = getattr(type(op), "FUNCTION", None)
-    if function is not None and FUNCTION_OPS.get(function) is type(op):
-        args = " ".join(ref(o) for o in op.operands)
-        return f'(F{len(op.operands)} "{function}" {args})'
-    if type(op) in _REDUCE_OPS:
-        return f'(Red "{_REDUCE_OPS[type(op)]}" "{op.axis_name or ""}" {ref(op.operands[0])})'
-    if isinstance(op, C.DotOp):
-        return f"(Dot {ref(op.operands[0])} {ref(op.operands[1])})"
-    if isinstance(op, C.BroadcastOp):
-        return f"(Bcast {types.id(op.results[0].type)} {ref(op.operands[0])})"
-    if _is_tensor_constant(op) and math.isfinite(op.number):
-        return _rational_text(op.number)
-    return None
-
-
-def _terms(func: C.FuncOp) -> _Function:
-    f = _Function(func, _Types())
-
-    def leaf(value: SSAValue, pos: int) -> None:
-        f.leaves.append(value)
-        f.leaf_pos.append(pos)
-        add(value, f"(Leaf {len(f.leaves) - 1})", None)
-
-    def add(value: SSAValue, term: str, op: Operation | None) -> None:
-        f.value_let[value] = len(f.lets)
-        f.lets.append(term)
-        f.let_op.append(op)
-        f.let_value.append(value)
-
-    def ref(value: SSAValue) -> str:
-        return f"$v{f.value_let[value]}"
-
-    for arg in func.body.block.args:
-        leaf(arg, -1)
-    for pos, op in enumerate(func.body.block.ops):
-        if isinstance(op, C.ReturnOp):
-            continue
-        term = None
-        if all(o in f.value_let for o in op.operands) and len(op.results) == 1 \
-                and isinstance(op.results[0].type, C.TensorAttr):
-            term = _term_of(op, ref, f.types)
-        if term is not None:
-            add(op.results[0], term, op)
-        else:
-            for r in op.results:
-                leaf(r, pos)
-    return f
-
-
-def _rules_program() -> str:
-    """The datatype, the typing rules and the rewrite rules: loaded once per module."""
-    lines = [_PRELUDE]
-    lines += [f"(Elementwise2 \"{n}\")" for n in RULES.ELEMENTWISE2]
-    lines += [f"(Idempotent \"{n}\")" for n in RULES.IDEMPOTENT]
-    lines += [f"(Linear \"{n}\")" for n in RULES.LINEAR]
-    lines += [_rule_text(r) for r in RULES.RULES]
-    return "\n".join(lines)
-
-
-def _function_program(f: _Function) -> str:
-    """One function's terms, their types and the type facts the rules read."""
-    lines = [f"(rule ((= e (Num ?q))) ((set (TypeOf e) {f.types.scalar})) :ruleset typing)"]
-    for i, term in enumerate(f.lets):
-        lines.append(f"(let $v{i} {term})")
-        lines.append(f"(Site $v{i} {i})")
-    for value, i in f.value_let.items():
-        if isinstance(value.type, C.TensorAttr):
-            lines.append(f"(set (TypeOf $v{i}) {f.types.id(value.type)})")
-    lines += f.types.facts()
-    return "\n".join(lines)
-
-
-# ---- the saturated e-graph, read back ----
-
-@dataclass
-class Graph:
-    """The e-graph as Python reads it: the nodes of each e-class, each class's type, and
-    the class of each let (original value)."""
-
-    nodes: dict[str, list[Node]]
-    types: dict[str, int]
-    let_class: list[str]
-
-    @property
-    def node_count(self) -> int:
-        return sum(len(v) for v in self.nodes.values())
-
-
-_HEADS = ("Leaf", "Num", "F1", "F2", "Powi", "Red", "Dot", "Bcast")
-_RATIO = re.compile(r"Ratio \{ numer: (-?\d+), denom: (\d+) \}")
-
-
-def _read_graph(data: dict, lets: int) -> Graph:
-    raw = data["nodes"]
-    cls = {k: v["eclass"] for k, v in raw.items()}
-    prim = {k: v["op"] for k, v in raw.items() if k.startswith("primitive-")}
-    prim_of_class = {v["eclass"]: v["op"] for k, v in raw.items()
-                     if k.startswith("primitive-")}
-    nodes: dict[str, list[Node]] = {}
-    types: dict[str, int] = {}
-    let_class: list[str | None] = [None] * lets
-    for key, v in raw.items():
-        op, kids = v["op"], v["children"]
-        if key.startswith("primitive-"):
-            continue
-        if op == "TypeOf":
-            types[cls[kids[0]]] = int(prim_of_class[v["eclass"]])
-        elif op == "Site":
-            let_class[int(prim[kids[1]])] = cls[kids[0]]
-        elif op in _HEADS:
-            nodes.setdefault(v["eclass"], []).append(_node(op, kids, prim, cls))
-    assert all(c is not None for c in let_class)
-    return Graph(nodes, types, let_class)  # type: ignore[arg-type]
-
-
-def _node(op: str, kids: list[str], prim: dict[str, str], cls: dict[str, str]) -> Node:
-    def text(k: str) -> str:
-        return prim[k].strip('"')
-    if op == "Leaf":
-        return Node(op, (int(text(kids[0])),), ())
-    if op == "Num":
-        m = _RATIO.fullmatch(prim[kids[0]])
-        assert m is not None, prim[kids[0]]
-        return Node(op, (Fraction(int(m.group(1)), int(m.group(2))),), ())
-    if op in ("F1", "F2"):
-        return Node(op, (text(kids[0]),), tuple(cls[k] for k in kids[1:]))
-    if op == "Powi":
-        return Node(op, (int(text(kids[0])),), (cls[kids[1]],))
-    if op == "Red":
-        return Node(op, (text(kids[0]), text(kids[1])), (cls[kids[2]],))
-    if op == "Bcast":
-        return Node(op, (int(text(kids[0])),), (cls[kids[1]],))
-    return Node(op, (), tuple(cls[k] for k in kids))  # Dot
 
 
 # ---- saturation ----
@@ -369,11 +86,11 @@ class Session:
         from egglog import bindings
         self.bindings = bindings
         self.eg = bindings.EGraph()
-        self.eg.run_program(*self.eg.parse_program(_rules_program()))
+        self.eg.run_program(*self.eg.parse_program(rules_program()))
         self.push, self.pop = (self.eg.parse_program(t) for t in ("(push)", "(pop)"))
 
 
-def saturate(f: _Function, node_limit: int, time_limit: float, iterations: int,
+def saturate(f: FunctionTerms, node_limit: int, time_limit: float, iterations: int,
              session: Session | None = None) -> Saturation:
     session = session or Session()
     start = time.perf_counter()
@@ -388,9 +105,9 @@ def saturate(f: _Function, node_limit: int, time_limit: float, iterations: int,
         eg.run_program(*session.pop)
 
 
-def _saturate(eg: Any, f: _Function, node_limit: int, time_limit: float, iterations: int,
+def _saturate(eg: Any, f: FunctionTerms, node_limit: int, time_limit: float, iterations: int,
               start: float) -> Saturation:
-    eg.run_program(*eg.parse_program(_function_program(f)))
+    eg.run_program(*eg.parse_program(function_program(f)))
     step = eg.parse_program("(run-schedule (saturate (run typing)) (run rewrites))")
     size = eg.parse_program("(print-size)")
     stop, done, matches = "iterations", 0, {}
@@ -399,7 +116,7 @@ def _saturate(eg: Any, f: _Function, node_limit: int, time_limit: float, iterati
         done += 1
         for name, n in report.num_matches_per_rule.items():
             matches[name] = matches.get(name, 0) + n
-        nodes = sum(n for name, n in eg.run_program(*size)[0].sizes if name in _HEADS)
+        nodes = sum(n for name, n in eg.run_program(*size)[0].sizes if name in HEADS)
         if not report.updated:
             stop = "saturated"
             break
@@ -412,191 +129,8 @@ def _saturate(eg: Any, f: _Function, node_limit: int, time_limit: float, iterati
     eg.run_program(*eg.parse_program("(run-schedule (saturate (run typing)))"))
     data = json.loads(eg.serialize([], max_functions=None,
                                    max_calls_per_function=None).to_json())
-    graph = _read_graph(data, len(f.lets))
+    graph = read_graph(data, len(f.lets))
     return Saturation(graph, done, stop, time.perf_counter() - start, matches)
-
-
-# ---- Core ops from nodes ----
-
-def build_op(node: Node, operands: Sequence[SSAValue], result_type: C.TensorAttr,
-             types: _Types, site: str, name: str | None = None) -> Operation:
-    """The PSK-Core op computing `node` on these operand values."""
-    head, p = node.head, node.payload
-    if head == "Num":
-        return C.ConstantOp(float(p[0]), site=site, name=name, result_type=result_type)
-    if head == "F1":
-        return FUNCTION_OPS[p[0]](operands[0], site=site, name=name)
-    if head == "F2":
-        return FUNCTION_OPS[p[0]](operands[0], operands[1], site=site, name=name,
-                                  result_type=result_type)
-    if head == "Powi":
-        return C.PowIOp(operands[0], p[0], site=site, name=name)
-    if head == "Red":
-        return _REDUCE_CLASS[p[0]](operands[0], p[1] or None, site=site, name=name)
-    if head == "Dot":
-        return C.DotOp(operands[0], operands[1], site=site, name=name,
-                       result_type=result_type)
-    if head == "Bcast":
-        return C.BroadcastOp(operands[0], types.types[p[0]], site=site, name=name)
-    raise AssertionError(head)
-
-
-def node_type(node: Node, kids: Sequence[C.TensorAttr], types: _Types) -> C.TensorAttr | None:
-    """The type `node` computes from operands of these types (None: it does not fit)."""
-    head, p = node.head, node.payload
-    try:
-        if head == "Num":
-            return C.TensorAttr.scalar()
-        if head in ("F1", "Powi"):
-            return kids[0]
-        if head == "F2":
-            return C.TensorAttr.from_shape(shapes.broadcast(kids[0].shape, kids[1].shape))
-        if head == "Red":
-            return C.TensorAttr.from_shape(shapes.reduce(kids[0].shape, p[1] or None))
-        if head == "Dot":
-            return C.TensorAttr.from_shape(shapes.contract(kids[0].shape, kids[1].shape))
-        if head == "Bcast":
-            target = types.types[p[0]]
-            fits = shapes.conforms(shapes.broadcast(kids[0].shape, target.shape), target.shape)
-            return target if fits else None
-    except shapes.ShapeError:
-        return None
-    return None
-
-
-# ---- the cost ----
-
-@dataclass
-class Probe:
-    """The values of an entry's run in f64, by SSA value (every function it reaches, the
-    block arguments too), and `step`, the f64 interpreter's step of one op on operand
-    values at the run's dims: what the accuracy term measures condition numbers with.
-    presk/pipeline/optimize.py makes one."""
-
-    values: dict[SSAValue, Any]
-    step: Callable[[Operation, list], Any]  # None where the value cannot be formed
-
-
-_SLOW_EXACT = {"div": 4.0, "sqrt": 4.0}  # a divide or a root costs a few multiplies
-_REDUCE_COUNTS = {"sum": (1.0, 0.0), "mean": (1.0, 0.0), "max": (1.0, 0.0),
-                  "min": (1.0, 0.0), "logsumexp": (3.0, 1.0)}  # per input element
-
-
-def _function_counts(name: str) -> tuple[float, float]:
-    """(arithmetic ops, math-library calls) per element of a row: an IEEE op is one op (a
-    divide or a root a few), a library program one call, a composite what its expression
-    calls plus one op."""
-    compute = ops.row(name).compute
-    if isinstance(compute, ops.Exact):
-        return _SLOW_EXACT.get(name, 1.0), 0.0
-    if isinstance(compute, ops.Library):
-        return 0.0, 1.0
-    parts = [_function_counts(f) for f in functions_of(compute.expr)]
-    return 1.0 + sum(w for w, _ in parts), sum(m for _, m in parts)
-
-
-@dataclass(frozen=True)
-class Prices:
-    """The machine profile's constants the time term uses when a profile exists (seconds:
-    one arithmetic op, one math-library call, one element loaded or stored; seconds per
-    byte from L2, L3, memory, by the level the bytes fit in; the p of the p-norm that
-    combines the terms), as presk/analysis/cost_model.py prices a loop nest."""
-
-    work: float
-    math: float
-    load: float
-    per_byte: tuple[float, float, float]
-    sizes: tuple[int, int]  # L2, L3 bytes
-    p: float
-
-    def seconds(self, work: float, calls: float, elements: float, moved: float) -> float:
-        level = 0 if moved <= self.sizes[0] else 1 if moved <= self.sizes[1] else 2
-        terms = (work * self.work, calls * self.math, elements * self.load,
-                 moved * self.per_byte[level])
-        return sum(t ** self.p for t in terms) ** (1 / self.p)
-
-
-@dataclass
-class CostModel:
-    """`time + weight · bits` per node (the module docstring says why)."""
-
-    types: _Types
-    dims: Mapping[str, int]
-    probe: Probe | None = None
-    budget: float | None = None
-    prices: Prices | None = None  # a machine profile's; None: ops + bytes/4
-    weight: float = 0.0
-    _values: dict[str, Any] = field(default_factory=dict)
-
-    def elements(self, t: C.TensorAttr) -> int:
-        n = 1
-        for a in t.shape.axes:
-            n *= a.size if isinstance(a.size, int) else self.dims.get(a.size, NOMINAL_SIZE)
-        return n * (NOMINAL_SIZE if t.shape.prefix else 1)
-
-    def time(self, node: Node, out: C.TensorAttr, kids: Sequence[C.TensorAttr]) -> float:
-        """The node's predicted time: the profile's seconds, or ops + bytes/4."""
-        head, p = node.head, node.payload
-        if head in ("Leaf", "Num"):
-            return 0.0
-        n_out = self.elements(out)
-        n_in = [self.elements(k) for k in kids]
-        work, calls = 0.0, 0.0
-        if head in ("F1", "F2"):
-            w, m = _function_counts(p[0])
-            work, calls = n_out * w, n_out * m
-        elif head == "Powi":
-            work = n_out * max(1, p[0].bit_length() + bin(p[0]).count("1") - 2)
-        elif head == "Red":
-            w, m = _REDUCE_COUNTS[p[0]]
-            work, calls = n_in[0] * w, n_in[0] * m
-        elif head == "Dot":
-            last = kids[0].shape.axes[-1].size if kids[0].shape.axes else 1
-            k = last if isinstance(last, int) else self.dims.get(last, NOMINAL_SIZE)
-            work = 2.0 * n_out * k
-        elements = n_out + sum(n_in)  # a broadcast only moves
-        if self.prices is not None:
-            return self.prices.seconds(work, calls, elements, 8.0 * elements)
-        return work + LIBRARY_OPS * calls + 8.0 * elements / BYTES_PER_OP
-
-    def bits(self, node: Node, cls: str, kids: Sequence[str],
-             evaluate: Callable[[Node, list, str], Any]) -> float:
-        """Bits lost at `node`: log₂ κ averaged over its elements (0 without a probe or a
-        value to measure on); with a budget, only those beyond an f32 site's slack."""
-        r = self._values.get(cls)
-        vals = [self._values.get(k) for k in kids]
-        if self.probe is None or r is None or any(v is None for v in vals):
-            return 0.0
-        import numpy as np
-        with np.errstate(all="ignore"):
-            kappa = self._condition(node, r, vals, cls, evaluate, np)
-            if kappa is None:
-                return 0.0
-            kappa = np.asarray(kappa, dtype=np.float64)
-            kappa = np.where(np.isnan(kappa), 1.0, np.clip(kappa, 1.0, 2.0 ** 53))
-            lost = float(np.mean(np.log2(kappa))) if kappa.size else 0.0
-        if self.budget is not None:
-            lost = max(0.0, lost - math.log2(self.budget / F32_UNIT))
-        return lost
-
-    @staticmethod
-    def _condition(node: Node, r: Any, vals: list, cls: str,
-                   evaluate: Callable[[Node, list, str], Any], np: Any) -> Any:
-        """κ per element: Σ|terms| / |Σ terms| for a sum, difference, reduction or dot;
-        |x·f′(x)/f(x)| (a relative difference, step 2⁻²⁰) for a function; None for
-        what does not amplify (products, quotients, powers, broadcasts)."""
-        head, p = node.head, node.payload
-        if head == "F2" and p[0] in ("add", "sub"):
-            mag = evaluate(Node("F2", ("add",), node.children), [np.abs(v) for v in vals], cls)
-        elif (head == "Red" and p[0] in ("sum", "mean")) or head == "Dot":
-            mag = evaluate(node, [np.abs(v) for v in vals], cls)
-        elif head == "F1" and p[0] not in ("neg", "abs"):
-            h = 2.0 ** -20
-            moved = evaluate(node, [vals[0] * (1 + h)], cls)
-            return None if moved is None else np.abs((moved - r) / (h * r))
-        else:
-            return None
-        return None if mag is None else np.abs(mag) / np.abs(r)
 
 
 # ---- extraction ----
@@ -614,7 +148,7 @@ class Choice:
 
 @dataclass
 class _Extraction:
-    f: _Function
+    f: FunctionTerms
     graph: Graph
     model: CostModel
     best: dict[str, Choice] = field(default_factory=dict)
@@ -965,7 +499,7 @@ def optimize_function(func: C.FuncOp, options: Options = Options(),
                       probe: Probe | None = None,
                       session: Session | None = None) -> FunctionReport:
     """Rewrite `func` in place into its cheapest form; what was done, and why."""
-    f = _terms(func)
+    f = function_terms(func)
     sat = saturate(f, options.node_limit, options.time_limit, options.iterations, session)
     start = time.perf_counter()
     known = probe if probe is not None and any(a in probe.values
@@ -993,11 +527,11 @@ def optimize_function(func: C.FuncOp, options: Options = Options(),
         time_before, rebuild.time_after, bits_before, rebuild.bits_after, rebuild.rewrites)
 
 
-def _leaf_index(f: _Function, let: int) -> int:
+def _leaf_index(f: FunctionTerms, let: int) -> int:
     return f.leaves.index(f.let_value[let])
 
 
-def _original_node(f: _Function, let: int, graph: Graph) -> Node:
+def _original_node(f: FunctionTerms, let: int, graph: Graph) -> Node:
     """The node the original op of a let is in the e-graph: its term, over its operands'
     classes."""
     op = f.let_op[let]
@@ -1039,7 +573,7 @@ def _dag_cost(x: _Extraction) -> tuple[float, float]:
     return t, b
 
 
-def _replace_body(func: C.FuncOp, f: _Function, rebuild: _Rebuild) -> None:
+def _replace_body(func: C.FuncOp, f: FunctionTerms, rebuild: _Rebuild) -> None:
     """The body rebuilt: each kept (opaque) op cloned onto the chosen values of its
     operands, each chosen term emitted before its first use, the old ops erased."""
     x = rebuild.x
@@ -1066,7 +600,7 @@ def _replace_body(func: C.FuncOp, f: _Function, rebuild: _Rebuild) -> None:
     block.add_ops(rebuild.new_ops)
 
 
-def _live_classes(x: _Extraction, f: _Function) -> set[str]:
+def _live_classes(x: _Extraction, f: FunctionTerms) -> set[str]:
     """The classes the rebuilt body computes: those the kept ops and the return read,
     and what their chosen terms read."""
     todo = [x.graph.let_class[f.value_let[o]] for op in f.func.body.block.ops
