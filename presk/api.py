@@ -1,6 +1,7 @@
 """Presk from Python: load a program, make its initial weights, compile an entry and call
 it on numpy arrays or torch tensors, calibrate, solve and train — what the command line
-does, on the library below it (presk/pipeline/, presk/train/), never through presk.cli.
+does, on the library below it (presk/pipeline/, presk/train/), never through the
+command-line layer (cli/).
 
     prog = presk.load("tutorial/07_train.psk")
     params = prog.init("loss", B=4)                   # {path: float64 array}
