@@ -26,6 +26,8 @@ MIXED = str(FIXTURES / "realization_mixed.json")
 AT_MIXED = "@" + MIXED
 """The reference's realization as a command's or the Python API's `@file` argument."""
 ALL_F32 = str(FIXTURES / "realization_f32.json")
+MIXED_FMA = str(FIXTURES / "realization_mixed_fma.json")
+"""MIXED with its three contractions (the forward's and the reverse sweep's) fused."""
 PRESK = str(Path(sys.executable).parent / "presk")
 LOSSES = ["03_activations", "04_mlp", "05_stack", "07_train"]
 """The tutorial programs with a `loss` entry over a batch B."""
@@ -48,6 +50,22 @@ def program(name: str | Path) -> ModuleOp:
     """The PSK-Core module of a tutorial program (by name) or of a .psk file: a fresh
     copy, so the caller may mutate it."""
     return _lowered(str(source(name).resolve())).clone()
+
+
+def dot_program(tmp: Path, i: int, k: int, j: int) -> Path:
+    """A .psk file in `tmp` of one contraction `x · w`, x : ℝ[a: I, b: K], w : ℝ[K, J]:
+    `loss` = Σ tanh(x · w) (its gradient adds dy · wᵀ and xᵀ · dy) and `out` = x · w."""
+    path = tmp / f"dot_{i}_{k}_{j}.psk"
+    path.write_text(
+        "module M {\n"
+        f"  param w : ℝ[{k}, {j}] init = normal(std = 0.5)\n"
+        f"  fn apply(v : ℝ[..., b: {k}]) -> ℝ[..., {j}] = v · w\n"
+        "}\n"
+        f"fn loss(θ : params M, x : ℝ[a: {i}, b: {k}]) -> ℝ[] =\n"
+        "  sum(tanh(M.apply(θ, x)))\n"
+        f"fn out(θ : params M, x : ℝ[a: {i}, b: {k}]) -> ℝ[a: {i}, {j}] =\n"
+        "  M.apply(θ, x)\n", encoding="utf-8")
+    return path
 
 
 def blocked_last_axis(x: np.ndarray) -> np.ndarray:

@@ -13,7 +13,9 @@ under the realization (docs/precision.md states what each assumes):
   4 ulps after every operation, so they hold the exact value. Every arithmetic operation
   in type t adds u(t)·(max|value| + e) (4·u(t) for a library function), a sum of n terms
   γ_k(t)·Σ(|terms| + e) (k = ⌈n/P⌉ − 1 + ⌈log₂ min(n, P)⌉ per axis, the blocked order of
-  presk/summation.py; a contraction's k = n − 1), every operand of an op computing in t ≠ f64 a conversion
+  presk/summation.py; a contraction's k = n − 1, its products rounded each — or, where
+  the realization fuses its multiply-adds, exact but the first), every operand of an op
+  computing in t ≠ f64 a conversion
   u(t)·(|operand| + e); errors propagate with worst-case derivative bounds over the
   interval widened by e (mean value theorem: no first-order truncation). After each op
   the interval is intersected with the envelope's [−max|v|, max|v|] at that site.
@@ -363,13 +365,29 @@ def _numbers():
                                                if isinstance(total, np.ndarray) else total),
                                            float(s))
 
+        fused = False  # the current site's contraction runs fused multiply-adds
+
         def contract(self, a, b, a_axes, b_axes):
-            """Σₖ aₖ·bₖ, k ascending one after another (the kernels' order): γ_{n−1}."""
+            """Σₖ aₖ·bₖ, k ascending one after another (the kernels' order): each product
+            rounded (u), then γ_{n−1} on the sum. Fused (acc = fma(aₖ, bₖ, acc)): the first
+            step rounds its product onto +0 (u), every other product enters its rounding
+            exact — the same γ_{n−1} recursive sum of terms each rounded no more, so
+            never a larger bound."""
             left, right = paired(a, b, a_axes, b_axes)
-            prods = [np.multiply.outer(left[..., k], right[k]) for k in range(left.shape[-1])]
+            prods = [self._product(left[..., k], right[k], self.fused and k > 0)
+                     for k in range(left.shape[-1])]
             return self._charged(np.stack(prods, axis=-1) if prods else
                                  self.array(np.zeros(left.shape[:-1] + right.shape[1:] + (0,))),
                                  (-1,), False, max(len(prods) - 1, 0))
+
+        def _product(self, x, y, exact: bool):
+            t = EB.t
+            if exact:
+                EB.t = "exact"
+            try:
+                return np.multiply.outer(x, y)
+            finally:
+                EB.t = t
 
     return Bounded()
 
@@ -496,6 +514,7 @@ def forward(core_module, entry: str, dims: dict[str, int], envelope, realization
                 args = [_map(a, convert(ct)) if not isinstance(a, Tree) else a for a in args]
             old, EB.t = EB.t, ct
             numbers.roundings = 0
+            numbers.fused = site is not None and realization.fused(site)
             try:
                 value = super().step(op, args, dims, prefix)
             finally:

@@ -67,7 +67,7 @@ INSTRUCTIONS = ("sqrt", "abs", "heaviside")
 """Math functions the lowering emits as exact instructions (the LLVM intrinsics sqrt and
 fabs; heaviside as selects), not a math-library call: priced as arithmetic."""
 
-_ARITH = (K.AddOp, K.SubOp, K.MulOp, K.DivOp, K.NegOp, K.MinOp, K.MaxOp, K.CastOp)
+_ARITH = (K.AddOp, K.SubOp, K.MulOp, K.DivOp, K.NegOp, K.MinOp, K.MaxOp, K.CastOp, K.FmaOp)
 
 
 @dataclass(frozen=True)

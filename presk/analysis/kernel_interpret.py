@@ -13,7 +13,8 @@ semantics per type.
   scalar loop nest, so the bits are those of the nest. A blocked sum (`partials`,
   presk/summation.py) runs a block of iterations at once along its depth's axis, each
   into its own partial, then adds the partials pairwise.
-* Math functions come from the one table of presk/analysis/kernel_math.py.
+* Math functions come from the one table of presk/analysis/kernel_math.py; `fma` (a
+  fused contraction's step) is presk/fma.py's exact a·b + c, rounded once.
 
 `KernelInterpreter(module).run(host, inputs)` returns the host's outputs; `trace` is
 called with (site, stored value as float64) after every launch and fill (a convert is
@@ -32,6 +33,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ..dialects import kernel as K
+from ..fma import fma
 from .kernel_math import math_fn
 
 
@@ -380,6 +382,8 @@ class _NestRun:
             env[op.results[0]] = _BINARY[type(op)](env[op.operands[0]], env[op.operands[1]])
         elif isinstance(op, K.NegOp):
             env[op.result] = np.negative(env[op.operand])
+        elif isinstance(op, K.FmaOp):
+            env[op.result] = fma(*(np.asarray(env[x]) for x in op.operands))
         elif isinstance(op, K.MathOp):
             fn = math_fn(op.fn.data, K.type_name(op.result.type))
             env[op.result] = fn(*(env[a] for a in op.args))

@@ -3,9 +3,12 @@
 Format `presk-realization/1` (docs/artifacts.md):
 
     {"format": "presk-realization/1", "entry": "loss",
-     "sites": {"RMSNorm.apply/%10": "f32", …}, "params": {"blocks.proj.w": "f32", …}}
+     "sites": {"RMSNorm.apply/%10": "f32", …}, "params": {"blocks.proj.w": "f32", …},
+     "fma": ["Linear.apply/%3", …]}
 
-A site or parameter absent from it is f64. Commands take it as a path, as `@path`, or
+A site or parameter absent from it is f64. `fma` (optional) lists contraction sites whose
+multiply-adds are fused, a·b + acc rounded once (a numerics choice, not a layout): a
+contraction not listed multiplies and adds with two roundings. Commands take it as a path, as `@path`, or
 inline (a JSON object's text); `load_realization` refuses a malformed one with a
 RealizationError whose message is one line (the CLI prints it and exits with code 2).
 Pure Python: no xDSL.
@@ -36,6 +39,7 @@ class Realization:
     entry: str | None = None
     sites: dict[str, str] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
+    fma: tuple[str, ...] = ()  # contraction sites computed with fused multiply-adds
 
     def site_type(self, site: str) -> str:
         return self.sites.get(site, "f64")
@@ -49,15 +53,22 @@ class Realization:
             out["entry"] = self.entry
         out["sites"] = dict(self.sites)
         out["params"] = dict(self.params)
+        if self.fma:
+            out["fma"] = list(self.fma)
         return out
 
+    def fused(self, site: str) -> bool:
+        """Whether the contraction at `site` computes with fused multiply-adds."""
+        return site in self.fma
+
     def summary(self) -> str:
-        """`f64+9sites+4params`, or `all-f64`."""
+        """`f64+9sites+4params`, `all-f64`, and `+12fma` when it fuses contractions."""
         narrowed = {k: v for k, v in self.sites.items() if v != "f64"}
         params = {k: v for k, v in self.params.items() if v != "f64"}
+        fused = f"+{len(self.fma)}fma" if self.fma else ""
         if not narrowed and not params:
-            return "all-f64"
-        return f"f64+{len(narrowed)}sites+{len(params)}params"
+            return "all-f64" + fused
+        return f"f64+{len(narrowed)}sites+{len(params)}params" + fused
 
 
 ALL_F64 = Realization()
@@ -73,7 +84,7 @@ def load_realization(spec: str | None) -> Realization:
 
 def parse_realization(data: object, where: str = "the realization") -> Realization:
     data = check_format(data, where, FORMAT, "realization",
-                        {"format", "entry", "sites", "params"}, RealizationError)
+                        {"format", "entry", "sites", "params", "fma"}, RealizationError)
     entry = data.get("entry")
     if entry is not None and not isinstance(entry, str):
         raise RealizationError(f"{where}: \"entry\" is a function's name, a string")
@@ -83,7 +94,17 @@ def parse_realization(data: object, where: str = "the realization") -> Realizati
             raise RealizationError(f"{where}: site \"{site}\" is not of the form "
                                    "<function>/%<n>")
     params = _types(data.get("params", {}), "params", where)
-    return Realization(entry, sites, params)
+    return Realization(entry, sites, params, _fma(data.get("fma", []), where))
+
+
+def _fma(obj: object, where: str) -> tuple[str, ...]:
+    if not isinstance(obj, list) or not all(isinstance(s, str) for s in obj):
+        raise RealizationError(f"{where}: \"fma\" is a list of contraction sites")
+    for site in obj:
+        if not _SITE.fullmatch(site):
+            raise RealizationError(f"{where}: fma site \"{site}\" is not of the form "
+                                   "<function>/%<n>")
+    return tuple(dict.fromkeys(obj))
 
 
 def _types(obj: object, what: str, where: str) -> dict[str, str]:

@@ -95,6 +95,21 @@ def reached(module: ModuleOp, entry: str) -> list[str]:
     return [name for name in funcs if name in seen]
 
 
+def contraction_sites(module: ModuleOp, entry: str) -> list[str]:
+    """The sites of every contraction (`dot`, `contract`) that `entry` reaches, each named
+    once in its own function (a `.fwd` clone keeps its forward site), in the module's
+    order: what a realization fusing every contraction lists under `fma`."""
+    funcs = _funcs(module)
+    out: dict[str, None] = {}
+    for name in reached(module, entry):
+        for op in funcs[name].body.block.ops:
+            if isinstance(op, (C.DotOp, C.ContractOp)):
+                site = op.site.data  # type: ignore[attr-defined]
+                if site.rpartition("/%")[0] in funcs:
+                    out[site] = None
+    return list(out)
+
+
 def site_ops(func: C.FuncOp) -> list[Operation]:
     """A function's sites: its operations whose result has a differentiable type."""
     return [op for op in func.body.block.ops

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import Float64Type, IntegerType, ModuleOp, TupleType
+from xdsl.dialects.builtin import Float64Type, IntegerType, ModuleOp, TupleType, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
@@ -251,6 +251,15 @@ class Recorder:
             if site not in known:
                 raise RealizationError(f"the realization's site `{site}`: {fn} computes no "
                                        f"value %{number}")
+        for site in self.realization.fma:
+            fn = site.rpartition("/%")[0]
+            if fn not in self.funcs and _forward_of(fn) in self.funcs:
+                continue  # a reverse-sweep contraction: fused when the gradient is recorded
+            computed = {op.site.data: op for op in self.funcs[fn].body.block.ops  # type: ignore[attr-defined]
+                        if op.results} if fn in self.funcs else {}
+            if not isinstance(computed.get(site), (C.DotOp, C.ContractOp)):
+                raise RealizationError(f"the realization's fma site `{site}` is not a "
+                                       "contraction (a dot or contract) of the program")
 
     def _entry_arg(self, name: str, t: Attribute, env: dict[str, int]) -> Any:
         if isinstance(t, C.ParamsAttr):
@@ -527,6 +536,8 @@ class _Body:
         tensor_args = args if not isinstance(op, C.SpreadOp) else args[:1]
         xs = [self.read(a, element, site, cache) for a in tensor_args]
         new = self._make(op, xs, args, result_t, site, name)
+        if isinstance(new, (R.DotOp, R.ContractOp)) and self.rec.realization.fused(site):
+            new.attributes["fma"] = UnitAttr()  # its multiply-adds fused (realize_to_kernel)
         value = self.emit(new).results[0]
         if stored != element:
             value = self.emit(R.ConvertOp(value, stored, site=site)).results[0]

@@ -11,7 +11,8 @@ that `cc -O2 -ffp-contract=off -fno-fast-math` gives the bits the JIT gives:
   ascending, and a blocked sum (presk/summation.py) an array of partials. A tiled
   layout only regroups which elements run together (the dialect's contract), so C runs
   the reference nest and gets the same bits. Every scalar op is one C operation in the
-  op's type, rounded once: no contraction, no reassociation;
+  op's type, rounded once: no contraction, no reassociation (a `psk_kernel.fma`, where
+  the realization fuses a contraction's site, is C99's `fmaf`/`fma`: one rounding);
 * bf16 is storage only: a load widens the bits, a store rounds to nearest even by bits,
   a host `convert` from f64 rounds to odd in f32 first (one correct rounding), as
   presk/analysis/kernel_interpret.py defines; `min`/`max` are numpy's (NaN from either
@@ -252,6 +253,8 @@ class KernelC:
             return f"presk_{op.name.split('.')[1]}_{ty}({n[0]}, {n[1]})"
         if isinstance(op, K.NegOp):
             return f"-{n[0]}"
+        if isinstance(op, K.FmaOp):  # C99's fused multiply-add: one rounding
+            return f"{'fmaf' if ty == 'f32' else 'fma'}({n[0]}, {n[1]}, {n[2]})"
         if isinstance(op, K.CastOp):
             return f"({COMPUTE_C[ty]}){n[0]}"
         if isinstance(op, K.ConstantOp):

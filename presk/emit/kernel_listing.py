@@ -215,6 +215,9 @@ class _KernelText:
                 self.bind(op.results[0], f"{op.name.split('.')[1]}({a}, {b})", depth)
             elif isinstance(op, K.NegOp):
                 self.bind(op.result, f"(-{self.value(op.operand)})", depth)
+            elif isinstance(op, K.FmaOp):
+                a, b, c = (self.value(x) for x in op.operands)
+                self.bind(op.result, f"fma({a}, {b}, {c})", depth)
             elif isinstance(op, K.MathOp):
                 args = ", ".join(self.value(a) for a in op.args)
                 self.bind(op.result, f"{op.fn.data}({args})", depth)

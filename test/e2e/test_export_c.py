@@ -32,7 +32,7 @@ from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter, bf16_round, to_storage
 from presk.pipeline.export import export_c
 from presk.emit.c_program import c_float, c_identifier, c_sources
-from programs import MIXED, PRESK, TUTORIAL, program
+from programs import MIXED, MIXED_FMA, PRESK, TUTORIAL, program
 
 CC = shutil.which("cc")
 DTYPE = {"f64": "<f8", "f32": "<f4", "bf16": "<u2"}
@@ -45,6 +45,7 @@ CASES = {
     "07-f64-grad": ("07_train", None, True),
     "07-mixed": ("07_train", MIXED, False),
     "07-mixed-grad": ("07_train", MIXED, True),
+    "07-mixed-fma-grad": ("07_train", MIXED_FMA, True),  # fmaf in C, llvm.fma natively
     "03": ("03_activations", None, False),
     "04": ("04_mlp", None, False),
     "05": ("05_stack", None, False),
@@ -92,7 +93,8 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
                        | (nan_g & nan_w)))
 
 
-@pytest.mark.parametrize("case", [c if c == "07-mixed-grad" else pytest.param(c, marks=pytest.mark.slow)
+@pytest.mark.parametrize("case", [c if c in ("07-mixed-grad", "07-mixed-fma-grad")
+                                  else pytest.param(c, marks=pytest.mark.slow)
                                   for c in CASES])
 def test_make_check_is_bit_for_bit_with_native_and_the_interpreter(case, exports) -> None:
     out, result = exports(case)

@@ -1,6 +1,7 @@
 """A layout never changes bits: every point of the layout space of every nest of the
 tutorial's loss (its value, and its value and gradient) and of the scaled Tower's (bench/
-scaled_tower.psk at B = 8, D = 256: its contractions 8 × 256 × 256) is compiled beside the
+scaled_tower.psk at B = 8, D = 256: its contractions 8 × 256 × 256), and of the tutorial's
+value and gradient with its contractions fused (llvm.fma), is compiled beside the
 nest in its default layout, all in one module (presk/runtime/kernel_timing.py's harness),
 run on the same inputs, and its outputs compared bit for bit with the default's."""
 
@@ -12,7 +13,7 @@ import pytest
 from presk.dialects import kernel as K
 from presk.pipeline import kernel_pipeline, load_core
 from presk.transforms.plan_layout import Point, layout_space
-from programs import AT_MIXED, ROOT, TRAIN
+from programs import AT_MIXED, MIXED_FMA, ROOT, TRAIN
 
 
 def _every_point_same_bits(pipe, workers: int = 2) -> int:
@@ -49,6 +50,14 @@ def test_tutorial(grad):
     core, _ = load_core(TRAIN)
     assert _every_point_same_bits(kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED,
                                                   grad=grad)) > 20
+
+
+def test_tutorial_fused():
+    """The tutorial's value and gradient with its three contractions fused (llvm.fma): a
+    layout still never changes bits."""
+    core, _ = load_core(TRAIN)
+    assert _every_point_same_bits(kernel_pipeline(core, "loss", {"B": 4}, "@" + MIXED_FMA,
+                                                  grad=True)) > 20
 
 
 @pytest.mark.slow

@@ -172,3 +172,17 @@ def test_cli_errors_are_one_line(tmp_path, envelope_file, case):
         bounds_cmds.check_precision(_args(tmp_path, **kw))
     msg = str(exc.value)
     assert msg.startswith("presk: ") and "\n" not in msg
+
+
+def test_fused_contractions_never_raise_a_bound(module, tutorial):
+    """The realization fusing the tutorial's contraction (test/fixtures/
+    realization_mixed_fma.json): each sound rule's bound is at most the unfused one's and
+    still above the error the kernel interpreter measures under it (with its fmas)."""
+    from programs import MIXED_FMA
+    envelope, unfused = tutorial
+    fused = bounds(module, "loss", {"B": 4}, envelope, load_realization(MIXED_FMA),
+                   do_measure=True)
+    assert fused.name == unfused.name + "+3fma"
+    for rule in SOUND:
+        assert fused.measured <= fused.bounds[rule] <= unfused.bounds[rule], rule
+    assert fused.bounds["k"] < unfused.bounds["k"]  # its products exact but the first

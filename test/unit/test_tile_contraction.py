@@ -24,23 +24,10 @@ from presk.dialects import kernel as K
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
 from presk.runtime.compile import native_program
+from programs import dot_program
 
 SIZES = [(5, 3, 6), (9, 5, 37), (4, 7, 16), (7, 2, 70), (1, 4, 33)]
 """(I, K, J): rows, the contracted size, columns."""
-
-
-def _program(tmp: Path, i: int, k: int, j: int) -> Path:
-    path = tmp / f"dot_{i}_{k}_{j}.psk"
-    path.write_text(
-        "module M {\n"
-        f"  param w : ℝ[{k}, {j}] init = normal(std = 0.5)\n"
-        f"  fn apply(v : ℝ[..., b: {k}]) -> ℝ[..., {j}] = v · w\n"
-        "}\n"
-        f"fn loss(θ : params M, x : ℝ[a: {i}, b: {k}]) -> ℝ[] =\n"
-        "  sum(tanh(M.apply(θ, x)))\n"
-        f"fn out(θ : params M, x : ℝ[a: {i}, b: {k}]) -> ℝ[a: {i}, {j}] =\n"
-        "  M.apply(θ, x)\n", encoding="utf-8")
-    return path
 
 
 def _realization(kind: str) -> Realization | None:
@@ -57,7 +44,7 @@ def _realization(kind: str) -> Realization | None:
 def test_tiles_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, i: int, k: int,
                                              j: int, kind: str, entry: str, grad: bool):
     monkeypatch.setenv("PRESK_CACHE", "off")
-    core = lower_program(elaborate(str(_program(tmp_path, i, k, j))))
+    core = lower_program(elaborate(str(dot_program(tmp_path, i, k, j))))
     prepared = E.prepare(core, entry, {})
     rng = np.random.default_rng(i * 100 + j)
     params = {f.path: rng.standard_normal(f.shape) for f in prepared.fields}
@@ -75,7 +62,7 @@ def test_tiles_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, i: int
 def test_wide_contractions_take_two_vectors_of_columns(tmp_path: Path) -> None:
     """The default layout of J ≥ 32 f32 columns and I ≥ 8 rows: 8 rows × 32 columns, 16
     lanes."""
-    core = lower_program(elaborate(str(_program(tmp_path, 9, 5, 37))))
+    core = lower_program(elaborate(str(dot_program(tmp_path, 9, 5, 37))))
     call = entry_call(core, "out", {}, {"w": np.ones((5, 37))}, {"x": np.ones((9, 5))},
                       _realization("f32"))
     (kernel,) = [k for k in K.kernels(call.pipeline.kernel).values()
@@ -95,7 +82,7 @@ def test_split_rows_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, w
     monkeypatch.setenv("PRESK_CACHE", "off")
     monkeypatch.setattr(realize_to_kernel.nests, "workers", lambda: workers)
     monkeypatch.setattr(realize_to_kernel.nests, "SPLIT_WORK", 1)
-    core = lower_program(elaborate(str(_program(tmp_path, 21, 6, 40))))
+    core = lower_program(elaborate(str(dot_program(tmp_path, 21, 6, 40))))
     prepared = E.prepare(core, entry, {})
     rng = np.random.default_rng(7)
     params = {f.path: rng.standard_normal(f.shape) for f in prepared.fields}
@@ -152,7 +139,7 @@ def test_panels_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, i: in
     from presk.transforms.kernel_split import KernelSplitPass
     from xdsl.context import Context
     monkeypatch.setenv("PRESK_CACHE", "off")
-    core = lower_program(elaborate(str(_program(tmp_path, i, k, j))))
+    core = lower_program(elaborate(str(dot_program(tmp_path, i, k, j))))
     prepared = E.prepare(core, "loss", {})
     rng = np.random.default_rng(i * 100 + j + split)
     params = {f.path: rng.standard_normal(f.shape) for f in prepared.fields}

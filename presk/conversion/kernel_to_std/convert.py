@@ -190,11 +190,12 @@ class StoreToLLVM(RewritePattern):
         rewriter.erase(op)
 
 
-_SCALAR_OPS = (*ARITH_OPS, K.MinOp, K.MaxOp, K.NegOp, K.CastOp, K.ConstantOp, K.MathOp)
+_SCALAR_OPS = (*ARITH_OPS, K.MinOp, K.MaxOp, K.NegOp, K.FmaOp, K.CastOp, K.ConstantOp,
+               K.MathOp)
 
 
 class ScalarToArith(RewritePattern):
-    """+ − × ÷, negation, min and max, casts, constants and math functions."""
+    """+ − × ÷, negation, min and max, fma, casts, constants and math functions."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not isinstance(op, _SCALAR_OPS):

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.dialects import arith, llvm, math, scf
 from xdsl.dialects.builtin import (Float32Type, Float64Type, FloatAttr, IndexType,
-    IntegerAttr, IntegerType, UnrealizedConversionCastOp, i16, i32, i64)
+    IntegerAttr, IntegerType, UnrealizedConversionCastOp, VectorType, i16, i32, i64)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
@@ -165,7 +165,7 @@ ARITH_OPS: dict[type, type] = {
 def lower_scalar_op(e: Emitter, op: Operation, args: Sequence[SSAValue], t: Attribute
                     ) -> SSAValue:
     """The arith/llvm form of a kernel's scalar op on lowered operands `args` of type `t`
-    (a scalar type, or for + − × ÷, min, max and negation a vector of it)."""
+    (a scalar type, or for + − × ÷, fma, min, max and negation a vector of it)."""
     if type(op) in ARITH_OPS:
         return e(ARITH_OPS[type(op)](args[0], args[1]))
     if isinstance(op, (K.MinOp, K.MaxOp)):
@@ -176,6 +176,8 @@ def lower_scalar_op(e: Emitter, op: Operation, args: Sequence[SSAValue], t: Attr
         return e(arith.SelectOp(take_a, a, b))
     if isinstance(op, K.NegOp):
         return e(arith.NegfOp(args[0]))
+    if isinstance(op, K.FmaOp):
+        return e(llvm.CallIntrinsicOp(f"llvm.fma.{_mangled(t)}", list(args), [t]))
     if isinstance(op, K.CastOp):
         to = op.result.type
         return e(arith.ExtFOp(args[0], to) if isinstance(to, Float64Type)
@@ -185,6 +187,13 @@ def lower_scalar_op(e: Emitter, op: Operation, args: Sequence[SSAValue], t: Attr
     if isinstance(op, K.MathOp):
         return _math(e, op.fn.data, list(args), op.result.type)
     raise NativeLoweringError(f"{op.name} is not a scalar op of a kernel")
+
+
+def _mangled(t: Attribute) -> str:
+    """LLVM's overload suffix of a float type or vector: `f32`, `v16f32`."""
+    if isinstance(t, VectorType):
+        return f"v{t.get_shape()[0]}{_mangled(t.element_type)}"
+    return "f64" if isinstance(t, Float64Type) else "f32"
 
 
 # the table's functions the `math` dialect has (presk/ops: a row's `math_op`)

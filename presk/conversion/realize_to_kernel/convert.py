@@ -348,7 +348,7 @@ def _epilogue(hc: _HostConversion, op: R.AddOp) -> _Kernel:
     out = hc.out(op)
     build_contraction(nb, read(dot.lhs), read(dot.rhs), lt, rt, [lt.rank - 1], [0],
                       None, _compute(op.result.type.element), out,
-                      (op, read(other), places, sum_is_lhs))
+                      (op, read(other), places, sum_is_lhs), fused=_fused(dot))
     return _Kernel(nb, out, default_layout(dot, lt, rt, [lt.rank - 1], [0]),
                    sites=[_site(dot), _site(op)])
 
@@ -358,7 +358,8 @@ def _dot(hc: _HostConversion, op: R.DotOp) -> _Kernel:
     lt, rt = op.lhs.type, op.rhs.type
     out = hc.out(op)
     build_contraction(nb, hc.kernel_input(op.lhs), hc.kernel_input(op.rhs), lt, rt,
-                      [lt.rank - 1], [0], None, _compute(op.result.type.element), out)
+                      [lt.rank - 1], [0], None, _compute(op.result.type.element), out,
+                      fused=_fused(op))
     return _Kernel(nb, out, default_layout(op, lt, rt, [lt.rank - 1], [0]))
 
 
@@ -368,8 +369,14 @@ def _contract(hc: _HostConversion, op: R.ContractOp) -> _Kernel:
     out = hc.out(op)
     build_contraction(nb, hc.kernel_input(op.lhs), hc.kernel_input(op.rhs), op.lhs.type,
                       op.rhs.type, lhs_axes, rhs_axes, perm,
-                      _compute(op.result.type.element), out)
+                      _compute(op.result.type.element), out, fused=_fused(op))
     return _Kernel(nb, out, default_layout(op, op.lhs.type, op.rhs.type, lhs_axes, rhs_axes))
+
+
+def _fused(op: Operation) -> bool:
+    """Whether the realization fused this contraction's multiply-adds (the recorder's
+    `fma` attribute)."""
+    return "fma" in op.attributes
 
 
 def _one_source(build: Callable[[NestBuilder, Any, _Input, SSAValue], None]

@@ -388,11 +388,12 @@ def build_softmax(nb: NestBuilder, op: R.SoftmaxOp, source: _Input, out: SSAValu
 def build_contraction(nb: NestBuilder, lhs: _Input, rhs: _Input, lhs_type: R.RTensorType,
                       rhs_type: R.RTensorType, lhs_axes: list[int], rhs_axes: list[int],
                       perm: list[int] | None, t: Attribute, out: SSAValue,
-                      epilogue: tuple[Operation, _Input, list[int], bool] | None = None
-                      ) -> None:
-    """Σ over the paired axes, in order, k ascending: acc = acc + a·b from 0. With an
-    epilogue (an add, its other operand, that operand's map, whether the sum is its lhs),
-    the add is applied to the sum before the store."""
+                      epilogue: tuple[Operation, _Input, list[int], bool] | None = None,
+                      fused: bool = False) -> None:
+    """Σ over the paired axes, in order, k ascending: acc = acc + a·b from 0 (`fused`:
+    acc = fma(a, b, acc), one rounding a step — the realization's choice for the site).
+    With an epilogue (an add, its other operand, that operand's map, whether the sum is
+    its lhs), the add is applied to the sum before the store."""
     nb.input(lhs.buffer)
     nb.input(rhs.buffer)
     if epilogue is not None:
@@ -412,6 +413,8 @@ def build_contraction(nb: NestBuilder, lhs: _Input, rhs: _Input, lhs_type: R.RTe
         b_at = {j: where[("b", j)] for j in b_rest} | dict(zip(rhs_axes, idx))
         a = nb.load(lhs, [a_at[i] for i in range(lhs_type.rank)], t)
         b = nb.load(rhs, [b_at[j] for j in range(rhs_type.rank)], t)
+        if fused:
+            return [nb.value(K.FmaOp(a, b, acc[0]))]
         return [nb.value(K.AddOp(acc[0], nb.value(K.MulOp(a, b))))]
 
     total = nb.reduce(red_sizes, [nb.const(0.0, t)], step)[0]

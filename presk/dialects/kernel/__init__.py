@@ -5,7 +5,8 @@ Two kinds of function live side by side in a module:
 * `psk_kernel.kernel @k3(%0, %1, %2, %3)` — a loop nest over buffers, its inputs first,
   then its `outputs` (the last N arguments). Its body is `for` loops (bounds literal,
   loop-carried scalars for accumulators), `load`, `store`, scalar arithmetic (`add`, `sub`,
-  `mul`, `div`, `min`, `max`, `neg`), `math` (a function of the one math table:
+  `mul`, `div`, `min`, `max`, `neg`, and `fma` where a realization fuses a contraction's
+  site), `math` (a function of the one math table:
   presk/analysis/kernel_math.py), `cast` between f32 and f64, and `constant`. Scalars are
   f32 or f64: bf16 is a storage type only, a bf16 buffer loads as f32 and a store to it
   rounds to nearest even. A `for` without loop-carried values is parallel (its iterations
@@ -43,8 +44,8 @@ from xdsl.ir import Dialect
 
 from .types import BufferType, FLOAT_TYPES, LayoutAttr, compute_type, fits, type_name
 from .base import KernelBaseOp, kernel_op, site_of
-from .scalar import (AddOp, BinaryOp, CastOp, ConstantOp, DivOp, MATH_FUNCTIONS, MathOp,
-    MaxOp, MinOp, MulOp, NegOp, SubOp)
+from .scalar import (AddOp, BinaryOp, CastOp, ConstantOp, DivOp, FmaOp, MATH_FUNCTIONS,
+    MathOp, MaxOp, MinOp, MulOp, NegOp, SubOp)
 from .loops import ForOp, KERNEL_BODY_OPS, KernelOp, LoadOp, StoreOp, YieldOp
 from .host import (AllocOp, AtOp, CallOp, ConvertOp, CopyOp, FillOp, FoldOp, HOST_BODY_OPS,
     HostBodyOp, HostOp, LaunchOp, MarkOp, ReleaseOp, host_ops, hosts, kernels,
@@ -55,7 +56,7 @@ Kernel = Dialect(
     "psk_kernel",
     [
         KernelOp, ForOp, YieldOp, LoadOp, StoreOp, AddOp, SubOp, MulOp, DivOp, MinOp, MaxOp,
-        NegOp, MathOp, CastOp, ConstantOp,
+        NegOp, FmaOp, MathOp, CastOp, ConstantOp,
         HostOp, MarkOp, ReleaseOp, AllocOp, ConvertOp, CopyOp, FillOp, AtOp, LaunchOp, CallOp,
         FoldOp,
     ],

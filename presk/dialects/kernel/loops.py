@@ -23,8 +23,8 @@ from presk.summation import partials_for
 
 from .base import (KernelBaseOp, RangeOp, _BufferFunction, kernel_op, parse_attrs_and_types,
     print_attrs_and_types)
-from .scalar import (AddOp, CastOp, ConstantOp, DivOp, MathOp, MaxOp, MinOp, MulOp, NegOp,
-    SubOp)
+from .scalar import (AddOp, CastOp, ConstantOp, DivOp, FmaOp, MathOp, MaxOp, MinOp, MulOp,
+    NegOp, SubOp)
 from .types import BufferType, LayoutAttr, _is_scalar_float, type_name
 
 
@@ -357,5 +357,5 @@ class StoreOp(KernelBaseOp):
 
 KERNEL_BODY_OPS: tuple[type[Operation], ...] = (
     ForOp, YieldOp, LoadOp, StoreOp, AddOp, SubOp, MulOp, DivOp, MinOp, MaxOp, NegOp,
-    MathOp, CastOp, ConstantOp,
+    FmaOp, MathOp, CastOp, ConstantOp,
 )

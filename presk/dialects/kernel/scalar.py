@@ -1,6 +1,7 @@
 """PSK-Kernel's scalar ops, the element-wise arithmetic of a kernel body: `add`, `sub`,
-`mul`, `div`, `min`, `max`, `neg`, `math` (a function of the one math table), `cast`
-between f32 and f64, and `constant`.
+`mul`, `div`, `min`, `max`, `neg`, `fma` (a·b + c rounded once: only where a realization
+fuses a contraction's site), `math` (a function of the one math table), `cast` between
+f32 and f64, and `constant`.
 """
 
 from __future__ import annotations
@@ -70,6 +71,26 @@ ARITHMETIC: dict[str, type[BinaryOp]] = named_ops(BinaryOp, kernel_op, __name__,
 ])
 """The binary scalar ops, which differ in their name (and C symbol) only."""
 AddOp, SubOp, MulOp, DivOp, MinOp, MaxOp = ARITHMETIC.values()
+
+
+@kernel_op
+class FmaOp(_ScalarOp):
+    """`%r = psk_kernel.fma %a, %b, %c : f32`: a·b + c with ONE rounding (IEEE's
+    fusedMultiplyAdd: LLVM's `llvm.fma`, C's `fma`/`fmaf`, the kernel interpreter's exact
+    emulation). A kernel has it only where the realization fuses a contraction's site
+    (`"fma"`, docs/artifacts.md); `mul` + `add` are never fused otherwise."""
+
+    name = "psk_kernel.fma"
+
+    lhs = operand_def(_ScalarOp.T)
+    rhs = operand_def(_ScalarOp.T)
+    addend = operand_def(_ScalarOp.T)
+
+    assembly_format = "$lhs `,` $rhs `,` $addend attr-dict `:` type($result)"
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation,
+                 addend: SSAValue | Operation):
+        super().__init__(operands=[lhs, rhs, addend], result_types=[SSAValue.get(lhs).type])
 
 
 @kernel_op
