@@ -4,6 +4,7 @@ the same shapes and the machine's peak measured by a microkernel, all in one run
 Usage, from anywhere (paths are the repository's):
 
     .venv/bin/python bench/contractions.py [--quick] [--dtype f32|f64] [--batch 1024]
+                                           [--fma both|on|off]
 
 - The contractions: the kernels titled `dot…`/`contract…` of `loss.value_vjp` of
   bench/scaled_tower.psk (D = 256, L = 4) at B = --batch, every site and parameter in
@@ -17,6 +18,9 @@ Usage, from anywhere (paths are the repository's):
 - torch.mm (torch.addmm for the product with a bias) on tensors of the same shapes and
   memory layouts (a transposed operand as a transposed view, as the kernel reads it), the
   result a new tensor (torch.mm with `out=` ran far slower on 2 threads here), at 1 thread and at every CPU this process may use.
+- Each contraction is timed twice (`--fma both`, the default): as the program computes it
+  (a multiply and an add, two roundings) and with the realization fusing every
+  contraction (`fma`, docs/artifacts.md: llvm.fma, one rounding, other bits).
 - The peak: a loop of 24 independent accumulators in vectors of 64 bytes, `acc·a + b` as
   a multiply and an add (two roundings: what Presk's kernels compute) and as `llvm.fma`
   (one rounding: what oneDNN's sgemm runs), JIT-compiled by llvmlite for this CPU, one
@@ -68,12 +72,18 @@ class Contraction:
 # The program's contractions
 # --------------------------------------------------------------------------------------
 
-def kernel_module(batch: int, dtype: str):
+def kernel_module(batch: int, dtype: str, fused: bool = False):
+    """The kernels of `loss.value_vjp` under every site in `dtype`; `fused`: with every
+    contraction's multiply-adds fused (the realization's `fma`, bench/native.py
+    `with_fma`)."""
     sys.path.insert(0, str(ROOT / "bench"))
-    from native import all_f32, load_entry
+    from native import all_f32, load_entry, with_fma
+    from presk.analysis.realization import Realization
     from presk.pipeline import entry_call
     module, prepared, params, values = load_entry(SCALED, {"B": batch})
-    real = all_f32(module, prepared, True) if dtype == "f32" else None
+    real = all_f32(module, prepared, True) if dtype == "f32" else Realization(entry="loss")
+    if fused:
+        real = with_fma(module, real, True)
     call = entry_call(module, "loss", prepared.dims, params, values, real, True, True)
     return call.pipeline.kernel
 
@@ -240,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="few samples, the tiles [8, 16] and [8, 32]")
     parser.add_argument("--dtype", choices=["f32", "f64"], default="f32")
     parser.add_argument("--batch", type=int, default=1024)
+    parser.add_argument("--fma", choices=["both", "on", "off"], default="both",
+                        help="time the contractions fused (the realization's fma), "
+                             "unfused, or both (default)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     import torch
@@ -251,27 +264,31 @@ def main(argv: list[str] | None = None) -> int:
     peaks = {fused: peak_flops(args.dtype, fused, args.quick) for fused in (False, True)}
     print(f"  peak, one thread, {ACCUMULATORS} vector accumulators: multiply + add "
           f"{peaks[False]:.1f} GFLOP/s, fused (llvm.fma) {peaks[True]:.1f} GFLOP/s")
-    km = kernel_module(args.batch, args.dtype)
-    rows = contractions(km)
-    if not rows:
+    numerics = [False, True] if args.fma == "both" else [args.fma == "on"]
+    modules = {fused: contractions(kernel_module(args.batch, args.dtype, fused))
+               for fused in numerics}
+    if not all(modules.values()):
         print("bench/contractions.py: no contraction of the I × J × K form found", file=sys.stderr)
         return 1
-    print(f"  {'site':<22} {'product':<34} {'program layout':>14} {'best 1-worker':>14} "
-          f"{'torch 1 thr':>12} {f'torch {cpus} thr':>12}  "
+    print(f"  {'site':<22} {'product':<34} {'fma':<4}{'program layout':>14} "
+          f"{'best 1-worker':>14} {'torch 1 thr':>12} {f'torch {cpus} thr':>12}  "
           f"{'best / torch 1':>14} {'program / torch ' + str(cpus):>17}  best point")
-    for c in rows:
-        mine, best, text = presk_times(c, args.quick)
+    first = modules[numerics[0]]
+    for n, c in enumerate(first):
         t1 = torch_time(c, args.dtype, 1, args.quick)
         tn = torch_time(c, args.dtype, cpus, args.quick)
         rate = lambda s: c.flops / s / 1e9  # noqa: E731
-        print(f"  {c.site:<22} {c.text():<34} {rate(mine):10.1f} GF/s {rate(best):10.1f} GF/s "
-              f"{rate(t1):7.1f} GF/s {rate(tn):7.1f} GF/s  {t1 / best:13.0%} {tn / mine:16.0%}"
-              f"  {text}")
+        for fused in numerics:
+            mine, best, text = presk_times(modules[fused][n], args.quick)
+            print(f"  {c.site:<22} {c.text():<34} {'yes' if fused else 'no':<4}"
+                  f"{rate(mine):9.1f} GF/s {rate(best):9.1f} GF/s {rate(t1):7.1f} GF/s "
+                  f"{rate(tn):7.1f} GF/s  {t1 / best:13.0%} {tn / mine:16.0%}  {text}")
     print(f"  (GFLOP/s = 2·I·J·K / a launch's minimum time; `program layout`: the layout the "
-          f"program gives the kernel ({rows[0].kernel.layout}); best / torch: the rate "
-          "relative to torch's, the goal ≥ 80%; Presk computes a·b + acc as a multiply and an "
-          f"add: its bound is the multiply + add peak, {peaks[False] / peaks[True]:.0%} of the "
-          "fused one)")
+          f"program gives the kernel ({first[0].kernel.layout}), on {cpus} workers where it "
+          "splits; best / torch: the rate relative to torch's, the goal ≥ 80%. fma no: Presk "
+          "computes a·b + acc as a multiply and an add, bounded by the multiply + add peak "
+          f"({peaks[False] / peaks[True]:.0%} of the fused one); fma yes: the realization fuses "
+          "every contraction (llvm.fma: other bits, docs/precision.md))")
     return 0
 
 

@@ -247,6 +247,20 @@ def all_f32(module, prepared, grad: bool):
     return Realization(entry="loss", sites=sites, params={f.path: "f32" for f in prepared.fields})
 
 
+def with_fma(module, realization, grad: bool):
+    """`realization` with every contraction `loss` reaches fused (with `grad`, the reverse
+    sweep's too): its `fma` field (docs/artifacts.md)."""
+    from dataclasses import replace
+
+    from presk.analysis.sensitivity import contraction_sites
+    from presk.pipeline import differentiate
+    if grad:
+        module = module.clone()
+        differentiate(module, ["loss"], "store")
+    sites = contraction_sites(module, "loss.value_vjp" if grad else "loss")
+    return replace(realization, fma=tuple(sites))
+
+
 @dataclass
 class PreskSide:
     """The native runs of the forward and the gradient (results now, times on `timed`)."""
