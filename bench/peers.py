@@ -26,7 +26,9 @@ Implementations:
   native.py `all_f32`); `solved`: the realization `presk solve` finds under a budget of 1e-3
   relative to the loss (solved at a small batch, `--solve-batch`, where the MPFR calibration
   takes seconds; its sites are shape-free, so it applies at the timed batch, and its error
-  is measured there against PyTorch f64). The AdamW step: `NativeObjective` (the value and
+  is measured there against PyTorch f64); `f32+fma`: the f32 realization with every
+  contraction fused (its `fma` field, bench/native.py `with_fma`: llvm.fma, one rounding
+  per multiply-add, docs/precision.md). The AdamW step: `NativeObjective` (the value and
   gradient written straight into the optimizer's arrays) and `NativeAdamW`'s update, as
   `presk train` steps, the batch already in memory.
 - PyTorch eager: the same Tower by hand (bench/native.py `torch_loss`), `torch.autograd.grad`
@@ -527,13 +529,15 @@ def run_case(case: Case, dtype: str, peers: dict[str, str | None], settings: Set
           "times are inflated alike, ratios less so)")
     pb = problem(case, case.batch)
     sys.path.insert(0, str(ROOT / "bench"))
-    from native import all_f32
+    from native import all_f32, with_fma
     if dtype == "f64":
         presk = presk_impl(pb, "Presk native f64", "f64", None)
+        impls = [presk]
     else:
         reals = {g: all_f32(pb.module, pb.prepared, g) for g in (False, True)}
         presk = presk_impl(pb, "Presk native f32", "f32", reals.get)
-    impls = [presk]
+        fused = {g: with_fma(pb.module, r, g) for g, r in reals.items()}
+        impls = [presk, presk_impl(pb, "Presk f32+fma", "f32", fused.get)]
     if solve_it and dtype == "f32":
         realization, line = solved(pb)
         print(f"  solved: {line}")

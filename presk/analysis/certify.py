@@ -58,7 +58,7 @@ def certify(core_module, entry: str, dims: dict[str, int], solution, box_ranges,
     def realization() -> Realization:
         sites = {k: t for k, t in types.items() if decisions[k].kind == "site" and t != "f64"}
         ps = {k: t for k, t in types.items() if decisions[k].kind == "param" and t != "f64"}
-        return Realization(entry, sites, ps)
+        return Realization(entry, sites, ps, solution.realization.fma)
 
     def widen(key: str, why: str) -> bool:
         t = types.get(key)

@@ -183,7 +183,7 @@ class TimeCost(_RecordedCost):
 
 def _key(r: Realization) -> tuple:
     return (tuple(sorted((k, v) for k, v in r.sites.items() if v != "f64")),
-            tuple(sorted((k, v) for k, v in r.params.items() if v != "f64")))
+            tuple(sorted((k, v) for k, v in r.params.items() if v != "f64")), tuple(r.fma))
 
 
 # ---- what the solver decides ----
@@ -388,13 +388,14 @@ def read_types(realize_module, paths: set[str], inputs: dict[str, str],
 def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float,
           params: dict[str, np.ndarray] | None = None, values: dict[str, np.ndarray] | None = None,
           seed: int = 0, bits: int = 128, cost_model: CostModel | None = None,
-          theta: float = THETA, max_rounds: int = 64, profile=None) -> Solution:
+          theta: float = THETA, max_rounds: int = 64, profile=None,
+          fma: bool = False) -> Solution:
     from ..pipeline import run_kernel
     from ..conversion.core_to_realize import site_types
     from ..dialects import core as C
     from . import entry as E
     from .conversions import input_sites
-    from .sensitivity import reached, sensitivities
+    from .sensitivity import contraction_sites, reached, sensitivities
 
     if not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
         raise SolveError(f"--budget {budget}: a positive number, relative to the output")
@@ -413,6 +414,8 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     model = cost_model or TrafficCost(core_module, entry, dims, recordings=recordings)
 
     names = reached(core_module, entry)
+    # `fma`: every candidate fuses the entry's contractions (measured and priced so)
+    fused = tuple(contraction_sites(core_module, entry)) if fma else ()
     ops = _core_ops(core_module, names)
     base = recordings.get(Realization(entry=entry))
     stored, followers = stored_values(base.kernel)
@@ -443,7 +446,7 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
                            sites={d.key: d.type for d in decisions
                                   if d.kind == "site" and d.type != "f64"},
                            params={d.key: d.type for d in decisions
-                                   if d.kind == "param" and d.type != "f64"})
+                                   if d.kind == "param" and d.type != "f64"}, fma=fused)
 
     def with_type(d: Decision, t: str) -> Realization:
         old, d.type = d.type, t
@@ -570,7 +573,7 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
         run = run_kernel(core_module, entry, dims, params, values, real)
         return measure_error(run.result, sens.value)
 
-    f64_measured = measure(Realization(entry=entry))
+    f64_measured = measure(Realization(entry=entry, fma=fused))
     measured = measure(realization()) if moves else f64_measured
     widenings: list[tuple[str, str, str]] = []
     while measured > absolute and len(widenings) < max_rounds:

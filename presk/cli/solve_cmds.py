@@ -1,5 +1,5 @@
 """`presk solve FILE --precision envelope.json --budget 1e-3 [--entry E] [--dim B=4]
-[--sites N] [--seed S] [--weights W] [--inputs I] [--out realization.json]
+[--sites N] [--seed S] [--weights W] [--inputs I] [--fma] [--out realization.json]
 [--certify --range NAME=[lo, hi]… | --ranges FILE]`: the cheapest
 type for every stored value under the budget, measured against the exact reference
 (§6.3 of the reference). The solver is presk/analysis/solver.py.
@@ -45,6 +45,10 @@ def add_solve(sub: Any) -> None:
                    help="price a realization in seconds a call, as this machine profile's "
                    "cost model predicts it (launches at their planned layouts, the host's "
                    "conversions and copies included); absent: bytes moved")
+    p.add_argument("--fma", action="store_true",
+                   help="fuse the entry's contractions (the realization's `fma`: one rounding "
+                   "per multiply-add, other bits; never a larger bound, up to 2x faster: "
+                   "docs/precision.md); default: none fused")
     p.add_argument("--out", metavar="REALIZATION", type=output_file,
                    help="write the realization (JSON) here")
     p.add_argument("--certify", action="store_true",
@@ -134,7 +138,7 @@ def solved(args: argparse.Namespace):
         values = E.inputs(entry, args.seed, args.inputs)  # the envelope's (calibrate
         # --range's midpoint, the box's own sample, for --certify) unless given
         solution = solve(module, args.entry, dims, envelope, args.budget, params, values,
-                         args.seed, args.bits, profile=profile)
+                         args.seed, args.bits, profile=profile, fma=args.fma)
     except (WeightsError, SolveError, SensitivityError) as exc:
         raise UsageError(f"presk: {exc}") from None
     return solution, (module, entry, params, values)

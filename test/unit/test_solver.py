@@ -138,3 +138,21 @@ def test_measured_error_inside_the_budget(budget):
 @pytest.mark.slow
 def test_loose_budget_narrows_something():
     check_loose_budget_narrows_something(TUTORIAL)
+
+
+def test_solve_with_fma_fuses_the_contraction_within_budget(module, envelope, solution):
+    """`presk solve --fma`: every candidate fuses the entry's contraction (the tutorial's
+    Linear.apply/%3), measured so (the kernel interpreter's exact fma), and the written
+    realization keeps it; without the flag nothing is fused."""
+    from presk.analysis import entry as E
+    from presk.analysis.sensitivity import sensitivities
+    from presk.pipeline import run_kernel
+    assert solution.realization.fma == ()
+    fused = solve(module, "loss", DIMS, envelope, 1e-3, fma=True)
+    assert fused.realization.fma == ("Linear.apply/%3",)
+    assert fused.measured <= fused.absolute
+    prepared = E.prepare(module, "loss", DIMS)
+    params, values = E.weights(prepared, 0, None), E.inputs(prepared, 0, None)
+    run = run_kernel(module, "loss", DIMS, params, values, fused.realization)
+    exact = sensitivities(module, "loss", DIMS, params, values).value
+    assert measure_error(run.result, exact) == fused.measured
