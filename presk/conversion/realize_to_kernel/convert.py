@@ -50,7 +50,7 @@ from presk.transforms.kernel_dedup import dedup_kernels
 from .nests import (KernelConversionError, NestBuilder, _Input, _compute,
     _elementwise_operands, _name, _site, _title, buffer_type, build_contraction,
     build_elementwise, build_reduce, build_softmax, build_spread, build_sum_to,
-    default_layout)
+    default_layout, default_nest_layout)
 
 
 _T = TypeVar("_T")
@@ -276,7 +276,10 @@ class _HostConversion:
         if builder is None:
             raise KernelConversionError(f"{site}: {op.name} has no kernel form")
         made = builder(self, op)
-        kernel = self.conv.add_kernel(made.nest.finish(made.layout))
+        nest = made.nest.finish(made.layout)
+        if made.layout is None:  # not a contraction: split when large (no bits change)
+            nest.layout = default_nest_layout(nest)
+        kernel = self.conv.add_kernel(nest)
         args = made.nest.inputs + made.nest.outputs
         self.block.add_op(K.LaunchOp(kernel.sym_name.data, args, site, made.sites or [site],
                                      made.fused, _name(op)))
