@@ -298,12 +298,13 @@ def presk_side(module, prepared, params, values, label: str,
 # --------------------------------------------------------------------------------------
 
 def _threads() -> str:
-    """How Presk's native code uses the machine: large contractions split among its cores
-    (the default layout's `split`), everything else on one thread."""
+    """How Presk's native code uses the machine: large nests split among its cores (the
+    default layout's `split`), everything else on one thread."""
     from presk.conversion.realize_to_kernel import workers
     n = workers()
     return ("1 thread" if n == 1 else
-            f"contractions of 2M multiply-adds or more on {n} threads, the rest on 1")
+            f"contractions of 2M multiply-adds or more and other nests of 32k iterations or "
+            f"more on {n} threads, the rest on 1")
 
 
 def time_it(fn: Callable[[], object], settings: Settings):

@@ -519,7 +519,8 @@ def threads_line(n: int) -> str:
     return (f"threads: the process pinned to {n} CPU{'s' if n > 1 else ''} "
             f"({sorted(os.sched_getaffinity(0))}); torch.set_num_threads({torch.get_num_threads()}); "
             f"XLA's CPU pool sized by the affinity; Presk: contractions of 2M multiply-adds or "
-            f"more split on {workers()} thread(s) (the affinity, or PRESK_THREADS), the rest on 1")
+            f"more and other nests of 32k iterations or more split on {workers()} thread(s) "
+            f"(the affinity, or PRESK_THREADS), the rest on 1")
 
 
 def run_case(case: Case, dtype: str, peers: dict[str, str | None], settings: Settings,

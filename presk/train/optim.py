@@ -183,12 +183,18 @@ class Optimizer(ABC):
         ends = np.cumsum([0, *sizes]).tolist()
         segments = {k: slice(a, b) for k, a, b in zip(paths, ends, ends[1:])}
         n = ends[-1]
-        p = np.empty(n, dtype)
-        grp = _Group(paths, p, np.empty(n, dtype), np.empty(n, dtype), np.empty(n, dtype),
+        from ..runtime.buffers import aligned_empty
+
+        def empty() -> np.ndarray:  # 64-byte aligned, as native buffers: the objective
+            return aligned_empty(n * dtype.itemsize).view(dtype)  # reads p, writes g
+
+        p = empty()
+        grp = _Group(paths, p, empty(), empty(), empty(),
                      {k: p[segments[k]].reshape(params[k].shape) for k in paths}, segments,
                      {}, {})
         for name in self.BUFFERS:
-            flat = grp.bufs[name] = np.zeros(n, dtype)
+            flat = grp.bufs[name] = empty()
+            flat[...] = 0
             grp.fresh[name] = []
             for k in paths:
                 old = self.buffers[name].get(k)

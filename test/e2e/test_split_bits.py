@@ -149,6 +149,37 @@ def test_scaled_tower_value_and_gradient(tmp_path: Path) -> None:
     assert {"sum_to", "mean axis model", "gelu"} <= titles
 
 
+def test_default_splits_large_nests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default layout splits every nest of 2¹⁵ innermost iterations or more that can be
+    split (realize_to_kernel's `default_nest_layout`), not only contractions: the scaled
+    Tower's forward at B = 128 in f32 (rows of 256: 2¹⁵ elements a nest) on 2 workers has
+    its gelu and RMSNorm's row means split, its loss's mean (a sum to one value) whole;
+    its outputs equal, bit for bit, the same program recorded on 1 worker (nothing split)."""
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    from native import all_f32, load_entry
+    module, prepared, _, _ = load_entry(ROOT / "bench" / "scaled_tower.psk", {"B": 128})
+    realization = all_f32(module, prepared, False)
+    programs = {}
+    for n in ("1", "2"):
+        monkeypatch.setenv("PRESK_THREADS", n)
+        programs[n] = kernel_pipeline(module, "loss", {"B": 128}, realization).kernel
+    kernels = [k for k in programs["2"].ops if isinstance(k, K.KernelOp)]
+    split = {k.title.data for k in kernels if split_of(k) == 2}
+    assert {"gelu", "mean axis model"} <= split, split
+    assert not any(split_of(k) > 1 for k in programs["1"].ops if isinstance(k, K.KernelOp))
+    for k in kernels:
+        loops = [op for op in k.body.block.ops if isinstance(op, K.ForOp)]
+        if len(loops) == 1 and loops[0].inits:
+            assert split_of(k) == 1, k.title.data
+    (sig,) = entry_signatures(programs["1"])
+    rng = np.random.default_rng(5)
+    inputs = [to_storage(rng.uniform(0.5, 1.5, b.shape), b.element) for b in sig.inputs]
+    want = [o.tobytes() for o in native_program(programs["1"]).entry(sig.host)(inputs)]
+    got = native_program(programs["2"]).entry(sig.host)(inputs)
+    assert [o.tobytes() for o in got] == want
+
+
 @pytest.mark.skipif(not CAN_C, reason="needs cc and make")
 def test_export_c_threads(tmp_path: Path) -> None:
     """`presk export --target c --threads N`: with 2, the scaled Tower's contractions at

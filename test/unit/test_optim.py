@@ -259,6 +259,20 @@ def test_mixed_dtypes_step_each_in_its_own(shapes):
         assert np.array_equal(mixed[k], alone[k])
 
 
+def test_groups_are_aligned_and_moments_start_at_zero(shapes):
+    """A group's arrays (parameters, gradient, moments) start on 64-byte boundaries, as the
+    native code's own buffers do (the objective reads the parameters and writes the
+    gradient there: an unaligned base splits vector loads across cache lines), and a fresh
+    moment is zeros."""
+    p0, _ = problem(shapes, seed=5)
+    for dtype in (np.float64, np.float32):
+        (grp,) = AdamW(lr=0.01).lay_out({k: v.astype(dtype) for k, v in p0.items()})
+        for a in (grp.p, grp.g, *grp.bufs.values()):
+            assert a.ctypes.data % 64 == 0 and a.dtype == dtype and a.size == grp.p.size
+        assert all(not b.any() for b in grp.bufs.values())
+        assert all(np.array_equal(grp.views[k], p0[k].astype(dtype)) for k in p0)
+
+
 def test_refusals(shapes):
     p0, grads = problem(shapes, seed=2)
     opt = AdamW()
