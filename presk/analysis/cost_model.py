@@ -6,8 +6,8 @@ A prediction has seven terms, each a count read from the nest times a fitted con
 * λ — launching the kernel (one per launch);
 * spawn — starting and joining the threads of a split launch (one per split launch);
 * work — its arithmetic: ops computed in f64 and in f32, and math-library calls, each at
-  its type's rate, and the dependent steps of its sums (a loop carrying a sum over more
-  than UNROLLED iterations waits for each add: priced at an add's latency), and for a
+  its type's rate, and the steps of its sums (a loop carrying a sum over more than
+  UNROLLED iterations: priced at a step's fitted cost, `_dependent_steps`), and for a
   contraction each output computed alone (as written, or outside its tiles: its sum
   started, finished and stored by itself);
 * loads — its loads and stores, by storage type (a bf16 load widens, a store rounds),
@@ -27,9 +27,17 @@ C columns at a time, C in vectors of the machine's width — with 2R·v vector i
 (priced apart from element-wise ops, which LLVM vectorizes itself: `tile_ops`) and R + v
 loads per tile and k step (v = the vectors C lanes take) in place of 2RC scalar ops and
 2RC loads; the rest of the outputs (rows past R·⌊I/R⌋, columns past C·⌊J/C⌋) as written.
-A split over n workers divides the work, loads and traffic by 1 + e·(n − 1), e the
-split's efficiency the calibration measures (1 when each worker is a free core; less on
-a machine whose cores other work shares).
+A split over n workers (the worker pool, presk/runtime/presk_pool.c: the caller runs
+part 0 and takes any part no worker has yet) costs a spawn — publishing the launch and
+waiting for its parts — and divides the launch's work, loads and L2 traffic by
+1 + e·(n − 1) and its L3 and memory traffic by 1 + e·s·(n − 1) (s: the share of a
+worker's bandwidth a further worker adds, the levels past L2 being shared). What a
+further worker adds depends on the work each part holds: a worker that must wake, or find
+a free core, takes a part only if the caller has not run it first, so
+e = e_max · w / (w + w½), w the launch's unsplit time (its work, loads and traffic) over
+its n parts, w½ the work per part at which half of e_max is had (`split_parts`,
+`split_terms`). The calibration times split points in wall time and fits e_max, w½, s
+and the spawn on them (presk/pipeline/profile.py).
 
 The terms combine by a p-norm, (Σ tᵢᵖ)^(1/p): p = 1 adds them (nothing overlaps), a
 larger p lets the largest hide the others (a roofline is p → ∞). "Bound by" names the
@@ -102,11 +110,22 @@ def _line_apart(op, innermost, line: int) -> bool:
     return False
 
 
+def _dependent_steps(loop: K.ForOp) -> float:
+    """The steps of `loop` priced at an add's latency: none for a parallel loop; for a
+    loop carrying a sum, its trip — unless it is at most UNROLLED, then none (LLVM
+    unrolls it into the surrounding loop's work). A blocked sum (presk/summation.py)
+    counts its trip too: pricing it as ⌈trip / P⌉ chained adds and log₂ P tree levels
+    fitted this machine's calibration worse (held-out u 0.118–0.131 against 0.089, the
+    same samples), the constant absorbing what the blocked loop's vectors cost."""
+    if not loop.inits:
+        return 0.0
+    return float(loop.trip) if loop.trip > UNROLLED else 0.0
+
+
 def _walk(block, times: float, c: dict, innermost=None) -> None:
     for op in block.ops:
         if isinstance(op, K.ForOp):
-            if op.inits and op.trip > UNROLLED:
-                c["steps"] += times * op.trip
+            c["steps"] += times * _dependent_steps(op)
             _walk(op.body.block, times * op.trip, c, op.induction)
         elif isinstance(op, _ARITH):
             c["arith"][_type(op.results[0].type)] += times
@@ -151,13 +170,25 @@ def _level(nbytes: float, machine: Machine) -> int:
     return 2 if nbytes <= machine.l3 else 3
 
 
-def features(counts: Counts, point: Point, machine: Machine,
-             efficiency: float = 1.0, resident: int = 0, width: int = 0) -> np.ndarray:
-    """The feature row of one launch at `point` (FEATURES); a split's n parts divide the
-    work by 1 + efficiency·(n − 1) (1: each worker a whole one). `resident`: the bytes a
-    call of the program touches — a nest's buffers come from the level that holds them
-    all (in a calibration, where a nest runs alone, its own). `width`: the bytes of a
-    vector a register tile's instructions run at full rate (0: the machine's registers')."""
+def split_parts(counts: Counts, point: Point) -> int:
+    """The parts a split at `point` runs in (1: not split): its workers, at most the
+    outermost loop's trip (for a tiled nest, its rows of tiles)."""
+    if point.split <= 1:
+        return 1
+    parts = min(point.split, counts.outer)
+    if point.tiled:
+        parts = min(parts, math.ceil(counts.outer / point.tile[0]))
+    return max(parts, 1)
+
+
+def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
+             width: int = 0) -> np.ndarray:
+    """The feature row of one launch at `point` (FEATURES) as if one worker ran all of it
+    (a split's spawn is its column `spawn`; `split_terms` divides the rest among its
+    parts). `resident`: the bytes a call of the program touches — a nest's buffers come
+    from the level that holds them all (in a calibration, where a nest runs alone, its
+    own). `width`: the bytes of a vector a register tile's instructions run at full rate
+    (0: the machine's registers')."""
     x = np.zeros(len(FEATURES))
     arith, loads, maths = dict(counts.arith), dict(counts.loads), dict(counts.math)
     steps, tile_loads, scalar_outputs, tile_ops = counts.steps, 0.0, 0.0, 0.0
@@ -188,17 +219,13 @@ def features(counts: Counts, point: Point, machine: Machine,
         # the output's cost (the fit finds them no separate rate)
         scalar_outputs = counts.sides[0] * counts.sides[1]
         loads = {t: 0.0 for t in loads}
-    parts = min(point.split, counts.outer) if point.split > 1 else 1
-    if point.tiled and parts > 1:
-        parts = min(parts, math.ceil(counts.outer / point.tile[0]))
     x[0] = 1.0
-    x[1] = 1.0 if parts > 1 else 0.0
-    parts = 1 + efficiency * (parts - 1)
-    x[2], x[3] = arith["f64"] / parts, arith["f32"] / parts
-    x[4], x[5] = maths["f64"] / parts, maths["f32"] / parts
-    x[6] = steps / parts
-    x[7], x[8], x[9] = loads["f64"] / parts, loads["f32"] / parts, loads["bf16"] / parts
-    x[10], x[11] = tile_loads / parts, scalar_outputs / parts
+    x[1] = 1.0 if split_parts(counts, point) > 1 else 0.0
+    x[2], x[3] = arith["f64"], arith["f32"]
+    x[4], x[5] = maths["f64"], maths["f32"]
+    x[6] = steps
+    x[7], x[8], x[9] = loads["f64"], loads["f32"], loads["bf16"]
+    x[10], x[11] = tile_loads, scalar_outputs
     total = float(sum(counts.buffer_bytes))
     moved = [0.0, 0.0, 0.0, 0.0]
     moved[_level(max(total, resident), machine)] += total
@@ -223,8 +250,8 @@ def features(counts: Counts, point: Point, machine: Machine,
         elif not any(counts.strided):
             moved[_level(rhs, machine)] += rhs * (i - 1)
         moved[_level(lhs, machine)] += lhs * (math.ceil(j / cols) - 1)
-    x[12], x[13], x[14] = (m / parts for m in moved[1:])
-    x[15], x[16] = lines / parts, tile_ops / parts
+    x[12], x[13], x[14] = moved[1:]
+    x[15], x[16] = lines, tile_ops
     return x
 
 
@@ -253,6 +280,47 @@ def combine(t: np.ndarray, p: float) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Split:
+    """How a split divides a launch (the module docstring): `efficiency` e_max, `work`
+    w½ in seconds a part (0: e_max at any size), `bandwidth` s."""
+
+    efficiency: float
+    work: float = 0.0
+    bandwidth: float = 1.0
+
+    @classmethod
+    def of(cls, model: Model) -> Split:
+        return cls(model.efficiency, model.split_work, model.split_bandwidth)
+
+
+_COMPUTE = slice(TERMS.index("work"), TERMS.index("L2") + 1)
+_SHARED = slice(TERMS.index("L3"), TERMS.index("mem") + 1)
+
+
+def split_terms(t: np.ndarray, parts: np.ndarray, split: Split, p: float) -> np.ndarray:
+    """Terms `t` (…, TERMS) of launches as one worker runs them, divided among their
+    `parts` (…; 1: not split) as `split` says."""
+    parts = np.asarray(parts, dtype=float)
+    if not (parts > 1).any():
+        return t
+    out = np.array(t, dtype=float)
+    w = combine(out[..., _COMPUTE.start:], p) / parts
+    e = split.efficiency * (w / (w + split.work) if split.work > 0 else 1.0)
+    further = (parts - 1) * e
+    out[..., _COMPUTE] /= (1 + further)[..., None]
+    out[..., _SHARED] /= (1 + split.bandwidth * further)[..., None]
+    return out
+
+
+def predict(x: np.ndarray, parts: np.ndarray, theta: np.ndarray, split: Split,
+            p: float) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds a launch of feature rows `x` (…, FEATURES) split in `parts`, and their
+    terms."""
+    t = split_terms(terms(x, theta), parts, split, p)
+    return combine(t, p), t
+
+
+@dataclass(frozen=True)
 class Priced:
     """A point and its prediction: seconds a launch, its terms, the largest's name."""
 
@@ -270,10 +338,9 @@ def price(kernel: K.KernelOp, points: list[Point], machine: Machine,
     """Each point's prediction, cheapest first (ties: the earlier point of the space);
     `resident` as `features` takes it."""
     counts = count(kernel, machine.cache_line)
-    theta = constants(model)
-    rows = np.array([features(counts, p, machine, model.efficiency, resident,
-                              model.tile_width) for p in points])
-    t = terms(rows, theta)
-    total = combine(t, model.p)
+    rows = np.array([features(counts, p, machine, resident, model.tile_width)
+                     for p in points])
+    parts = np.array([split_parts(counts, p) for p in points])
+    total, t = predict(rows, parts, constants(model), Split.of(model), model.p)
     order = sorted(range(len(points)), key=lambda i: (total[i], i))
     return [Priced(points[i], float(total[i]), tuple(float(v) for v in t[i])) for i in order]

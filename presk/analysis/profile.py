@@ -80,6 +80,12 @@ class Model:
     points: int  # points measured
     held_out: int  # of which held out of the fit
     fit: str  # how the constants were fitted
+    # a split's efficiency as a function of its work (presk/analysis/cost_model.py
+    # `Split`): `efficiency` is had at split_work seconds a part and more (0: at any
+    # size); split_bandwidth is the share of it the traffic past L2 gets. Optional in
+    # the artifact (a profile without them: efficiency at any size, for all terms)
+    split_work: float = 0.0
+    split_bandwidth: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -194,6 +200,7 @@ _MACHINE = {"cpu": "string", "workers": "natural", "workers_from": "string",
             "vector_registers": "natural", "vector_bytes": "natural",
             "cache_line": "natural"}
 _MODEL_NUMBERS = ("launch", "spawn", "step", "scalar_output", "efficiency", "p", "u", "u90", "rho")
+_MODEL_OPTIONAL = ("split_work", "split_bandwidth")
 _MODEL_TABLES = {"work": ("f64", "f32", "tile"), "math": ("f64", "f32"), "loads": (*TYPES, "tile", "line"),
                  "bandwidth": ("l2", "l3", "mem")}
 
@@ -218,13 +225,18 @@ def profile_from_json(data: object, where: str) -> Profile:
                                 _MACHINE, f"{where}: machine"))
     if machine.workers < 1:
         raise ProfileError(f"{where}: machine: \"workers\" is 0")
-    raw = expect(top, "model", "object", where, ProfileError)
+    raw = dict(expect(top, "model", "object", where, ProfileError))
     names = {n: "number" for n in _MODEL_NUMBERS} | {n: "object" for n in _MODEL_TABLES}
     names |= {"points": "natural", "held_out": "natural", "fit": "string",
               "tile_width": "natural"}
+    optional = {n: raw.pop(n) for n in _MODEL_OPTIONAL if n in raw}
     model = _fields(raw, names, f"{where}: model")
     for n in _MODEL_NUMBERS:
         model[n] = _positive(model[n], n, f"{where}: model")
+    for n, v in optional.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ProfileError(f"{where}: model: \"{n}\" is not a number")
+        model[n] = _positive(v, n, f"{where}: model")
     if model["p"] < 1:
         raise ProfileError(f"{where}: model: \"p\" is {model['p']}, not ≥ 1")
     for n, keys in _MODEL_TABLES.items():
@@ -258,6 +270,15 @@ def _seconds(s: float) -> str:
     return f"{s * 1e9:.3g} ns" if s < 1e-6 else f"{s * 1e6:.4g} µs"
 
 
+def _split_words(k: Model) -> str:
+    words = f"{k.efficiency:.2f} of a worker"
+    if k.split_work > 0:
+        words += f", half of it at {_seconds(k.split_work)} of work a part"
+    if k.split_bandwidth != 1:
+        words += f"; past L2, {k.split_bandwidth:.2f} of that"
+    return words
+
+
 def profile_tables(profile: Profile) -> list[tuple[str, list[tuple[str, str]]]]:
     """The "Machine" and "Layout model" tables: (title, rows of (what, value))."""
     m, k = profile.machine, profile.model
@@ -274,7 +295,7 @@ def profile_tables(profile: Profile) -> list[tuple[str, list[tuple[str, str]]]]:
     model = [
         ("Launching a kernel (λ)", _seconds(k.launch)),
         ("Starting a split launch (spawn)", _seconds(k.spawn)),
-        ("A split's further worker adds", f"{k.efficiency:.2f} of a worker"),
+        ("A split's further worker adds", _split_words(k)),
         ("Bandwidth from L2, L3, memory",
          ", ".join(f"{bw[n] / 1e9:.3g}" for n in ("l2", "l3", "mem")) + " GB/s"),
         ("An arithmetic op, f64 / f32", f"{_seconds(k.work['f64'])} / {_seconds(k.work['f32'])}"),

@@ -173,8 +173,7 @@ def host_op_seconds(op, profile: Profile, resident: int = 0) -> float:
     arith = {"f64": 0.0, "f32": float(n) if isinstance(op, K.ConvertOp) else 0.0}
     counts = Counts(arith, {"f64": 0.0, "f32": 0.0}, 0.0, {k: float(v) for k, v in
                     loads.items()}, sizes, None, n)
-    x = features(counts, Point(), profile.machine, profile.model.efficiency, resident,
-                 profile.model.tile_width)
+    x = features(counts, Point(), profile.machine, resident, profile.model.tile_width)
     return float(combine(terms(x, constants(profile.model)), profile.model.p))
 
 

@@ -63,10 +63,15 @@ QUICK_SIZES = [(32, 16), (512, 64), (1024, 1024)]
 in f64) outgrow a 2 MiB L2; `large_sizes` adds sizes past the machine's own L2 and L3
 when those are larger."""
 CLOCK = time.thread_time  # what a point costs when nothing preempts it
+SPLIT_CLOCK = time.perf_counter
+"""A split point's clock: its parts run on the pool's workers too, and the calling
+thread sleeps while they finish — wall time is what a split saves (or loses)."""
 ROUNDS = 3  # interleaved passes over the points (presk/runtime/kernel_timing.py)
 MAX_MACS = 1 << 22  # a contraction of more multiply-adds is not timed at every point
 P_GRID = (1.0, 1.05, 1.1, 1.2, 1.35, 1.5, 2.0)
-EFFICIENCY_GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
+EFFICIENCY_GRID = tuple(i / 10 for i in range(11))
+SPLIT_WORK_GRID = (0.0, 0.5e-6, 2e-6, 8e-6, 32e-6)
+BANDWIDTH_GRID = (0.0, 0.5, 1.0)
 
 
 @dataclass(frozen=True)
@@ -118,10 +123,19 @@ def calibration_kernels(quick: bool) -> list:
     return list(seen.values())
 
 
+TILES = {(), (2, 4), (4, 4), (4, 16), (8, 8), (8, 16), (8, 32)}
+QUICK_TILES = {(), (4, 8), (8, 16)}
+SPLIT_TILES = {(), (4, 16), (8, 16)}
+"""The tiles a contraction is timed at (each timed point is compiled, and compiling is
+most of the calibration's time): a few across the space's rows and columns, and the
+default layout's [8, 16] and [8, 32] (presk/conversion/realize_to_kernel/nests.py
+`default_layout`), panels or not; split at fewer of them (a split's price is what it
+divides, whatever the tile)."""
+
+
 def calibration_points(kernel, workers: int, quick: bool) -> list:
-    """The points a kernel is timed at: its whole space, a contraction's tiles thinned to
-    five (two with `quick`): each timed point is compiled, and compiling is most of the
-    calibration's time."""
+    """The points a kernel is timed at: its space, a contraction's tiles thinned to
+    TILES (QUICK_TILES with `quick`), its splits to SPLIT_TILES."""
     from ..analysis.cost_model import count
     from ..transforms.plan_layout import layout_space
     space = layout_space(kernel, workers)
@@ -129,18 +143,21 @@ def calibration_points(kernel, workers: int, quick: bool) -> list:
         space = [p for p in space if p.split == 1]  # the larger size prices a split
     if count(kernel).sides is None:
         return space
-    keep = {(), (2, 4), (4, 4), (4, 16), (8, 8)} if not quick else {(), (4, 8)}
-    return [p for p in space if p.tile in keep]
+    keep = QUICK_TILES if quick else TILES
+    return [p for p in space if p.tile in keep and (p.split == 1 or p.tile in SPLIT_TILES)]
 
 
 def time_points(kernels: list, repeats: list[int], progress=None,
                 cache: bool = True) -> list:
     """The kernels timed as the calibration times its points (presk/runtime/
-    kernel_timing.py: CLOCK, ROUNDS interleaved rounds of two samples, the minimum), so
-    that a prediction is set beside the quantity the model was fitted to."""
+    kernel_timing.py: CLOCK — SPLIT_CLOCK for a split kernel —, ROUNDS interleaved rounds
+    of two samples, the minimum), so that a prediction is set beside the quantity the
+    model was fitted to."""
     from ..runtime.kernel_timing import time_kernels
+    from ..transforms.kernel_split import split_of
+    clocks = [SPLIT_CLOCK if split_of(k) > 1 else CLOCK for k in kernels]
     return time_kernels(kernels, repeats, ROUNDS * 2, cache=cache, rounds=ROUNDS,
-                        clock=CLOCK, progress=progress)
+                        clock=clocks, base_clock=CLOCK, progress=progress)
 
 
 def _repeats(seconds_guess: float) -> int:
@@ -207,12 +224,15 @@ def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 500) -> np.ndarray:
     return x
 
 
-def _predict(x: np.ndarray, theta: np.ndarray, p: float) -> np.ndarray:
+def _predict(x: np.ndarray, theta: np.ndarray, p: float, parts: np.ndarray | None = None,
+             split=None) -> np.ndarray:
     """A timed call's seconds a launch: the model's launch (`x`'s features, all of
-    `theta` but its last) and the call's overhead (`theta[-1]`) over its launches (the
-    last column of `x`: 1 / launches)."""
-    from ..analysis.cost_model import combine, terms
-    return combine(terms(x[:, :-1], theta[:-1]), p) + theta[-1] * x[:, -1]
+    `theta` but its last; split in `parts` as `split` says) and the call's overhead
+    (`theta[-1]`) over its launches (the last column of `x`: 1 / launches)."""
+    from ..analysis.cost_model import Split, predict
+    parts = np.ones(len(x)) if parts is None else parts
+    launch, _ = predict(x[:, :-1], parts, theta[:-1], split or Split(0.0), p)
+    return launch + theta[-1] * x[:, -1]
 
 
 def _refit(x: np.ndarray, y: np.ndarray, theta: np.ndarray, p: float,
@@ -269,14 +289,18 @@ def held_out(n: int, seed: int = 0, share: float = 0.25) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Fit:
-    """Fitted constants (FEATURES' and the call's overhead last), p, the split's
-    efficiency, the tile's full-rate vector width, every sample's feature rows at them."""
+    """Fitted constants (FEATURES' and the call's overhead last), p, the split, the
+    tile's full-rate vector width, every sample's feature rows at them and its parts."""
 
     theta: np.ndarray
     p: float
-    efficiency: float
+    split: object  # presk.analysis.cost_model.Split
     width: int
     x: np.ndarray
+    parts: np.ndarray
+
+    def predict(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        return _predict(self.x[rows], self.theta, self.p, self.parts[rows], self.split)
 
 
 def tile_widths(machine: Machine) -> tuple[int, ...]:
@@ -286,36 +310,83 @@ def tile_widths(machine: Machine) -> tuple[int, ...]:
     return tuple(sorted({machine.vector_bytes, max(16, machine.vector_bytes // 2)}))
 
 
-def fit_constants(samples: list[Sample], machine: Machine, fitted: np.ndarray) -> Fit:
-    """The model fitted on the samples `fitted` marks: the split's efficiency and the
-    tile's width on grids at p = 1 (NNLS), then p on a grid at those."""
-    from ..analysis.cost_model import features
-    y = np.array([s.seconds for s in samples])
-    yf = y[fitted]
+def _median_error(pred: np.ndarray, y: np.ndarray) -> float:
+    return float(np.median(np.abs(pred / y - 1))) if len(y) else 0.0
 
-    def rows(e: float, width: int) -> np.ndarray:
+
+def fit_constants(samples: list[Sample], machine: Machine, fitted: np.ndarray) -> Fit:
+    """The model fitted on the samples `fitted` marks. First the points run whole, by
+    NNLS at p = 1 for each of the tile's widths: their constants give each split point
+    its work a part w. Then every fitted point together, a split point's rows divided as
+    the split (e_max, w½, s) on a grid divides them (`split_scale`), by NNLS at p = 1
+    (the spawn among the constants); the best by median relative error, then p on a
+    grid (projected Gauss–Newton) at it."""
+    from ..analysis.cost_model import Split, features, split_parts
+    y = np.array([s.seconds for s in samples])
+    parts = np.array([split_parts(s.counts, s.point) for s in samples], dtype=float)
+    whole = fitted & (parts == 1)
+
+    def rows(width: int) -> np.ndarray:
         """The features, and 1 / launches: the call's overhead's share of a launch."""
-        return np.array([[*features(s.counts, s.point, machine, e, 0, width),
+        return np.array([[*features(s.counts, s.point, machine, 0, width),
                           1 / s.repeats] for s in samples])
 
-    def fitted_error(x: np.ndarray, theta: np.ndarray, p: float) -> float:
-        return float(np.median(np.abs(_predict(x[fitted], theta, p) / yf - 1)))
+    def at_p1(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return nnls(x[mask] / y[mask, None], np.ones(int(mask.sum())))
 
-    def at_p1(x: np.ndarray) -> np.ndarray:
-        return nnls(x[fitted] / yf[:, None], np.ones(len(yf)))
-
-    tries = [(e, w, rows(e, w)) for e in EFFICIENCY_GRID for w in tile_widths(machine)]
-    _, efficiency, width, x = min(((fitted_error(x, at_p1(x), 1.0), e, w, x)
-                                   for e, w, x in tries), key=lambda t: t[0])
-    theta0 = at_p1(x)
+    tries = [(w, rows(w)) for w in tile_widths(machine)]
+    _, width, x = min(((_median_error(_predict(x[whole], at_p1(x, whole), 1.0), y[whole]),
+                        w, x) for w, x in tries), key=lambda t: t[0])
+    work = _part_work(x, at_p1(x, whole), parts)
+    best = None
+    for split in _split_grid(bool((fitted & (parts > 1)).any())):
+        scaled = split_scale(x, parts, work, split)
+        theta = at_p1(scaled, fitted)
+        err = _median_error(_predict(scaled[fitted], theta, 1.0), y[fitted])
+        if best is None or err < best[0] - 1e-12:
+            best = (err, split, scaled, theta)
+    _, split, scaled, theta0 = best
     best = None
     for p in P_GRID:
-        theta = _refit(x[fitted], yf, theta0.copy(), p) if p > 1 else theta0
-        u_fit = fitted_error(x, theta, p)
+        theta = _refit(scaled[fitted], y[fitted], theta0.copy(), p) if p > 1 else theta0
+        u_fit = _median_error(_predict(scaled[fitted], theta, p), y[fitted])
         if best is None or u_fit < best[0]:
             best = (u_fit, p, theta)
     _, p, theta = best
-    return Fit(theta, p, efficiency, width, x)
+    return Fit(theta, p, split, width, x, parts)
+
+
+def _split_grid(any_split: bool):
+    from ..analysis.cost_model import Split
+    if not any_split:
+        yield Split(0.0)
+        return
+    for e in EFFICIENCY_GRID:
+        for w in SPLIT_WORK_GRID if e > 0 else (0.0,):
+            for s in BANDWIDTH_GRID if e > 0 else (1.0,):
+                yield Split(e, w, s)
+
+
+def _part_work(x: np.ndarray, theta: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """Each row's work a part: its work, loads and traffic (p = 1) over its parts."""
+    from ..analysis.cost_model import TERMS, terms
+    t = terms(x[:, :-1], theta[:-1])
+    return t[:, TERMS.index("work"):].sum(axis=1) / parts
+
+
+def split_scale(x: np.ndarray, parts: np.ndarray, work: np.ndarray, split) -> np.ndarray:
+    """Feature rows `x` (and their last column) with each split row's columns divided as
+    `split` divides their terms, its work a part being `work` (cost_model.split_terms)."""
+    from ..analysis.cost_model import TERM_OF, TERMS
+    e = split.efficiency * (work / (work + split.work) if split.work > 0 else 1.0)
+    further = np.where(parts > 1, (parts - 1) * e, 0.0)
+    owner = np.array([*TERM_OF, -1])
+    compute = (owner >= TERMS.index("work")) & (owner <= TERMS.index("L2"))
+    shared = owner >= TERMS.index("L3")
+    out = x.copy()
+    out[:, compute] /= (1 + further)[:, None]
+    out[:, shared] /= (1 + split.bandwidth * further)[:, None]
+    return out
 
 
 def fit_model(samples: list[Sample], machine: Machine, seed: int = 0,
@@ -325,8 +396,8 @@ def fit_model(samples: list[Sample], machine: Machine, seed: int = 0,
     y = np.array([s.seconds for s in usable])
     held = held_out(len(y), seed, held_share)
     f = fit_constants(usable, machine, ~held)
-    theta, p, efficiency, x = f.theta, f.p, f.efficiency, f.x
-    u, u90, rho = errors(_predict(x[held], theta, p), y[held])
+    theta, p, x = f.theta, f.p, f.x
+    u, u90, rho = errors(f.predict(held), y[held])
     notes = []
     bw = {}
     for name, col, faster in (("l2", 12, None), ("l3", 13, "l2"), ("mem", 14, "l3")):
@@ -339,11 +410,13 @@ def fit_model(samples: list[Sample], machine: Machine, seed: int = 0,
                if not (x[:, col] > 0).any() else f"the fit found {name} traffic free")
         notes.append(f"{why}: {name} = " + (f"{faster}'s bandwidth" if faster
                                              else "1000 GB/s"))
-    fit = ("NNLS on relative residuals (rows ÷ measured time); the split's efficiency, "
+    fit = ("NNLS on relative residuals (rows ÷ measured time) of the points run whole; "
            "the tile's vector width and p by grids, p's constants refitted by projected "
-           "Gauss–Newton; a point's time the calling thread's CPU time, the minimum over "
-           f"{ROUNDS} interleaved rounds; the call's overhead fitted apart "
-           f"({theta[-1] * 1e9:.0f} ns a timed call)")
+           "Gauss–Newton; then on the split points (timed in wall time) the split's "
+           "efficiency, the work a part at half of it and the bandwidth's share by "
+           "grids, the spawn by least squares; a point's time the calling thread's CPU "
+           f"time, the minimum over {ROUNDS} interleaved rounds; the call's overhead "
+           f"fitted apart ({theta[-1] * 1e9:.0f} ns a timed call)")
     if notes:
         fit += "; " + "; ".join(notes)
     return Model(launch=float(theta[0]), spawn=float(theta[1]),
@@ -355,8 +428,10 @@ def fit_model(samples: list[Sample], machine: Machine, seed: int = 0,
                         "bf16": float(theta[9]), "tile": float(theta[10]),
                         "line": float(theta[15])},
                  scalar_output=float(theta[11]),
-                 bandwidth=bw, efficiency=float(efficiency), tile_width=f.width, p=float(p), u=u, u90=u90, rho=rho, points=len(y),
-                 held_out=int(held.sum()), fit=fit)
+                 bandwidth=bw, efficiency=float(f.split.efficiency), tile_width=f.width,
+                 p=float(p), u=u, u90=u90, rho=rho, points=len(y),
+                 held_out=int(held.sum()), fit=fit, split_work=float(f.split.work),
+                 split_bandwidth=float(f.split.bandwidth))
 
 
 def _mib(n: int) -> str:

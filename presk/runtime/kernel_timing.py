@@ -1,10 +1,14 @@
 """Timing single PSK-Kernel nests natively: the measurements `presk profile calibrate`
 fits the cost model to, and `--measure` sets beside its predictions.
 
-`time_kernels(kernels)` puts each kernel (a copy, under its own layout) into one module
+`time_kernels(kernels)` puts each kernel (a copy, under its own layout) into a module
 with a host per kernel, marked entry, that launches it `repeats` times back to back on
-the same buffers, and one baseline host that launches a one-element kernel once; the
-module is compiled once. A kernel's `call` is its host's time, `base` the baseline's:
+the same buffers, and one baseline host that launches a one-element kernel once. The
+kernels go into modules of at most `chunk` (CHUNK) kernels each, each compiled (or loaded
+from the native cache) once: lowering and compiling a module take time that grows faster
+than its kernels (a module of 292 calibration points took 94 s, the same points in
+modules of 8 took 48 s), and a chunk's cached code serves any later timing of the same
+kernels. A kernel's `call` is its host's time, `base` the baseline's:
 what the call from Python, the argument checks and the entry's prologue cost. `seconds`
 = (call − base) / repeats, a launch with that taken out (what `--measure` sets beside a
 prediction); the calibration fits the call instead (the launch cost λ and the call's
@@ -51,6 +55,10 @@ def _baseline(n: int = 1) -> K.KernelOp:
     return kernel
 
 
+CHUNK = 24
+"""Kernels a timing module holds at most (see the module docstring)."""
+
+
 def harness(kernels: Sequence[K.KernelOp], repeats: Sequence[int]) -> ModuleOp:
     """The timing module: kernels `t<i>`, hosts `h<i>` (entries), and `h_base`."""
     module = ModuleOp([])
@@ -81,28 +89,36 @@ def _inputs(entry, rng: np.random.Generator) -> list[np.ndarray]:
 def time_kernels(kernels: Sequence[K.KernelOp], repeats: Sequence[int], samples: int = 5,
                  min_seconds: float = 0.004, cache: bool = True,
                  progress=None, threads: str | None = None, rounds: int = 1,
-                 clock=None) -> list[KernelTime]:
+                 clock=None, chunk: int = CHUNK, base_clock=None) -> list[KernelTime]:
     """Each kernel's time (see the module docstring); `progress(i)` after each kernel's
     last round; split kernels' parts started by `threads` (`pool`/`threads`, default:
-    the pool); `clock` as `time_call` takes it (default: wall time)."""
+    the pool); `clock` as `time_call` takes it (default: wall time), or one a kernel
+    (the baseline's `base_clock`, else the first's)."""
     from .compile import native_program
-    program = native_program(harness(kernels, repeats), cache=cache, threads=threads)
+    chunk = max(chunk, 1)
+    programs = [native_program(harness(kernels[at:at + chunk], repeats[at:at + chunk]),
+                               cache=cache, threads=threads)
+                for at in range(0, max(len(kernels), 1), chunk)]
     rng = np.random.default_rng(0)
     per_round = max(samples // max(rounds, 1), 1) if rounds > 1 else samples
 
-    def bound(host: str):
-        entry = program.entry(host)
+    def bound(i: int | None):
+        program = programs[0 if i is None else i // chunk]
+        entry = program.entry("h_base" if i is None else f"h{i % chunk}")
         return entry.bind(_inputs(entry, rng))
 
-    base_step = bound("h_base")
-    clocks = (clock,) if clock is not None else ()
+    base_step = bound(None)
+    clocks = [clock] * len(repeats) if clock is None or callable(clock) else list(clock)
+    clocks = clocks or [None]
     calls: list[list[float]] = [[] for _ in repeats]
     bases: list[float] = []
     for r in range(max(rounds, 1)):
-        bases.append(time_call(base_step, per_round, min_seconds, *clocks).minimum)
+        bases.append(time_call(base_step, per_round, min_seconds,
+                               *[c for c in (base_clock or clocks[0],) if c]).minimum)
         for i in range(len(repeats)):
             # bound anew each round: a point's buffers are not all kept alive at once
-            calls[i].append(time_call(bound(f"h{i}"), per_round, min_seconds, *clocks).minimum)
+            at = [c for c in clocks[i:i + 1] if c is not None]
+            calls[i].append(time_call(bound(i), per_round, min_seconds, *at).minimum)
             if progress is not None and r == rounds - 1:
                 progress(i)
     base = min(bases)

@@ -38,7 +38,8 @@ def test_golden():
 
 def test_choices_are_the_models(tmp_path):
     """Each nest's chosen point is the minimum of the model recomputed from the profile."""
-    from presk.analysis.cost_model import combine, constants, count, features, terms
+    from presk.analysis.cost_model import (Split, combine, constants, count, features,
+                                          split_parts, split_terms, terms)
     from presk.analysis.profile import load_profile
     from presk.pipeline import kernel_pipeline, load_core
     from presk.transforms.plan_layout import layout_space, load_plan
@@ -57,10 +58,12 @@ def test_choices_are_the_models(tmp_path):
         k = kernels[nest.kernel]
         space = layout_space(k, plan.workers)
         c = count(k, profile.machine.cache_line)
-        seconds = [float(combine(terms(features(c, p, profile.machine,
-                                                profile.model.efficiency, resident,
-                                                profile.model.tile_width),
-                                       theta),
+        split = Split.of(profile.model)
+        seconds = [float(combine(split_terms(terms(features(c, p, profile.machine,
+                                                            resident,
+                                                            profile.model.tile_width),
+                                                   theta), split_parts(c, p), split,
+                                             profile.model.p),
                                  profile.model.p)) for p in space]
         assert nest.point == space[int(np.argmin(seconds))]
         assert nest.predicted == pytest.approx(min(seconds))
