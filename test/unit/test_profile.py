@@ -52,6 +52,19 @@ def test_show_frozen():
     assert f"{data['machine']['l2'] >> 10} KiB" in text
 
 
+def test_split_fields_optional():
+    """A profile without split_work / split_bandwidth (the frozen one) prices a split at
+    its efficiency for every term; with them, they are read and shown."""
+    frozen = load_profile(str(FROZEN))
+    assert (frozen.model.split_work, frozen.model.split_bandwidth) == (0.0, 1.0)
+    data = json.loads(FROZEN.read_text())
+    data["model"].update(split_work=2e-6, split_bandwidth=0.5)
+    profile = load_profile(json.dumps(data))
+    assert (profile.model.split_work, profile.model.split_bandwidth) == (2e-6, 0.5)
+    assert "half of it at 2 µs of work a part; past L2, 0.50 of that" in \
+        render_profile(profile)
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d.update(format="presk-profile/1"), "profile format version 1"),
     (lambda d: d.update(format="presk-plan/1"), "is a presk-plan/1 artifact"),
@@ -59,6 +72,8 @@ def test_show_frozen():
     (lambda d: d["model"]["bandwidth"].update(l2=0), '"l2" is 0'),
     (lambda d: d["machine"].pop("l2"), 'no "l2" field'),
     (lambda d: d["model"].update(extra=1), 'unknown field "extra"'),
+    (lambda d: d["model"].update(split_work="2 µs"), '"split_work" is not a number'),
+    (lambda d: d["model"].update(split_bandwidth=-1), '"split_bandwidth" is -1'),
 ])
 def test_bad_profiles(edit, message):
     data = json.loads(FROZEN.read_text())
@@ -137,10 +152,47 @@ def test_fit_recovers_known_constants():
             if isinstance(k, K.KernelOp):
                 c = count(k, machine.cache_line)
                 for point in layout_space(k, 1):
-                    x = np.array([[*features(c, point, machine, 1.0, 0, 32), 1 / 4]])
+                    x = np.array([[*features(c, point, machine, 0, 32), 1 / 4]])
                     samples.append(Sample(k.title.data, c, point,
                                           float(_predict(x, theta, 1.0)[0]), 4))
     fit = fit_constants(samples, machine, np.ones(len(samples), dtype=bool))
     y = np.array([s.seconds for s in samples])
     assert fit.width == 32 and fit.p == 1.0
     assert np.allclose(_predict(fit.x, fit.theta, fit.p), y, rtol=1e-6)
+
+
+def test_fit_recovers_a_split_priced_by_its_work():
+    """Samples made by known constants and a known split — an efficiency had at a work
+    a part of 2 µs (half of it), a spawn of 50 ns — are fitted
+    back: the grid finds the split, and every prediction equals its made time. The split
+    is recomputed independently here (split_terms), not read from the fit."""
+    from presk.analysis.cost_model import (FEATURES, Split, combine, count, features,
+                                           split_parts, split_terms, terms)
+    from presk.pipeline import kernel_pipeline, load_core
+    from presk.pipeline.profile import Sample, fit_constants
+    from presk.transforms.plan_layout import layout_space
+    from presk.dialects import kernel as K
+    machine = load_profile(str(FROZEN)).machine
+    core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
+    theta = np.zeros(len(FEATURES))
+    theta[[0, 1, 2, 3, 7, 8, 6, 11, 12, 13, 15, 16]] = [5e-9, 5e-8, 3e-11, 1.5e-11, 4e-11,
+                                                        2e-11, 2e-10, 2e-10, 2e-12, 3e-11,
+                                                        5e-10, 1e-10]
+    split = Split(0.6, 2e-6, 0.5)
+    samples = []
+    for b in (4, 64, 256, 1024, 4096):
+        pipe = kernel_pipeline(core, "loss", {"B": b})
+        for k in pipe.kernel.ops:
+            if isinstance(k, K.KernelOp):
+                c = count(k, machine.cache_line)
+                for point in layout_space(k, 2):
+                    t = terms(features(c, point, machine, 0, 32)[None], theta)
+                    t = split_terms(t, np.array([split_parts(c, point)]), split, 1.0)
+                    samples.append(Sample(k.title.data, c, point, float(combine(t, 1.0)[0]),
+                                          32))
+    assert any(s.point.split > 1 for s in samples)
+    fit = fit_constants(samples, machine, np.ones(len(samples), dtype=bool))
+    y = np.array([s.seconds for s in samples])
+    # (the tutorial's nests fit in L2: no traffic past it tells the bandwidth's share)
+    assert (fit.split.efficiency, fit.split.work) == (0.6, 2e-6)
+    assert np.allclose(fit.predict(), y, rtol=1e-4)
