@@ -98,6 +98,12 @@ def add_recording_arguments(group: Any, what: str) -> None:
                        help="with --grad: what the forward sweep keeps for the reverse one")
 
 
+FUSE_REDUCTIONS_HELP = ("reductions fused with their element-wise producer and consumers "
+                        "(psk-fuse-reduce: RMSNorm's square, mean and scale in one nest "
+                        "over the rows); the same bits, fewer launches")
+"""What `--fuse-reductions` does (presk run, presk dump)."""
+
+
 def add_plan_argument(parser: Any) -> None:
     """--plan: the layout plan `presk plan` wrote for this recording (presk-plan/1)."""
     parser.add_argument("--plan", metavar="PLAN",

@@ -9,8 +9,8 @@ import argparse
 from typing import Any
 
 from ..pipeline import differentiate, load_core, parse_dims, prepare, prepare_entry, reached
-from .common import (UsageError, add_dim_argument, add_entry_arguments, add_plan_argument,
-                    output_file, reported, warn)
+from .common import (FUSE_REDUCTIONS_HELP, UsageError, add_dim_argument, add_entry_arguments,
+                    add_plan_argument, output_file, reported, warn)
 from .optimize_cmds import add_opt
 from .print_pipeline import add_flag, print_pipeline
 from .runs import cotangent_seed, print_header, save, show
@@ -203,6 +203,8 @@ def add_run(sub: Any) -> None:
                    "of the result's shape; required for a tensor result (default 1 for ℝ[])")
     p.add_argument("--remat", choices=["store", "recompute"], default="store",
                    help="with --grad: what the forward sweep keeps for the reverse one")
+    p.add_argument("--fuse-reductions", action="store_true",
+                   help="with --engine native or kernel: " + FUSE_REDUCTIONS_HELP)
     add_opt(p)
     add_flag(p)
     p.set_defaults(run=cmd_run)

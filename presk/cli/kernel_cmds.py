@@ -35,7 +35,8 @@ def kernel_printed(args: argparse.Namespace):
     dims = parse_dims(getattr(args, "dim", None) or [])
     pipe = kernel_pipeline(module, args.entry, dims, getattr(args, "realize", None),
                            getattr(args, "fuse", True), getattr(args, "grad", False),
-                           getattr(args, "remat", "store"), getattr(args, "plan", None))
+                           getattr(args, "remat", "store"), getattr(args, "plan", None),
+                           getattr(args, "fuse_reductions", False))
     if getattr(args, "format", "listing") == "mlir":
         print(pipe.kernel)
     else:

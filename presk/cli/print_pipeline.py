@@ -67,17 +67,22 @@ def _dump(args: argparse.Namespace) -> list[ModulePass]:
         return differentiate_passes([entry], args.remat or "store", all_values=True)
     if args.stage == "realize":
         return recording_passes(entry, _dims(args), args.realize, args.fuse,
-                                fuse_limit=args.fuse_limit)
-    return kernel_passes(entry, _dims(args), args.realize, args.fuse, args.grad, args.remat)
+                                fuse_limit=args.fuse_limit,
+                                fuse_reductions=args.fuse_reductions)
+    return kernel_passes(entry, _dims(args), args.realize, args.fuse, args.grad, args.remat,
+                         fuse_reductions=args.fuse_reductions)
 
 
 def _run(args: argparse.Namespace) -> list[ModulePass]:
     from ..pipeline import differentiate_passes, kernel_passes, native_passes
     dims = _dims(args)
+    fused = getattr(args, "fuse_reductions", False)
     if args.engine == "native":
-        return native_passes(args.entry, dims, args.realize, args.grad, args.remat)
+        return native_passes(args.entry, dims, args.realize, args.grad, args.remat,
+                             fuse_reductions=fused)
     if args.engine == "kernel":
-        return kernel_passes(args.entry, dims, args.realize, True, args.grad, args.remat)
+        return kernel_passes(args.entry, dims, args.realize, True, args.grad, args.remat,
+                             fuse_reductions=fused)
     return differentiate_passes([args.entry] if args.grad else [], args.remat)
 
 

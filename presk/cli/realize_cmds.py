@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import UsageError, add_dim_argument, reported, warn
+from .common import FUSE_REDUCTIONS_HELP, UsageError, add_dim_argument, reported, warn
 
 
 def add_to_dump(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +29,9 @@ def add_to_dump(parser: argparse.ArgumentParser) -> None:
     if "--no-fuse" not in have:
         parser.add_argument("--no-fuse", dest="fuse", action="store_false", default=True,
                             help="with --stage realize: do not group element-wise ops")
+    if "--fuse-reductions" not in have:
+        parser.add_argument("--fuse-reductions", dest="fuse_reductions", action="store_true",
+                            help="with --stage realize or kernel: " + FUSE_REDUCTIONS_HELP)
     if "--fuse-limit" not in have:
         parser.add_argument("--fuse-limit", dest="fuse_limit", type=int, default=8,
                             metavar="N", help="with --stage realize: at most N steps a group")
@@ -46,7 +49,8 @@ def realize_module(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     dims = parse_dims(getattr(args, "dim", None) or [])
     fuse = getattr(args, "fuse", True)
     module, _ = record_entry(core, args.entry, dims, realization, fuse,
-                             fuse_limit=getattr(args, "fuse_limit", 8))
+                             fuse_limit=getattr(args, "fuse_limit", 8),
+                             fuse_reductions=getattr(args, "fuse_reductions", False))
     if fuse:
         module.verify()
     return core, module, order

@@ -24,7 +24,8 @@ def prepare_run(args: argparse.Namespace):
     grad = getattr(args, "grad", False)
     pipe = record_call(module, args.entry, entry.dims, getattr(args, "realize", None), True,
                        grad, getattr(args, "remat", "store"), getattr(args, "plan", None),
-                       held=argument_bytes(entry))
+                       held=argument_bytes(entry),
+                       fuse_reductions=getattr(args, "fuse_reductions", False))
     params, values = draw_arguments(entry, args.seed, getattr(args, "weights", None),
                                     getattr(args, "inputs", None))
     args.seed_value = cotangent_seed(entry, args) if grad else None

@@ -64,7 +64,7 @@ class Names:
 
     def _block(self, block: Block) -> None:
         for op in block.ops:
-            if isinstance(op, R.GroupOp):
+            if isinstance(op, R.FusedOp):
                 for i, arg in enumerate(op.body.block.args):
                     self.names[arg] = f"i{i}"
                 # The steps are named by their sites; the group takes its root's name.
@@ -132,8 +132,8 @@ def _rhs(op: Operation, n: Names) -> str:
         start, stop = op.bounds
         stacked = ", ".join(n[s] for s in op.stacked)
         return f"fold {start}..{stop - 1} {op.callee_name}(stacked {stacked}; acc {n[op.acc]})"
-    if isinstance(op, R.GroupOp):
-        return "group(" + ", ".join(n[v] for v in op.inputs) + ")"
+    if isinstance(op, R.FusedOp):
+        return f"{_mnemonic(op)}(" + ", ".join(n[v] for v in op.inputs) + ")"
     return op.name
 
 
@@ -148,7 +148,7 @@ def _lines(block: Block, n: Names, indent: str) -> list[str]:
         names = ", ".join(n[r] for r in op.results)
         types = ", ".join(rtype_text(r.type) for r in op.results)
         line = f"{indent}{names} : {types} = {_rhs(op, n)}"
-        if isinstance(op, R.GroupOp):
+        if isinstance(op, R.FusedOp):
             out.append(line + " {")
             out += _lines(op.body.block, n, indent + "  ")
             out.append(indent + "}")
@@ -197,12 +197,12 @@ def launches(module: ModuleOp) -> tuple[int, int]:
         for op in f.body.block.ops:
             if R.is_compute(op):
                 with_ += runs[f.func_name]
-                steps = len(op.steps) if isinstance(op, R.GroupOp) else 1
+                steps = len(op.steps) if isinstance(op, R.FusedOp) else 1
                 without += runs[f.func_name] * steps
     return without, with_
 
 
-def group_text(group: R.GroupOp, n: Names) -> str:
+def group_text(group: R.FusedOp, n: Names) -> str:
     """`%7 = add(i0,i1);sqrt(s0) [2 inputs, 2 steps]`"""
     local: dict[SSAValue, str] = {a: f"i{i}" for i, a in enumerate(group.body.block.args)}
     parts = []
@@ -243,7 +243,7 @@ def format_groups(module: ModuleOp, core: ModuleOp | None = None,
     blocks = []
     total_groups = total_fused = 0
     for f in funcs:
-        groups = [op for op in f.body.block.ops if isinstance(op, R.GroupOp)]
+        groups = [op for op in f.body.block.ops if isinstance(op, R.FusedOp)]
         if not groups:
             continue
         n = Names(f)
@@ -303,7 +303,7 @@ def _core_line(core_funcs: dict, site: str) -> str | None:
 
 def _reading_site(reader: Operation, value: SSAValue) -> str | None:
     """The site of the op that reads `value`: inside a group, the step reading the input."""
-    if isinstance(reader, R.GroupOp):
+    if isinstance(reader, R.FusedOp):
         for i, v in enumerate(reader.inputs):
             if v is value or (isinstance(v.owner, R.ConvertOp) and v.owner.operand is value):
                 arg = reader.body.block.args[i]

@@ -75,13 +75,14 @@ class EntryCall:
 
 def record_call(core_module, entry: str, dims: dict[str, int], realization=None,
                 fuse: bool = True, grad: bool = False, remat: str = "store", plan=None,
-                held: int = 0) -> Pipeline:
+                held: int = 0, fuse_reductions: bool = False) -> Pipeline:
     """Record `entry` down to PSK-Kernel, and refuse (ResourceError) a call whose buffers
     and arena, with `held` bytes of its arguments (the f64 arrays drawn or read for it,
     alive beside its buffers), exceed the memory there is. Recording reads only shapes:
     call this before drawing the arguments, so that a call too big is refused at once."""
     from ..kernel_abi.arena import entry_signatures
-    pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat, plan)
+    pipe = kernel_pipeline(core_module, entry, dims, realization, fuse, grad, remat, plan,
+                           fuse_reductions)
     what = "its buffers and arena" + (", and its arguments in f64" if held else "")
     for sig in entry_signatures(pipe.kernel):
         require_memory(sig.call_bytes + held, f"a call of `{sig.host}` ({what})")
@@ -91,13 +92,15 @@ def record_call(core_module, entry: str, dims: dict[str, int], realization=None,
 def entry_call(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, fuse: bool = True,
                grad: bool = False, remat: str = "store", cotangent=None,
-               plan=None, pipe: Pipeline | None = None) -> EntryCall:
+               plan=None, pipe: Pipeline | None = None,
+               fuse_reductions: bool = False) -> EntryCall:
     """Record `entry` (with `grad`: its value and gradient, the seed `cotangent`, 1 when
     None) down to PSK-Kernel — or take `pipe`, recorded so by `record_call` — and prepare
     the entry host's inputs."""
     from ..dialects import realize as R
     if pipe is None:  # before a buffer is converted or allocated
-        pipe = record_call(core_module, entry, dims, realization, fuse, grad, remat, plan)
+        pipe = record_call(core_module, entry, dims, realization, fuse, grad, remat, plan,
+                           fuse_reductions=fuse_reductions)
     func = R.entry_func(pipe.realize)
     if grad:
         values = {**values, func.arg_name_list[-1]: 1.0 if cotangent is None else cotangent}
@@ -133,10 +136,12 @@ def run_kernel(core_module, entry: str, dims: dict[str, int], params: dict[str, 
 # ---- native code ----
 
 def native_passes(entry: str, dims: dict[str, int], realization=None, grad: bool = False,
-                  remat: str = "store", plan: str | None = None) -> list[ModulePass]:
+                  remat: str = "store", plan: str | None = None,
+                  fuse_reductions: bool = False) -> list[ModulePass]:
     """Every pass `run_native` runs: the recording, then PSK-Kernel → the llvm dialect."""
     from ..runtime.compile import lowering_passes
-    return [*kernel_passes(entry, dims, realization, True, grad, remat, plan),
+    return [*kernel_passes(entry, dims, realization, True, grad, remat, plan,
+                           fuse_reductions),
             *lowering_passes()]
 
 
@@ -166,11 +171,12 @@ def compile_call(call: EntryCall, cache: bool = True):
 def run_native(core_module, entry: str, dims: dict[str, int], params: dict[str, Any],
                values: dict[str, Any], realization=None, grad: bool = False,
                remat: str = "store", cache: bool = True, cotangent=None,
-               plan=None, pipe: Pipeline | None = None) -> NativeRun:
+               plan=None, pipe: Pipeline | None = None,
+               fuse_reductions: bool = False) -> NativeRun:
     """Run `entry` (with `grad`: its value and gradient, the seed `cotangent`, 1 when
     None) as machine code."""
     call = entry_call(core_module, entry, dims, params, values, realization, True, grad,
-                      remat, cotangent, plan, pipe)
+                      remat, cotangent, plan, pipe, fuse_reductions)
     program, native = compile_call(call, cache)
     outputs = native(call.inputs)
     return NativeRun(call.flatten(outputs), outputs, call, program, native)

@@ -65,6 +65,12 @@ def _fuse() -> type[ModulePass]:
     return FusePass
 
 
+def _fuse_reduce() -> type[ModulePass]:
+    from ..transforms.fuse_reduce import FuseReducePass
+
+    return FuseReducePass
+
+
 def _realize_to_kernel() -> type[ModulePass]:
     from ..conversion.realize_to_kernel import ConvertRealizeToKernelPass
 
@@ -107,6 +113,7 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "psk-egraph-opt": _egraph_opt,
     "convert-psk-core-to-realize": _core_to_realize,
     "psk-fuse": _fuse,
+    "psk-fuse-reduce": _fuse_reduce,
     "convert-psk-realize-to-kernel": _realize_to_kernel,
     "psk-kernel-dedup": _kernel_dedup,
     "psk-kernel-split": _kernel_split,

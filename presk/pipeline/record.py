@@ -59,10 +59,14 @@ def differentiate_passes(entries: list[str], remat: str = "store",
 
 def recording_passes(entry: str, dims: dict[str, int], realization=None, fuse: bool = True,
                      grad: bool = False, remat: str = "store",
-                     fuse_limit: int = FUSE_LIMIT) -> list[ModulePass]:
+                     fuse_limit: int = FUSE_LIMIT,
+                     fuse_reductions: bool = False) -> list[ModulePass]:
     """The passes from PSK-Core to the entry's fused PSK-Realize: with `grad`,
     psk-differentiate first and the value and gradient recorded. `realization`: None, a
-    path, `@path`, inline JSON, or a Realization (given to the pass as its JSON)."""
+    path, `@path`, inline JSON, or a Realization (given to the pass as its JSON).
+    `fuse_reductions`: psk-fuse-reduce after psk-fuse (a reduction with its element-wise
+    producer and consumers in one nest; off by default: the reference's launch counts
+    are those of element-wise fusion)."""
     from ..analysis.realization import Realization
     spec = json.dumps(realization.to_json()) if isinstance(realization, Realization) \
         else realization
@@ -71,15 +75,18 @@ def recording_passes(entry: str, dims: dict[str, int], realization=None, fuse: b
                             dims=" ".join(f"{k}={v}" for k, v in dims.items()), grad=grad))
     if fuse:
         passes.append(make_pass("psk-fuse", limit=fuse_limit))
+        if fuse_reductions:
+            passes.append(make_pass("psk-fuse-reduce"))
     return passes
 
 
 def kernel_passes(entry: str, dims: dict[str, int], realization=None, fuse: bool = True,
                   grad: bool = False, remat: str = "store",
-                  plan: str | None = None) -> list[ModulePass]:
+                  plan: str | None = None, fuse_reductions: bool = False) -> list[ModulePass]:
     """The recording passes, then convert-psk-realize-to-kernel and psk-kernel-dedup (and
     psk-plan-layout when a plan, `@path`, is given)."""
-    passes = [*recording_passes(entry, dims, realization, fuse, grad, remat),
+    passes = [*recording_passes(entry, dims, realization, fuse, grad, remat,
+                                fuse_reductions=fuse_reductions),
               make_pass("convert-psk-realize-to-kernel"), make_pass("psk-kernel-dedup")]
     if plan:
         passes.append(make_pass("psk-plan-layout", plan=plan))
@@ -120,7 +127,7 @@ def planned(pipe: Pipeline, plan, entry: str, dims: dict[str, int], grad: bool) 
 
 def record_entry(core_module, entry: str, dims: dict[str, int], realization=None,
                  fuse: bool = True, grad: bool = False, remat: str = "store",
-                 fuse_limit: int = FUSE_LIMIT):
+                 fuse_limit: int = FUSE_LIMIT, fuse_reductions: bool = False):
     """(the entry recorded in PSK-Realize, the Realization): the recording passes run on a
     copy of `core_module` (left unchanged). With `grad`, what is recorded is
     `entry.value_vjp`: inputs the entry's, then the cotangent seed; outputs `result` and
@@ -129,7 +136,8 @@ def record_entry(core_module, entry: str, dims: dict[str, int], realization=None
     from ..conversion.core_to_realize import RecordError
     from ..transforms.differentiate import DifferentiationError
     real = load_realization(realization)
-    passes = recording_passes(entry, dims, realization, fuse, grad, remat, fuse_limit)
+    passes = recording_passes(entry, dims, realization, fuse, grad, remat, fuse_limit,
+                              fuse_reductions)
     try:
         return run_passes(core_module.clone(), passes), real
     except DifferentiationError as exc:
@@ -140,12 +148,13 @@ def record_entry(core_module, entry: str, dims: dict[str, int], realization=None
 
 def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=None,
                     fuse: bool = True, grad: bool = False, remat: str = "store",
-                    plan=None) -> Pipeline:
+                    plan=None, fuse_reductions: bool = False) -> Pipeline:
     """Record `entry` at `dims` under `realization` (None: all f64; a Realization, a path,
     `@path` or inline JSON), fuse, and convert to PSK-Kernel (`kernel_passes`); `plan` (a
     Plan, `@path`) sets the kernels' layouts (psk-plan-layout)."""
     from ..conversion.realize_to_kernel import KernelConversionError, realize_to_kernel
-    realize, real = record_entry(core_module, entry, dims, realization, fuse, grad, remat)
+    realize, real = record_entry(core_module, entry, dims, realization, fuse, grad, remat,
+                                 fuse_reductions=fuse_reductions)
     try:
         # What convert-psk-realize-to-kernel and psk-kernel-dedup apply, into a new module:
         # the Realize one is kept (the listing, the inputs' names read it) without a copy.

@@ -10,8 +10,8 @@ Otherwise it starts a group of its own. A group of two or more steps becomes a
 `psk_realize.group` (its inputs in the order its steps first read them, its site the
 site of its root, the value it yields); a group of one stays a plain op.
 
-`fusion_notes` says, for every element-wise value that reaches memory (a group's root,
-or an op alone), why: the function's result, or what reads it — a reduction, a call, a
+`fusion_notes` says, for every element-wise value that reaches memory (a group's root —
+psk-fuse-reduce's reduce_group too —, or an op alone), why: the function's result, or what reads it — a reduction, a call, a
 contraction, a value of another shape, a value in another type, more than one reader, the
 size limit. It reads the IR, fused or not: the table of §7.
 """
@@ -139,6 +139,7 @@ def fuse_module(module: ModuleOp, limit: int = DEFAULT_LIMIT) -> list[FuseNote]:
 
 _KIND = [
     (R.ReduceOp, "a reduction"),
+    (R.ReduceGroupOp, "a reduction fused with its element-wise neighbours"),
     (R.SoftmaxOp, "a softmax: a reduction along an axis"),
     ((R.DotOp, R.ContractOp), "a contraction"),
     ((R.CallOp, R.FoldOp), "a call"),
@@ -162,7 +163,7 @@ def reason_of(value: SSAValue, limit: int = DEFAULT_LIMIT) -> tuple[str, Operati
     for cls, text in _KIND:
         if isinstance(op, cls):  # type: ignore[arg-type]
             return text, op
-    if R.is_elementwise(op) or isinstance(op, R.GroupOp):
+    if R.is_elementwise(op) or isinstance(op, R.FusedOp):
         if R._ttype(op.results[0]).sizes != R._ttype(value).sizes:
             return "of another shape: a group is one loop nest over one shape", op
         if via_convert:
@@ -176,9 +177,9 @@ def fusion_notes(module: ModuleOp, limit: int = DEFAULT_LIMIT) -> list[FuseNote]
     notes: list[FuseNote] = []
     for func in R.funcs(module):
         for op in func.body.block.ops:
-            if not (R.is_elementwise(op) or isinstance(op, R.GroupOp)):
+            if not (R.is_elementwise(op) or isinstance(op, R.FusedOp)):
                 continue
-            size = len(op.steps) if isinstance(op, R.GroupOp) else 1
+            size = len(op.steps) if isinstance(op, R.FusedOp) else 1
             reason, reader = reason_of(op.results[0], limit)
             notes.append(FuseNote(func.func_name, func.source_func,
                                   op.attributes["site"].data,  # type: ignore[attr-defined]

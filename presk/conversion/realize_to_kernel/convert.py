@@ -5,7 +5,9 @@ arguments, then one output buffer per result (destination-passing). In its body:
 
 * every compute op, and every fusion group, becomes ONE launch of a kernel: an
   element-wise op (its operands placed by `lhs_map`/`rhs_map`), a group (its steps inlined
-  into one nest, its intermediates scalars), a reduction over one axis or all (parallel
+  into one nest, its intermediates scalars), a reduce_group (one nest over the rows: its
+  reductions' terms computed in their loops, the reduced values as scalars of the row,
+  an F result in a loop after them), a reduction over one axis or all (parallel
   loops over the kept axes, the reduced ones in order carrying the accumulator), softmax,
   logsumexp, a contraction (`dot`, `contract`: k ascending, a product then a sum, no FMA),
   `sum_to`, `spread`, `broadcast`;
@@ -49,8 +51,8 @@ from presk.transforms.kernel_dedup import dedup_kernels
 
 from .nests import (KernelConversionError, NestBuilder, _Input, _compute,
     _elementwise_operands, _name, _site, _title, buffer_type, build_contraction,
-    build_elementwise, build_reduce, build_softmax, build_spread, build_sum_to,
-    default_layout, default_nest_layout)
+    build_elementwise, build_reduce, build_reduce_group, build_softmax, build_spread,
+    build_sum_to, default_layout, default_nest_layout)
 
 
 _T = TypeVar("_T")
@@ -338,6 +340,17 @@ def _group(hc: _HostConversion, op: R.GroupOp) -> _Kernel:
     return _Kernel(nb, out, sites=[_site(s) for s in op.steps], fused=True)
 
 
+def _reduce_group(hc: _HostConversion, op: R.ReduceGroupOp) -> _Kernel:
+    titles = ", ".join(_title(r) for r in op.reductions)
+    nb = NestBuilder(f"fused {len(op.steps)} steps, {titles}")
+    inputs = {arg: hc.kernel_input(v) for arg, v in zip(op.body.block.args, op.inputs)}
+    for v in op.inputs:
+        nb.input(hc.kernel_input(v).buffer)
+    out = hc.out(op)
+    build_reduce_group(nb, op, inputs, out)
+    return _Kernel(nb, out, sites=[_site(s) for s in op.steps], fused=True)
+
+
 def _epilogue(hc: _HostConversion, op: R.AddOp) -> _Kernel:
     """An add whose one operand is a dot only it reads: one "dot+add" kernel."""
     dot = hc.epilogues[op]
@@ -420,6 +433,7 @@ def _elementwise(hc: _HostConversion, op: Operation) -> _Kernel:
 
 _KERNEL_BUILDERS: dict[type[Operation], Callable[[_HostConversion, Any], _Kernel]] = {
     R.GroupOp: _group,
+    R.ReduceGroupOp: _reduce_group,
     R.DotOp: _dot,
     R.ContractOp: _contract,
     R.ReduceOp: _one_source(build_reduce),

@@ -16,6 +16,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 from presk import ops
 from presk.dialects import kernel as K, realize as R
+from presk.dialects.realize.ops import _operand_places
 from presk.powers import power
 from presk.summation import partials_for
 
@@ -331,6 +332,17 @@ def build_reduce(nb: NestBuilder, op: R.ReduceOp, source: _Input, out: SSAValue)
     sizes = op.operand.type.sizes
     t, out_arg, kept_idx, reduced, at = _row_nest(
         nb, op, source, out, [i for i in range(len(sizes)) if k is not None and i != k])
+    result = reduce_rows(nb, op, reduced, t, lambda idx: nb.load(source, at(idx), t))
+    nb.store(result, out_arg, kept_idx)
+    nb.close(len(kept_idx))
+
+
+def reduce_rows(nb: NestBuilder, op: R.ReduceOp, reduced: list[int], t: Attribute,
+                term: Callable[[list[SSAValue]], SSAValue]) -> SSAValue:
+    """`op` over its operand's `reduced` axes, inside the loops over the kept ones:
+    `term(indices)` the operand's element at the reduced axes' indices (a load, or the
+    fused steps computing it). A sum or mean in the blocked order, max and min in order."""
+    sizes = op.operand.type.sizes
     count = 1
     for i in reduced:
         count *= sizes[i]
@@ -338,29 +350,86 @@ def build_reduce(nb: NestBuilder, op: R.ReduceOp, source: _Input, out: SSAValue)
 
     def fold(kind: type, init: float) -> SSAValue:
         return nb.reduce(red_sizes, [nb.const(init, t)],
-                         lambda idx, acc: [nb.value(kind(acc[0], nb.load(source, at(idx), t)))])[0]
+                         lambda idx, acc: [nb.value(kind(acc[0], term(idx)))])[0]
 
     if isinstance(op, (R.SumOp, R.MeanOp)):
-        total = nb.sum(red_sizes, t, lambda idx: nb.load(source, at(idx), t))
-        result = nb.value(K.DivOp(total, nb.const(float(count), t))) \
+        total = nb.sum(red_sizes, t, term)
+        return nb.value(K.DivOp(total, nb.const(float(count), t))) \
             if isinstance(op, R.MeanOp) else total
-    elif isinstance(op, R.MaxOp):
-        result = fold(K.MaxOp, float("-inf"))
-    elif isinstance(op, R.MinOp):
-        result = fold(K.MinOp, float("inf"))
-    elif isinstance(op, R.LogSumExpOp):
+    if isinstance(op, R.MaxOp):
+        return fold(K.MaxOp, float("-inf"))
+    if isinstance(op, R.MinOp):
+        return fold(K.MinOp, float("inf"))
+    if isinstance(op, R.LogSumExpOp):
         top = fold(K.MaxOp, float("-inf"))
 
         def shifted_exp(idx: list[SSAValue]) -> SSAValue:
-            shifted = nb.value(K.SubOp(nb.load(source, at(idx), t), top))
-            return nb.value(K.MathOp("exp", shifted))
+            return nb.value(K.MathOp("exp", nb.value(K.SubOp(term(idx), top))))
 
         total = nb.sum(red_sizes, t, shifted_exp)
-        result = nb.value(K.AddOp(top, nb.value(K.MathOp("log", total))))
+        return nb.value(K.AddOp(top, nb.value(K.MathOp("log", total))))
+    raise KernelConversionError(f"{_site(op)}: {op.name} has no kernel form")
+
+
+def build_reduce_group(nb: NestBuilder, group: R.ReduceGroupOp,
+                       inputs: dict[SSAValue, _Input], out: SSAValue) -> None:
+    """A reduce_group (psk-fuse-reduce): loops over the kept axes; in them, in block order,
+    each reduction (its terms the F steps it reads, computed in its loop body) and each K
+    step as a scalar of the row; when the group yields an F value, a loop over the
+    reduced axes computing it from the row's scalars and storing it. Every step is the
+    scalar op the unfused kernel runs, in its type: the same bits."""
+    sizes = group.full.sizes
+    out_arg = nb.output(out)
+    kept_idx, reduced, at = _row_loops(nb, sizes, group.kept)
+    rows = _Rows(nb, inputs)
+    for op in group.steps:
+        t = _compute(R._ttype(op.results[0]).element)
+        if isinstance(op, R.ReduceOp):
+            rows.row[op.result] = reduce_rows(
+                nb, op, reduced, t, lambda idx, op=op, t=t: rows.at(op.operand, at(idx), t))
+        elif R._ttype(op.results[0]).sizes != sizes:  # a K step: once per row
+            args = [rows.row[v] if v in rows.row else
+                    nb.load(inputs[v], [kept_idx[p] for p in places], t)
+                    for v, places in _operand_places(op)]
+            rows.row[op.results[0]] = scalar_op(nb, op, args, t)
+        # an F step is computed where it is read
+    yielded = group.root.results[0]
+    if yielded in rows.row:
+        nb.store(rows.row[yielded], out_arg, kept_idx)
     else:
-        raise KernelConversionError(f"{_site(op)}: {op.name} has no kernel form")
-    nb.store(result, out_arg, kept_idx)
+        red_idx = nb.open_loops([sizes[i] for i in reduced])
+        t = _compute(R._ttype(yielded).element)
+        nb.store(rows.at(yielded, at(red_idx), t), out_arg, at(red_idx))
+        nb.close(len(red_idx))
     nb.close(len(kept_idx))
+
+
+class _Rows:
+    """The values of a reduce_group inside its row loops: `row`, the K values of this row
+    as scalars; `at`, an F value at F's indices."""
+
+    def __init__(self, nb: NestBuilder, inputs: dict[SSAValue, _Input]):
+        self.nb = nb
+        self.inputs = inputs
+        self.row: dict[SSAValue, SSAValue] = {}
+        self._made: dict[tuple, SSAValue] = {}  # (loop body, value, indices) → scalar
+
+    def at(self, value: SSAValue, indices: list[SSAValue], t: Attribute) -> SSAValue:
+        """An F value at `indices`: a load of an input (as type `t`, its reader's), or its
+        step on its operands (row scalars, loads, F values), once per loop body."""
+        nb = self.nb
+        if value in self.inputs:
+            return nb.load(self.inputs[value], indices, t)
+        key = (id(nb.block), value, tuple(indices))
+        if key not in self._made:
+            op = value.owner
+            assert isinstance(op, Operation)
+            t = _compute(R._ttype(value).element)
+            args = [self.row[v] if v in self.row else
+                    self.at(v, [indices[p] for p in places], t)
+                    for v, places in _operand_places(op)]
+            self._made[key] = scalar_op(nb, op, args, t)
+        return self._made[key]
 
 
 def build_softmax(nb: NestBuilder, op: R.SoftmaxOp, source: _Input, out: SSAValue) -> None:

@@ -34,6 +34,8 @@ Textual forms (one line each; attributes print sorted, `site` on every op):
   fold      %r = psk_realize.fold @Block.apply(%s0, %s1, %s2, %acc) {from = 1 : i64, site = …, to = 3 : i64} : (…) -> R
   group     %r = psk_realize.group %i0, %i1 {site = "RMSNorm.apply/%7"} : (A, B) -> R {
             ^0(%a: A, %b: B):  …element-wise ops…  psk_realize.yield %s : R }
+  reduce_group %r = psk_realize.reduce_group %i0, … {site = "RMSNorm.apply/%10"} : (…) -> R {
+            ^0(…):  …element-wise ops and reductions over the rows of one shape…  yield }
   return    psk_realize.return %r {site = "loss/%8"} : T
 
 Semantics a consumer needs (the kernel stage, interpreters):
@@ -57,6 +59,10 @@ Semantics a consumer needs (the kernel stage, interpreters):
 - `group`: its block's arguments are its inputs (the operands, same order), its body is
   element-wise ops whose results all have ONE shape (the group's), ending in `yield`;
   its site is the site of the value it yields (its root). Intermediates never reach memory.
+- `reduce_group` (psk-fuse-reduce): like a group, its body reductions over one axis (or
+  every axis) of one shape F and element-wise ops making F or the reduced shape K, an F
+  step reading a K value of the group on the kept axes: one nest over the rows, each
+  step computed as the unfused op computes it (FusedOp is what both kinds share).
 - Instances: `psk_realize.func`; `source` is the Core function, `dims` its dims, arguments
   are tensors only (a parameter tree flattened to its leaves in declaration order, names
   are paths `θ.norm.γ`; a tuple to its elements, `batch.0`). One func has the unit
@@ -86,9 +92,9 @@ from .base import ComputeOp, RealizeOp, _i64s, _ints, realize_op
 from .elementwise import FUNCTION_OPS, BinaryOp, HeavisideOp, PowIOp, UnaryOp
 
 globals().update({cls.__name__: cls for cls in FUNCTION_OPS.values()})  # AddOp, GeluOp, …
-from .ops import (BroadcastOp, ConstantOp, ContractOp, ConvertOp, DotOp, GroupOp,
-    LogSumExpOp, MaxOp, MeanOp, MinOp, ReduceOp, SliceOp, SoftmaxOp, SpreadOp, StackOp,
-    SumOp, SumToOp, YieldOp)
+from .ops import (BroadcastOp, ConstantOp, ContractOp, ConvertOp, DotOp, FusedOp, GroupOp,
+    LogSumExpOp, MaxOp, MeanOp, MinOp, ReduceGroupOp, ReduceOp, SliceOp, SoftmaxOp, SpreadOp,
+    StackOp, SumOp, SumToOp, YieldOp)
 from .functions import (CallOp, FoldOp, FuncOp, ReturnOp, entry_func, epilogue_add,
     epilogue_count, funcs, instance_runs, is_arithmetic, is_compute, is_elementwise,
     launch_count, lookup_instance)
@@ -101,7 +107,7 @@ Realize = Dialect(
         SumOp, MeanOp, MaxOp, MinOp, LogSumExpOp, SoftmaxOp,
         DotOp, ContractOp, SumToOp, SpreadOp, BroadcastOp,
         ConvertOp, ConstantOp, SliceOp, StackOp,
-        FuncOp, CallOp, FoldOp, GroupOp, YieldOp, ReturnOp,
+        FuncOp, CallOp, FoldOp, GroupOp, ReduceGroupOp, YieldOp, ReturnOp,
     ],
     [RTensorType],
 )

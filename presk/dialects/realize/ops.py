@@ -386,7 +386,7 @@ class YieldOp(IRDLOperation):
 
     value = operand_def(RTensorType)
 
-    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(GroupOp)))
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(GroupOp, ReduceGroupOp)))
 
     assembly_format = "$value attr-dict `:` type($value)"
 
@@ -394,11 +394,9 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[value])
 
 
-@realize_op
-class GroupOp(RealizeOp):
-    """`%r = psk_realize.group %a, %b {site = "f/%7"} : (A, B) -> R { ^0(%x: A, %y: B): … psk_realize.yield %s : R }`: element-wise ops over one shape, fused: one loop nest."""
-
-    name = "psk_realize.group"
+class FusedOp(RealizeOp, ABC):
+    """What both kinds of fusion group share: inputs (the block's arguments), a body of
+    steps ending in `yield`, the site of the root (the step it yields), one launch."""
 
     inputs = var_operand_def(RTensorType)
     result = result_def(RTensorType)
@@ -406,11 +404,10 @@ class GroupOp(RealizeOp):
 
     traits = traits_def(IsolatedFromAbove(), Pure())
     COMPUTE: ClassVar[bool] = True
-    ELEMENTWISE: ClassVar[bool] = True
 
     @classmethod
     def make(cls, inputs: Sequence[SSAValue], result_type: RTensorType, *, site: str,
-             name: str | None = None) -> tuple[GroupOp, Block]:
+             name: str | None = None) -> tuple[FusedOp, Block]:
         """An empty group and its block (arguments typed like the inputs): fill the block,
         ending with a YieldOp."""
         block = Block(arg_types=[SSAValue.get(v).type for v in inputs])
@@ -432,6 +429,11 @@ class GroupOp(RealizeOp):
         assert isinstance(owner, Operation)
         return owner
 
+    @staticmethod
+    def _what(op: Operation) -> str:
+        return f"{op.attributes['site'].data} {op.name}" if "site" in op.attributes \
+            else op.name  # type: ignore[attr-defined]
+
     def verify_(self) -> None:
         super().verify_()
         block = self.body.block
@@ -443,23 +445,15 @@ class GroupOp(RealizeOp):
         if last.value.type != self.result.type:
             raise VerifyException(f"the group yields {rtype_text(last.value.type)}, not "
                                   f"{rtype_text(self.result.type)}")
-        shape = self.result.type.sizes
-        for op in self.steps:
-            what = f"{op.attributes['site'].data} {op.name}" if "site" in op.attributes \
-                else op.name  # type: ignore[attr-defined]
-            if not (isinstance(op, RealizeOp) and op.ELEMENTWISE) or isinstance(op, GroupOp):
-                raise VerifyException(f"{what} is not element-wise: a group holds element-wise "
-                                      "operations only")
-            for r in op.results:
-                if _ttype(r).sizes != shape:
-                    raise VerifyException(f"{what} makes {rtype_text(r.type)}, the group's "
-                                          f"shape is {list(shape)}: a group is one loop nest "
-                                          "over one shape")
         owner = last.value.owner
         if isinstance(owner, Operation) and "site" in owner.attributes and \
                 owner.attributes["site"] != self.site:
             raise VerifyException(f"the group's site is not the site of its root, "
                                   f"{owner.attributes['site'].data}")  # type: ignore[attr-defined]
+        self._verify_steps()
+
+    def _verify_steps(self) -> None:
+        raise NotImplementedError
 
     def print(self, printer: Printer) -> None:
         if self.inputs:
@@ -475,7 +469,7 @@ class GroupOp(RealizeOp):
         printer.print_region(self.body, print_entry_block_args=True)
 
     @classmethod
-    def parse(cls, parser: Parser) -> GroupOp:
+    def parse(cls, parser: Parser):
         operands = parser.parse_optional_undelimited_comma_separated_list(
             parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
         ) or []
@@ -489,3 +483,97 @@ class GroupOp(RealizeOp):
         region = parser.parse_region()
         return cls.create(operands=values, result_types=[result], attributes=attrs,
                           regions=[region])
+
+
+@realize_op
+class GroupOp(FusedOp):
+    """`%r = psk_realize.group %a, %b {site = "f/%7"} : (A, B) -> R { ^0(%x: A, %y: B): … psk_realize.yield %s : R }`: element-wise ops over one shape, fused: one loop nest."""
+
+    name = "psk_realize.group"
+
+    ELEMENTWISE: ClassVar[bool] = True
+
+    def _verify_steps(self) -> None:
+        shape = self.result.type.sizes
+        for op in self.steps:
+            what = self._what(op)
+            if not (isinstance(op, RealizeOp) and op.ELEMENTWISE) or isinstance(op, FusedOp):
+                raise VerifyException(f"{what} is not element-wise: a group holds element-wise "
+                                      "operations only")
+            for r in op.results:
+                if _ttype(r).sizes != shape:
+                    raise VerifyException(f"{what} makes {rtype_text(r.type)}, the group's "
+                                          f"shape is {list(shape)}: a group is one loop nest "
+                                          "over one shape")
+
+
+@realize_op
+class ReduceGroupOp(FusedOp):
+    """`%r = psk_realize.reduce_group %x, %e, %g {site = "f/%10"} : (A, E, G) -> R { … }`:
+    reductions fused with the element-wise work around them, one loop nest over the rows
+    of one shape F: its reductions (sum, mean, max, min, logsumexp) all reduce F over the
+    same axis (or every axis) to the kept shape K; every other step is element-wise and
+    makes F (read by a reduction, or computed from the reduced values row by row: a
+    normalization) or K (on the reduced values). A step of F reads a value of K that the
+    group computes on the kept axes, in their order. In block order, a row's reductions
+    and its K steps run once per row, each F step where it is read (recomputed, the same
+    operations in the same types: the bits of the unfused ops)."""
+
+    name = "psk_realize.reduce_group"
+
+    @property
+    def reductions(self) -> list[ReduceOp]:
+        return [op for op in self.steps if isinstance(op, ReduceOp)]
+
+    @property
+    def full(self) -> RTensorType:
+        """F: the shape the reductions reduce."""
+        return self.reductions[0].operand.type
+
+    @property
+    def reduced_axis(self) -> int | None:
+        return self.reductions[0].axis_index
+
+    @property
+    def kept(self) -> list[int]:
+        """F's axes the reductions keep: K's axes, in order."""
+        k = self.reduced_axis
+        return [i for i in range(self.full.rank) if k is not None and i != k]
+
+    def _verify_steps(self) -> None:
+        reductions = self.reductions
+        if not reductions:
+            raise VerifyException("a reduce_group holds a reduction")
+        full, axis = self.full.sizes, self.reduced_axis
+        kept = reductions[0].result.type.sizes
+        inside = {r for op in self.steps for r in op.results}
+        for op in self.steps:
+            what = self._what(op)
+            if isinstance(op, ReduceOp):
+                if op.operand.type.sizes != full or op.axis_index != axis:
+                    raise VerifyException(f"{what} reduces {rtype_text(op.operand.type)}: "
+                                          "a reduce_group's reductions reduce one shape over "
+                                          "one axis")
+                continue
+            if not (isinstance(op, ComputeOp) and op.ELEMENTWISE):
+                raise VerifyException(f"{what} is neither a reduction nor element-wise "
+                                      "arithmetic")
+            sizes = _ttype(op.results[0]).sizes
+            if sizes not in (full, kept):
+                raise VerifyException(f"{what} makes {rtype_text(op.results[0].type)}: the "
+                                      f"steps of a reduce_group make {list(full)} or "
+                                      f"{list(kept)}")
+            if sizes == full and sizes != kept:
+                for v, places in _operand_places(op):
+                    if v in inside and _ttype(v).sizes == kept and places != self.kept:
+                        raise VerifyException(f"{what} reads a reduced value at {places}, "
+                                              f"not on the kept axes {self.kept}")
+
+
+def _operand_places(op: Operation) -> list[tuple[SSAValue, list[int]]]:
+    """An element-wise op's operands, each with the result axes its axes land on."""
+    from .elementwise import BinaryOp
+    if isinstance(op, BinaryOp):
+        lhs, rhs = op.maps
+        return [(op.lhs, lhs), (op.rhs, rhs)]
+    return [(v, list(range(_ttype(v).rank))) for v in op.operands]
