@@ -96,21 +96,31 @@ def fuse_func(func: R.FuncOp, limit: int = DEFAULT_LIMIT) -> None:
             _materialize(block, sorted(group, key=ops.index))
 
 
-def _materialize(block, steps: list[Operation]) -> R.GroupOp:
-    root = steps[-1]
-    inside = {id(s) for s in steps}
+def outside_inputs(ops: list[Operation]) -> list[SSAValue]:
+    """The values `ops` read that none of them makes, in the order first read: a group's
+    inputs."""
+    inside = {id(op) for op in ops}
     inputs: list[SSAValue] = []
-    for s in steps:
-        for v in s.operands:
+    for op in ops:
+        for v in op.operands:
             owner = v.owner
-            if isinstance(owner, Operation) and id(owner) in inside:
-                continue
-            if v not in inputs:
+            if not (isinstance(owner, Operation) and id(owner) in inside) and v not in inputs:
                 inputs.append(v)
+    return inputs
+
+
+def empty_group(kind: type[R.FusedOp], inputs: list[SSAValue], root: Operation):
+    """A group of `kind` over `inputs` with `root`'s type, site and name, and its block."""
     site = root.attributes["site"].data  # type: ignore[attr-defined]
     name = root.attributes.get("name")
-    group, body = R.GroupOp.make(inputs, R._ttype(root.results[0]), site=site,
-                                 name=name.data if name is not None else None)  # type: ignore[attr-defined]
+    return kind.make(inputs, R._ttype(root.results[0]), site=site,
+                     name=name.data if name is not None else None)  # type: ignore[attr-defined]
+
+
+def _materialize(block, steps: list[Operation]) -> R.GroupOp:
+    root = steps[-1]
+    inputs = outside_inputs(steps)
+    group, body = empty_group(R.GroupOp, inputs, root)
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
     for s in steps:
         clone = s.clone(value_mapper=mapping)

@@ -27,6 +27,8 @@ from xdsl.passes import ModulePass
 from presk.dialects import realize as R
 from presk.dialects.realize.ops import _operand_places
 
+from .fuse import empty_group, outside_inputs
+
 REDUCTIONS = (R.SumOp, R.MeanOp, R.MaxOp, R.MinOp, R.LogSumExpOp)
 
 
@@ -120,17 +122,8 @@ def fuse_reductions_func(func: R.FuncOp) -> int:
 def _materialize(members: list[Operation]) -> R.ReduceGroupOp:
     """One reduce_group of `members` (top-level ops, in block order), at the last's place."""
     root = members[-1]
-    inside = {id(m) for m in members}
-    inputs: list[SSAValue] = []
-    for m in members:
-        for v in m.operands:
-            owner = v.owner
-            if not (isinstance(owner, Operation) and id(owner) in inside) and v not in inputs:
-                inputs.append(v)
-    site = root.attributes["site"].data  # type: ignore[attr-defined]
-    name = root.attributes.get("name")
-    group, body = R.ReduceGroupOp.make(inputs, R._ttype(root.results[0]), site=site,
-                                       name=name.data if name is not None else None)  # type: ignore[attr-defined]
+    inputs = outside_inputs(members)
+    group, body = empty_group(R.ReduceGroupOp, inputs, root)
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
     for m in members:
         if isinstance(m, R.GroupOp):  # inline the group's steps
