@@ -97,6 +97,11 @@ def _mnemonic(op: Operation) -> str:
     return op.name.split(".", 1)[1]
 
 
+def _fused(op: Operation) -> str:
+    """A contraction the realization fuses (its `fma`): ` (fma)`."""
+    return " (fma)" if "fma" in op.attributes else ""
+
+
 def _rhs(op: Operation, n: Names) -> str:
     if isinstance(op, R.PowIOp):
         return f"pow {op.exponent} {n[op.operand]}"
@@ -105,7 +110,7 @@ def _rhs(op: Operation, n: Names) -> str:
     if isinstance(op, (R.UnaryOp, R.ConvertOp)):
         return f"{_mnemonic(op)} {n[op.operand]}"
     if isinstance(op, (R.BinaryOp, R.DotOp)):
-        return f"{_mnemonic(op)} {n[op.lhs]}, {n[op.rhs]}"
+        return f"{_mnemonic(op)} {n[op.lhs]}, {n[op.rhs]}{_fused(op)}"
     if isinstance(op, (R.ReduceOp, R.SoftmaxOp)):
         axis = op.axis_name.data if op.axis_name is not None else \
             (f"{op.axis_index}" if op.axis_index is not None else None)
@@ -114,7 +119,7 @@ def _rhs(op: Operation, n: Names) -> str:
     if isinstance(op, R.ContractOp):
         lhs, rhs, perm = op.axes
         extra = f", perm {perm}" if perm is not None else ""
-        return f"contract {n[op.lhs]} {lhs}, {n[op.rhs]} {rhs}{extra}"
+        return f"contract {n[op.lhs]} {lhs}, {n[op.rhs]} {rhs}{extra}{_fused(op)}"
     if isinstance(op, R.SumToOp):
         return f"sum_to {n[op.operand]} keeping {op.kept}"
     if isinstance(op, R.SpreadOp):
