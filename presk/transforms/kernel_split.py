@@ -61,9 +61,7 @@ def split_kernels(module: ModuleOp) -> None:
         for j, (a, b) in enumerate(ranges(kernel, n)):
             part = kernel.clone()
             part.attributes["sym_name"] = StringAttr(f"{name}_part{j}")
-            part.attributes["layout"] = K.LayoutAttr(
-                kernel.layout.kind, kernel.layout.tile, kernel.layout.lanes,
-                kernel.layout.order, ArrayAttr(()), kernel.layout.pack)
+            part.attributes["layout"] = kernel.layout.with_split(())
             outer = next(op for op in part.body.block.ops if isinstance(op, K.ForOp))
             outer.attributes["lower"], outer.attributes["upper"] = IntAttr(a), IntAttr(b)
             module.body.block.insert_op_before(part, kernel)

@@ -9,10 +9,11 @@ A nest's layout space is the points the native backend lowers today (`layout_spa
   8 and C in 2, 4, 8, 16, 32 up to the nest's rows and columns, each split or not; and
   for R ≥ 4 and C ≥ 16 each of those again with its operands packed into panels
   (`pack = "panels"`: the j operand's tile columns, and an xᵀ operand's tile rows,
-  contiguous along k).
+  contiguous along k), and when its k loop has 2·KBLOCK = 512 iterations or more each
+  panelled point once more with k swept in blocks of 256 (`kblock = 256`).
 
 The layout's other words are not choices the lowering makes: its tiles are visited I-major
-(`order` "IJ"), its k loop is whole (no k-block), an operand read along j where j is not
+(`order` "IJ"), an operand read along j where j is not
 its last axis is packed j-last when no panels hold it (not a choice), and the `lanes`
 word of a tiled layout is C. A
 point never changes bits (the dialect's contract; test/e2e/test_plan_bits.py runs them).
@@ -31,12 +32,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, IntAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from presk.analysis.artifact import check_format, expect, read_json
 from presk.dialects import kernel as K
-from presk.kernel_abi.tiles import innermost_pair
 from presk.kernel_abi.tiles import innermost_pair
 
 FORMAT = "presk-plan/1"
@@ -46,6 +46,10 @@ PANEL_ROWS, PANEL_COLUMNS = 4, 16
 """The tiles whose operands the space also offers packed into panels: below them a
 tile's k sweep reads too few columns for the copy to pay (and the tutorial's space, all
 of 4 columns, stays as it was)."""
+KBLOCK = 256
+"""The k block the space offers to a panelled tile whose k loop is at least twice as
+long (`kblock = 256`): a block of the scaled Tower's xᵀ·g (K = 1024) reads 256 KB of its
+j operand's f64 panels instead of 2 MB, which with the i operand's overfills a 2 MB L2."""
 
 
 class PlanError(Exception):
@@ -61,11 +65,13 @@ class PlanError(Exception):
 class Point:
     """A layout: `tile` () for a nest run as written, else [R, C]; `split` the workers
     its outermost loop is divided among (1: none); `panels` a tiled product's operands
-    packed into panels (`pack = "panels"`)."""
+    packed into panels (`pack = "panels"`); `kblock` its k loop swept in blocks of that
+    length (0: whole)."""
 
     tile: tuple[int, ...] = ()
     split: int = 1
     panels: bool = False
+    kblock: int = 0
 
     @property
     def tiled(self) -> bool:
@@ -75,29 +81,30 @@ class Point:
         split = (0, self.split) if self.split > 1 else ()
         if self.tiled:
             return K.LayoutAttr.tiled(self.tile, self.tile[1], "IJ", split,
-                                      "panels" if self.panels else "")
-        layout = K.LayoutAttr.default()
-        return K.LayoutAttr(layout.kind, layout.tile, layout.lanes, layout.order,
-                            ArrayAttr(IntAttr(s) for s in split), layout.pack)
+                                      "panels" if self.panels else "", self.kblock)
+        return K.LayoutAttr.default().with_split(split)
 
     def text(self) -> str:
         split = f"split (0, {self.split})" if self.split > 1 else "split none"
         if self.tiled:
             panels = ", panels" if self.panels else ""
-            return f"tiled, tile [{self.tile[0]}, {self.tile[1]}]{panels}, {split}"
+            kblock = f", kblock {self.kblock}" if self.kblock else ""
+            return f"tiled, tile [{self.tile[0]}, {self.tile[1]}]{panels}{kblock}, {split}"
         return f"as written, {split}"
 
     def to_json(self) -> dict:
         out: dict = {"tile": list(self.tile), "split": self.split}
         if self.panels:
             out["pack"] = "panels"
+        if self.kblock:
+            out["kblock"] = self.kblock
         return out
 
     @classmethod
     def of(cls, layout: K.LayoutAttr) -> Point:
         split = layout.split.data[1].data if layout.split.data else 1
         tile = tuple(t.data for t in layout.tile) if not layout.is_default else ()
-        return cls(tile, split, layout.panels)
+        return cls(tile, split, layout.panels, layout.kblock.data)
 
 
 def is_contraction(kernel: K.KernelOp) -> bool:
@@ -118,9 +125,20 @@ def contraction_sides(kernel: K.KernelOp) -> tuple[int, int] | None:
     return None if loops is None else (loops[0].trip, loops[1].trip)
 
 
+def k_trip(kernel: K.KernelOp) -> int:
+    """The trip of a contraction's k loop (the one loop carrying a sum inside its tile
+    loops), or 0."""
+    loops = innermost_pair(kernel.body.block)
+    if loops is None:
+        return 0
+    carried = [op for op in loops[1].body.block.ops if isinstance(op, K.ForOp) and op.inits]
+    return carried[0].trip if len(carried) == 1 else 0
+
+
 def layout_space(kernel: K.KernelOp, workers: int) -> list[Point]:
     """The points of `kernel`'s layout space that lower, on `workers` workers."""
     trip = _split_trip(kernel)
+    blocked = k_trip(kernel) >= 2 * KBLOCK if is_contraction(kernel) else False
     splits = [1] + [n for n in range(2, workers + 1) if trip >= n]
     tiles: list[tuple[int, ...]] = [()]
     sides = contraction_sides(kernel) if is_contraction(kernel) else None
@@ -135,6 +153,8 @@ def layout_space(kernel: K.KernelOp, workers: int) -> list[Point]:
             points.append(Point(tile, n))
             if tile and tile[0] >= PANEL_ROWS and tile[1] >= PANEL_COLUMNS:
                 points.append(Point(tile, n, True))
+                if blocked:
+                    points.append(Point(tile, n, True, KBLOCK))
     return points
 
 
@@ -195,8 +215,13 @@ _NEST = {"kernel": "string", "site": "string", "title": "string", "operands": "l
 
 
 def _point(data: dict, where: str) -> Point:
-    if unknown := sorted(set(data) - {"tile", "split", "pack"}):
+    if unknown := sorted(set(data) - {"tile", "split", "pack", "kblock"}):
         raise PlanError(f"{where}: unknown field \"{unknown[0]}\"")
+    kblock = data.get("kblock", 0)
+    if not isinstance(kblock, int) or isinstance(kblock, bool) or kblock < 0 or \
+            (kblock and not data.get("tile")):
+        raise PlanError(f"{where}: \"kblock\" is a k block's length ≥ 1 (with a tile), not "
+                        f"{kblock!r}")
     pack = data.get("pack", "")
     if pack not in ("", "panels") or (pack and not data.get("tile")):
         raise PlanError(f"{where}: \"pack\" is \"panels\" (with a tile), not {pack!r}")
@@ -207,7 +232,7 @@ def _point(data: dict, where: str) -> Point:
         raise PlanError(f"{where}: \"tile\" is [] or two positive sizes, not {tile}")
     if split < 1:
         raise PlanError(f"{where}: \"split\" is 1 (none) or more workers, not 0")
-    return Point(tuple(tile), split, pack == "panels")
+    return Point(tuple(tile), split, pack == "panels", kblock)
 
 
 def _nest(data: object, where: str) -> PlannedNest:

@@ -13,7 +13,7 @@ import pytest
 from presk.dialects import kernel as K
 from presk.pipeline import kernel_pipeline, load_core
 from presk.transforms.plan_layout import Point, layout_space
-from programs import AT_MIXED, MIXED_FMA, ROOT, TRAIN
+from programs import AT_MIXED, MIXED_FMA, ROOT, TRAIN, dot_program
 
 
 def _every_point_same_bits(pipe, workers: int = 2) -> int:
@@ -58,6 +58,23 @@ def test_tutorial_fused():
     core, _ = load_core(TRAIN)
     assert _every_point_same_bits(kernel_pipeline(core, "loss", {"B": 4}, "@" + MIXED_FMA,
                                                   grad=True)) > 20
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_k_blocks(tmp_path, fused):
+    """The k-blocked points (`kblock = 256`, offered where k ≥ 512): x · w with K = 520
+    and the gradient's xᵀ·g over a batch of 530 (blocks of 256, 256 and the rest), fused
+    and not."""
+    from presk.analysis.realization import Realization
+    for i, k, j in ((9, 520, 40), (530, 7, 33)):
+        core, _ = load_core(str(dot_program(tmp_path, i, k, j)))
+        fma = ("M.apply/%3", "M.apply.bwd/%7", "M.apply.bwd/%8") if fused else ()
+        real = Realization(None, {"M.apply/%3": "f32"}, {"w": "f32"}, fma)
+        pipe = kernel_pipeline(core, "loss", {}, real, grad=True)
+        blocked = [p for kern in pipe.kernel.ops if isinstance(kern, K.KernelOp)
+                   for p in layout_space(kern, 2) if p.kblock]
+        assert blocked
+        assert _every_point_same_bits(pipe) > 40
 
 
 @pytest.mark.slow

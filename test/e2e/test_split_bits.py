@@ -55,7 +55,8 @@ def split_everywhere(module, n: int) -> tuple[object, set[str]]:
         if layout.kind.data == "tiled" and -(-trip // tile.data[0].data) < n:
             tile = ArrayAttr([IntAttr(trip // n), tile.data[1]])
         k.layout = K.LayoutAttr(layout.kind, tile, layout.lanes, layout.order,
-                                ArrayAttr([IntAttr(0), IntAttr(n)]), layout.pack)
+                                ArrayAttr([IntAttr(0), IntAttr(n)]), layout.pack,
+                                layout.kblock)
         assert split_of(k) == n, k.sym_name.data
         titles.add(k.title.data)
     return out, titles

@@ -23,6 +23,12 @@ changes which outputs run together.
   the full tiles' rows and columns are copied (the remainder nests read the operand as
   it is). The same values in the same order: the same bits.
 * Math functions on vectors run lane by lane (the library's scalar functions).
+* Under `kblock = N` the tiles sweep k in blocks of N: all tiles over k in [0, N), then
+  all over [N, 2N), …; between blocks each tile's accumulators are stored to its output
+  and loaded back (in the sum's own type, so exactly), and only the last block runs the
+  epilogue. Each output still sees its k loop ascending, one rounding a step: the same
+  bits; a block's panels (N·J of the j operand) stay in L2 while every tile reads them.
+  A nest whose sum is not stored as it is (a bf16 output, two sums) runs its k whole.
 * The tiles cover [0, R·⌊I/R⌋) × [0, C·⌊J/C⌋); the rest runs the nest as it is (copies of
   the original loops with narrowed bounds), lowered by the scalar patterns.
 
@@ -102,6 +108,40 @@ class Value:
         return self.rows[r] if len(self.rows) > 1 else self.rows[0]
 
 
+@dataclass(frozen=True)
+class KBlock:
+    """One block of a k-blocked sweep: the nest's k loop run over [lower, upper), its
+    accumulators loaded from `store`'s place unless `first`, stored there unless `last`
+    (when the rest of the body, the epilogue and the store, runs instead)."""
+
+    loop: K.ForOp
+    store: K.StoreOp
+    lower: int
+    upper: int
+    first: bool
+    last: bool
+
+
+def k_blocks(nest: Nest, kblock: int) -> list[KBlock | None]:
+    """The blocks of the nest's k loop under `kblock` ([None]: the k loop whole — no
+    kblock, a body with other than one sum and one contiguous store of the sum's type,
+    or a k loop no longer than a block)."""
+    ops = list(nest.j_loop.body.block.ops)
+    loops = [op for op in ops if isinstance(op, K.ForOp)]
+    stores = [op for op in ops if isinstance(op, K.StoreOp)]
+    if not kblock or len(loops) != 1 or len(stores) != 1:
+        return [None]
+    loop, store = loops[0], stores[0]
+    buffer = store.buffer.type
+    assert isinstance(buffer, K.BufferType)
+    if len(loop.inits) != 1 or loop.width is not None or loop.trip <= kblock or \
+            store.indices[-1] is not nest.j or buffer.element != loop.results[0].type:
+        return [None]
+    lo, hi = loop.lower.data, loop.upper.data
+    return [KBlock(loop, store, a, min(a + kblock, hi), a == lo, a + kblock >= hi)
+            for a in range(lo, hi, kblock)]
+
+
 @dataclass
 class Tiler:
     nest: Nest
@@ -110,6 +150,7 @@ class Tiler:
     packed: dict[SSAValue, tuple[SSAValue, list[int]]]  # buffer → (copy, axis order)
     panels: dict[SSAValue, Panels] = field(default_factory=dict)  # operand → its panels
     env: dict[SSAValue, Value] = field(default_factory=dict)
+    kb: KBlock | None = None  # the k block this sweep runs (None: k whole)
 
     @property
     def R(self) -> int:
@@ -157,7 +198,26 @@ class Tiler:
             if isinstance(op, K.YieldOp):
                 return [self.value(v) for v in op.values]
             self.op(e, op)
+            if self.kb is not None and op is self.kb.loop and not self.kb.last:
+                self.keep_partial(e)
+                return None  # the epilogue and the store wait for the last block
         return None
+
+    def partial_at(self, e, r: int) -> tuple[SSAValue, K.BufferType, SSAValue]:
+        """Where row r's accumulator is kept between k blocks: (the output, its type,
+        the offset of its C columns)."""
+        assert self.kb is not None
+        store = self.kb.store
+        t = store.buffer.type
+        assert isinstance(t, K.BufferType)
+        return store.buffer, t, e.flat(t, self._indices(e, list(store.indices), r, None))
+
+    def keep_partial(self, e) -> None:
+        assert self.kb is not None
+        for r in range(self.R):
+            buf, t, offset = self.partial_at(e, r)
+            self.vector_store(e, self.operand(e, self.kb.loop.results[0], r, True), buf, t,
+                              offset)
 
     def op(self, e, op: Operation) -> None:
         if isinstance(op, K.LoadOp):
@@ -260,11 +320,16 @@ class Tiler:
         for arg in op.carried:
             slots.append((self._row_count(arg), "j" in self.dep(arg)))
         inits = []
+        kb = self.kb if self.kb is not None and op is self.kb.loop else None
         for init, (n, vec) in zip(op.inits, slots):
-            inits += [self.operand(e, init, r, vec) for r in range(n)]
+            if kb is not None and not kb.first:  # the last block's accumulators, kept
+                inits += [self.vector_load(e, *self.partial_at(e, r)) for r in range(n)]
+            else:
+                inits += [self.operand(e, init, r, vec) for r in range(n)]
+        lower, upper = (kb.lower, kb.upper) if kb is not None else \
+            (op.lower.data, op.upper.data)
         block = Block(arg_types=[IndexType()] + [v.type for v in inits])
-        loop = scf.ForOp(e.index(op.lower.data), e.index(op.upper.data), e.index(1), inits,
-                         Region(block))
+        loop = scf.ForOp(e.index(lower), e.index(upper), e.index(1), inits, Region(block))
         e(loop)
         inner = type(e)(e.rewriter, InsertPoint.at_end(block))
         self.env[op.induction] = Value([block.args[0]], False)
@@ -433,7 +498,8 @@ def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter) -
         copy, mem = emit_pack(top, op.buffer, order)
         packed[op.buffer] = (copy, order)
         frees.append(mem)
-    _emit_tiles(nest, deps, packed, make_emit, panels)
+    for kb in k_blocks(nest, layout.kblock.data):
+        _emit_tiles(nest, deps, packed, make_emit, panels, kb)
     _remainders(nest, rewriter)
     end = make_emit(InsertPoint.before(ret))
     for mem in frees:
@@ -441,7 +507,7 @@ def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter) -
     return True
 
 
-def _emit_tiles(nest: Nest, deps, packed, make_emit, panels) -> None:
+def _emit_tiles(nest: Nest, deps, packed, make_emit, panels, kb: KBlock | None) -> None:
     e = make_emit(InsertPoint.before(nest.i_loop))
     i_end = nest.main_end(nest.i_loop, nest.rows)
     j_end = nest.main_end(nest.j_loop, nest.cols)
@@ -453,7 +519,7 @@ def _emit_tiles(nest: Nest, deps, packed, make_emit, panels) -> None:
                     inner.index(nest.cols), [], Region(j_block)))
     i_block.add_op(scf.YieldOp())
     body = make_emit(InsertPoint.at_end(j_block))
-    tiler = Tiler(nest, deps, body, packed, panels)
+    tiler = Tiler(nest, deps, body, packed, panels, kb=kb)
     tiler.i0, tiler.j0 = i_block.args[0], j_block.args[0]  # type: ignore[attr-defined]
     tiler.block(body, nest.j_loop.body.block)
     j_block.add_op(scf.YieldOp())

@@ -144,7 +144,10 @@ class LayoutAttr(ParametrizedAttribute):
     `a` among `n` workers; "none" is no split. `pack = "panels"` (tiled only, optional):
     the product's operands are copied per launch into panels, each tile's columns (and,
     for an operand whose last axis is i, its rows) contiguous along k — the same values
-    in the same order, so the same bits."""
+    in the same order, so the same bits. `kblock = N` (tiled only, optional; 0 or absent:
+    the k loop whole): every tile sweeps k in blocks of N, all tiles one block after the
+    other, each tile's accumulators stored to its output between blocks and loaded back —
+    exactly, in the sum's type: each output still sums k ascending, the same bits."""
 
     name = "psk_kernel.layout"
 
@@ -154,6 +157,7 @@ class LayoutAttr(ParametrizedAttribute):
     order: StringAttr
     split: ArrayAttr[IntAttr]
     pack: StringAttr  # "" or "panels"
+    kblock: IntAttr  # 0: the k loop whole; else its blocks' length
 
     KINDS: ClassVar[tuple[str, ...]] = ("default", "tiled")
     PACKS: ClassVar[tuple[str, ...]] = ("", "panels")
@@ -161,13 +165,19 @@ class LayoutAttr(ParametrizedAttribute):
     @classmethod
     def default(cls) -> LayoutAttr:
         return cls(StringAttr("default"), ArrayAttr(()), IntAttr(1), StringAttr(""),
-                   ArrayAttr(()), StringAttr(""))
+                   ArrayAttr(()), StringAttr(""), IntAttr(0))
 
     @classmethod
     def tiled(cls, tile: Sequence[int], lanes: int, order: str = "IJ",
-              split: Sequence[int] = (), pack: str = "") -> LayoutAttr:
+              split: Sequence[int] = (), pack: str = "", kblock: int = 0) -> LayoutAttr:
         return cls(StringAttr("tiled"), ArrayAttr(IntAttr(t) for t in tile), IntAttr(lanes),
-                   StringAttr(order), ArrayAttr(IntAttr(s) for s in split), StringAttr(pack))
+                   StringAttr(order), ArrayAttr(IntAttr(s) for s in split), StringAttr(pack),
+                   IntAttr(kblock))
+
+    def with_split(self, split: Sequence[int]) -> LayoutAttr:
+        """The same layout with another split (`()`: none)."""
+        return LayoutAttr(self.kind, self.tile, self.lanes, self.order,
+                          ArrayAttr(IntAttr(s) for s in split), self.pack, self.kblock)
 
     @property
     def panels(self) -> bool:
@@ -186,6 +196,8 @@ class LayoutAttr(ParametrizedAttribute):
             out = f"tiled, tile [{tile}], lanes {self.lanes.data}, order {self.order.data}"
             if self.panels:
                 out += ", pack panels"
+            if self.kblock.data:
+                out += f", kblock {self.kblock.data}"
         if self.split.data:
             out += ", split (" + ", ".join(str(s.data) for s in self.split) + ")"
         return out
@@ -206,6 +218,9 @@ class LayoutAttr(ParametrizedAttribute):
         if self.pack.data not in self.PACKS or (self.pack.data and self.kind.data != "tiled"):
             raise VerifyException(f"a layout's pack is \"panels\" (tiled only), not "
                                   f"`{self.pack.data}`")
+        if self.kblock.data < 0 or (self.kblock.data and self.kind.data != "tiled"):
+            raise VerifyException(f"a layout's kblock is a length ≥ 1 (tiled only), not "
+                                  f"{self.kblock.data}")
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
@@ -216,6 +231,8 @@ class LayoutAttr(ParametrizedAttribute):
                                      f'"{self.order.data}"')
                 if self.panels:
                     printer.print_string(', pack = "panels"')
+                if self.kblock.data:
+                    printer.print_string(f", kblock = {self.kblock.data}")
             elif self.lanes.data != 1:
                 printer.print_string(f", lanes = {self.lanes.data}")
             if self.split.data:
@@ -227,7 +244,7 @@ class LayoutAttr(ParametrizedAttribute):
         with parser.in_angle_brackets():
             kind = parser.parse_identifier()
             tile: list[int] = []
-            lanes, order, split, pack = 1, "", [], ""
+            lanes, order, split, pack, kblock = 1, "", [], "", 0
             while parser.parse_optional_punctuation(",") is not None:
                 key = parser.parse_identifier()
                 parser.parse_punctuation("=")
@@ -241,8 +258,11 @@ class LayoutAttr(ParametrizedAttribute):
                     order = parser.parse_str_literal()
                 elif key == "pack":
                     pack = parser.parse_str_literal()
+                elif key == "kblock":
+                    kblock = parser.parse_integer(False, False)
                 else:
                     parser.raise_error(f"unknown layout key `{key}` (tile, lanes, order, "
-                                       "split, pack)")
+                                       "split, pack, kblock)")
         return (StringAttr(kind), ArrayAttr(IntAttr(t) for t in tile), IntAttr(lanes),
-                StringAttr(order), ArrayAttr(IntAttr(s) for s in split), StringAttr(pack))
+                StringAttr(order), ArrayAttr(IntAttr(s) for s in split), StringAttr(pack),
+                IntAttr(kblock))
