@@ -109,3 +109,18 @@ def test_spaces(core):
     assert {p.tile for p in spaces["dot+add"]} == \
         {(), *((r, c) for r in (1, 2, 4) for c in (2, 4))}
     assert all(len(space) <= 2 for t, space in spaces.items() if t != "dot+add")
+
+
+def test_a_k_blocked_point_round_trips() -> None:
+    """`kblock` in a plan's layout: written when set, read back, the layout's word; a
+    negative one or one without a tile is refused in one line."""
+    from presk.transforms.plan_layout import _point
+    p = Point((8, 32), 2, True, 256)
+    assert p.to_json() == {"tile": [8, 32], "split": 2, "pack": "panels", "kblock": 256}
+    assert _point(p.to_json(), "nest 0") == p and Point.of(p.attr()) == p
+    assert p.attr().text() == "tiled, tile [8, 32], lanes 32, order IJ, pack panels, " \
+                              "kblock 256, split (0, 2)"
+    assert "kblock" not in Point((8, 32)).to_json()
+    for bad in ({"tile": [8, 32], "split": 1, "kblock": -1}, {"tile": [], "split": 1, "kblock": 4}):
+        with pytest.raises(PlanError, match="kblock"):
+            _point(bad, "nest 0")
