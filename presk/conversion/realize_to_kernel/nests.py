@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import (ArrayAttr, BFloat16Type, Float32Type, Float64Type, IntAttr,
-                                   StringAttr)
+from xdsl.dialects.builtin import BFloat16Type, Float32Type, Float64Type, StringAttr
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 from presk import ops
@@ -576,8 +575,7 @@ def default_nest_layout(kernel: K.KernelOp) -> K.LayoutAttr:
             or loops[0].inits or loops[0].trip < 2 * n
             or iterations(loops) < NEST_SPLIT_WORK):
         return layout
-    return K.LayoutAttr(layout.kind, layout.tile, layout.lanes, layout.order,
-                        ArrayAttr([IntAttr(0), IntAttr(n)]), layout.pack)
+    return layout.with_split((0, n))
 
 
 def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
