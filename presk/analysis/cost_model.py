@@ -245,8 +245,19 @@ def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
             # a tile's k step reads C contiguous elements of a row of the other
             # operand: a whole line when they are fewer than a line's
             esize = 8 if counts.arith["f64"] else 4
-            lines = max(1.0, machine.cache_line / (cols * esize))
-            moved[_level(rhs, machine)] += rhs * lines * (math.ceil(i / r) - 1)
+            per_row = max(1.0, machine.cache_line / (cols * esize))
+            moved[_level(rhs, machine)] += rhs * per_row * (math.ceil(i / r) - 1)
+            walked = [n > 0 and _level(nbytes, machine) > 0 for nbytes, n in
+                      zip(counts.buffer_bytes[:2], counts.strided[:2])]
+            if point.panels:
+                # the panels are copied once a launch — the j operand, and the i
+                # operand when it is read down its columns: a load and a store an element
+                packed = (rhs + (lhs if counts.strided[0] else 0)) / esize
+                x[7 if esize == 8 else 8] += 2 * packed
+            else:
+                # unpacked, a tile's k step reads each operand walked down its columns
+                # (as written) a row apart from the last: a line of its own from past L1
+                lines = (i // r) * (j // cols) * counts.sides[2] * sum(walked)
         elif not any(counts.strided):
             moved[_level(rhs, machine)] += rhs * (i - 1)
         moved[_level(lhs, machine)] += lhs * (math.ceil(j / cols) - 1)
