@@ -208,6 +208,30 @@ class Builder:
             acc = acc * t + self.c(c)
         return acc
 
+    def pick(self, conds: list[Val], values: list) -> Val:
+        """values[i] for the first i with conds[i] true, the last value when none is:
+        `len(values) − 1` selects."""
+        r = self.lift(values[-1])
+        for c, v in zip(reversed(conds), reversed(values[:-1])):
+            r = self.select(c, v, r)
+        return r
+
+    def piecewise_horner(self, conds: list[Val], t: Val, polys) -> Val:
+        """Horner's rule of polys[i] in t for the first piece i whose conds[i] holds (the
+        last piece when none does), by ONE Horner's rule whose every coefficient is
+        picked per element first — the same bits as evaluating every
+        piece and selecting among the results (`select` of each), in a fraction of the
+        operations: a shorter polynomial is padded with leading zeros, on which the rule
+        is exact (0·t + c = c for finite t; a non-finite t's result is selected away by
+        the caller). A vectorized loop thus does one polynomial's arithmetic per element
+        and the selects, instead of every piece's arithmetic."""
+        n = max(len(p) for p in polys)
+        padded = [("0x0p+0",) * (n - len(p)) + tuple(p) for p in polys]
+        acc = self.pick(conds, [self.c(p[0]) for p in padded])
+        for j in range(1, n):
+            acc = acc * t + self.pick(conds, [self.c(p[j]) for p in padded])
+        return acc
+
     def rint(self, v: Val) -> Val:
         """Round to nearest even integer, exact for |v| < 2^(p−2)."""
         m = self.c("0x1.8p23" if self.ti.name == "f32" else "0x1.8p52")
@@ -499,14 +523,16 @@ def _tanh(b: Builder, x: Val) -> Val:
 
 
 def _erf(b: Builder, x: Val) -> Val:
+    """The pieces 1 + R_i(|x| − c_i) as one Horner's rule on the piece's coefficients
+    and argument (`piecewise_horner`: the bits of each piece's own rule, selected)."""
     F = FIT[b.ti.name]
     a = b.abs(x)
     z = x * x
-    r = b.c("0x1p+0")
-    for lo, hi in reversed(ERF_PIECES[b.ti.name]):
-        cen = b.lift((lo + hi) / 2)
-        piece = 1 + b.horner(a - cen, F[f"erf_{lo}_{hi}"])
-        r = b.select(a < b.lift(hi), piece, r)
+    pieces = ERF_PIECES[b.ti.name]
+    conds = [a < b.lift(hi) for _, hi in pieces[:-1]]
+    t = a - b.pick(conds, [b.lift((lo + hi) / 2) for lo, hi in pieces])
+    piece = 1 + b.piecewise_horner(conds, t, [F[f"erf_{lo}_{hi}"] for lo, hi in pieces])
+    r = b.select(a < b.lift(pieces[-1][1]), piece, b.c("0x1p+0"))
     r = b.select(x < 0, -r, r)
     small = x + x * b.horner(z, F["erf_small"])
     r = b.select(a < 0.75, small, r)
