@@ -33,7 +33,8 @@ Algorithms (docs/mathlib.md has the measured accuracy):
 - log1p: w = 1 + u with its rounding error c carried as c/w into the log kernel (as musl).
 - tanh: |x| < 0.75: x + x·(x²·P(x²)), P a Chebyshev fit (presk/emit/mathlib_fit.py);
   otherwise ±(1 − 2/(exp(2|x|) + 1)).
-- erf: |x| < 0.75: x + x·Q(x²); then piecewise erf(x) = 1 + R_i(|x| − c_i) on intervals
+- erf: |x| < 0.75: x + x·Q(x²); then piecewise erf(x) = 1 + R_i(|x| − c_i) (one Horner rule on
+  per-element picked coefficients, `piecewise_horner`) on intervals
   up to 6 (f64) / 4 (f32), 1 beyond; all fits re-derived by mathlib_fit.py (not A&S).
 - softplus: max(x, 0) + log1p(exp(−|x|)).
 - sinh: |x| < 1: x + x·(x²·P(x²)), P a Chebyshev fit; then exp's reduction |x| = k·ln2 + r
