@@ -63,8 +63,9 @@ TERMS = ("λ", "spawn", "work", "loads", "L2", "L3", "mem")
 # which term each feeds.
 FEATURES = ("launch", "spawn", "arith_f64", "arith_f32", "math_f64", "math_f32",
             "steps", "load_f64", "load_f32", "load_bf16", "tile_loads", "scalar_outputs",
-            "bytes_l2", "bytes_l3", "bytes_mem", "lines", "tile_ops")
-TERM_OF = (0, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 2, 4, 5, 6, 3, 2)
+            "bytes_l2", "bytes_l3", "bytes_mem", "lines", "tile_ops", "chain", "blocked",
+            "spills", "math_ops_f64", "math_ops_f32", "panel_spills")
+TERM_OF = (0, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 2, 4, 5, 6, 3, 2, 2, 2, 3, 2, 2, 2)
 
 UNROLLED = 16
 """A loop carrying a sum over at most this many iterations is unrolled whole by LLVM, so
@@ -90,6 +91,9 @@ class Counts:
     sides: tuple[int, int, int] | None  # a contraction's (I, J, K)
     outer: int  # the outermost loop's trip (what a split divides)
     strided: tuple[float, ...] = ()  # each argument's accesses a cache line apart
+    chain: float = 0.0  # steps of carried loops in order (not blocked) longer than UNROLLED
+    blocked: float = 0.0  # a blocked sum's runs × its partials (their start and tree)
+    math_ops: dict[str, float] | None = None  # compute type → math calls' program ops
 
 
 def _type(t) -> str:
@@ -111,6 +115,7 @@ def _line_apart(op, innermost, line: int) -> bool:
 
 
 def _dependent_steps(loop: K.ForOp) -> float:
+    # (the steps of a sum in order — no partials — are counted apart: `chain`)
     """The steps of `loop` priced at an add's latency: none for a parallel loop; for a
     loop carrying a sum, its trip — unless it is at most UNROLLED, then none (LLVM
     unrolls it into the surrounding loop's work). A blocked sum (presk/summation.py)
@@ -125,7 +130,9 @@ def _dependent_steps(loop: K.ForOp) -> float:
 def _walk(block, times: float, c: dict, innermost=None) -> None:
     for op in block.ops:
         if isinstance(op, K.ForOp):
-            c["steps"] += times * _dependent_steps(op)
+            c["chain" if op.width is None else "steps"] += times * _dependent_steps(op)
+            if op.width is not None:
+                c["blocked"] += times * op.width
             _walk(op.body.block, times * op.trip, c, op.induction)
         elif isinstance(op, _ARITH):
             c["arith"][_type(op.results[0].type)] += times
@@ -133,10 +140,24 @@ def _walk(block, times: float, c: dict, innermost=None) -> None:
             c["arith"][_type(op.results[0].type)] += times
         elif isinstance(op, K.MathOp):
             c["math"][_type(op.results[0].type)] += times
+            c["math_ops"][_type(op.results[0].type)] += times * math_ops(op.fn.data,
+                                                                         _type(op.results[0].type))
         elif isinstance(op, (K.LoadOp, K.StoreOp)):
             c["loads"][_type(op.buffer.type.element)] += times
             if _line_apart(op, innermost, c["line"]):
                 c["strided"][op.buffer.index] += times
+
+
+def math_ops(fn: str, ty: str) -> int:
+    """The operations of math function `fn`'s program in `ty` (presk/emit/mathlib.py:
+    its arguments and constants left out) — what a call computes, which differs by the
+    function (tanh's program is twice exp's)."""
+    from presk.emit import mathlib
+    try:
+        program = mathlib.program(fn, ty if ty in ("f32", "f64") else "f32")
+    except (KeyError, ValueError):
+        return 0
+    return sum(1 for i in program.instrs if i.op not in ("arg", "const"))
 
 
 def _bytes(element) -> int:
@@ -147,7 +168,7 @@ def count(kernel: K.KernelOp, line: int = 64) -> Counts:
     """The counts of one launch of `kernel` as written (`line`: the cache line)."""
     c = {"arith": {"f64": 0.0, "f32": 0.0}, "math": {"f64": 0.0, "f32": 0.0},
          "loads": {"f64": 0.0, "f32": 0.0, "bf16": 0.0}, "steps": 0.0,
-         "strided": [0.0] * len(kernel.arg_types), "line": line}
+         "chain": 0.0, "blocked": 0.0, "math_ops": {"f64": 0.0, "f32": 0.0}, "strided": [0.0] * len(kernel.arg_types), "line": line}
     _walk(kernel.body.block, 1.0, c)
     sizes = [t.size * _bytes(t.element) for t in kernel.arg_types]  # type: ignore[attr-defined]
     sides = None
@@ -158,7 +179,7 @@ def count(kernel: K.KernelOp, line: int = 64) -> Counts:
     loops = [op for op in kernel.body.block.ops if isinstance(op, K.ForOp)]
     outer = loops[0].trip if len(loops) == 1 and not loops[0].inits else 1
     return Counts(c["arith"], c["math"], c["steps"], c["loads"], tuple(sizes), sides, outer,
-                  tuple(c["strided"]))
+                  tuple(c["strided"]), c["chain"], c["blocked"], c["math_ops"])
 
 
 def _level(nbytes: float, machine: Machine) -> int:
@@ -192,6 +213,7 @@ def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
     x = np.zeros(len(FEATURES))
     arith, loads, maths = dict(counts.arith), dict(counts.loads), dict(counts.math)
     steps, tile_loads, scalar_outputs, tile_ops = counts.steps, 0.0, 0.0, 0.0
+    chain, spills = counts.chain, 0.0
     if point.tiled and counts.sides is not None:
         i, j, _ = counts.sides
         r, cols = min(point.tile[0], i), min(point.tile[1], j)
@@ -209,11 +231,12 @@ def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
             # registers (counted at their own width, not the width they run at full
             # rate): the accumulators spill, a load and a store each a k step
             macs = (arith["f64"] + arith["f32"]) / 2
-            tile_loads += 2 * r * held * macs * main / (r * cols)
+            spills = 2 * r * held * macs * main / (r * cols)
         arith = {t: n * (1 - main) for t, n in arith.items()}
         scalar_outputs = i * j * (1 - main)
         loads = {t: n * (1 - main) for t, n in loads.items()}
         steps *= main / (r * cols) + (1 - main)  # a tile's R·C sums step together
+        chain *= main / (r * cols) + (1 - main)
     elif counts.sides is not None:
         # a contraction as written: one output at a time, its k loop's loads priced in
         # the output's cost (the fit finds them no separate rate)
@@ -263,6 +286,10 @@ def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
         moved[_level(lhs, machine)] += lhs * (math.ceil(j / cols) - 1)
     x[12], x[13], x[14] = moved[1:]
     x[15], x[16] = lines, tile_ops
+    x[17], x[18], x[19] = chain, counts.blocked, spills
+    mops = counts.math_ops or {}
+    x[20], x[21] = mops.get("f64", 0.0), mops.get("f32", 0.0)
+    x[22] = spills if tiled and point.panels else 0.0
     return x
 
 
@@ -273,7 +300,10 @@ def constants(model: Model) -> np.ndarray:
                      model.loads["f32"], model.loads["bf16"], model.loads["tile"],
                      model.scalar_output,
                      1 / model.bandwidth["l2"], 1 / model.bandwidth["l3"],
-                     1 / model.bandwidth["mem"], model.loads["line"], model.work["tile"]])
+                     1 / model.bandwidth["mem"], model.loads["line"], model.work["tile"],
+                     model.step if model.chain is None else model.chain, model.blocked,
+                     model.loads["tile"] if model.spill is None else model.spill,
+                     model.math_op_f64, model.math_op_f32, model.panel_spill])
 
 
 def terms(x: np.ndarray, theta: np.ndarray) -> np.ndarray:

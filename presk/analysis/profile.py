@@ -86,6 +86,16 @@ class Model:
     # the artifact (a profile without them: efficiency at any size, for all terms)
     split_work: float = 0.0
     split_bandwidth: float = 1.0
+    # a step of a sum in order (a contraction as written: its k loop, not blocked), and a
+    # blocked sum's start and pairwise tree, a partial (presk/analysis/cost_model.py
+    # `chain`, `blocked`). Optional in the artifact: without them a step in order costs
+    # `step`, as a blocked sum's, and the tree nothing (the frozen profile's prices)
+    chain: float | None = None
+    blocked: float = 0.0
+    spill: float | None = None  # a spilled accumulator's load or store (else loads.tile)
+    math_op_f64: float = 0.0  # an operation of a math function's program, f64 and f32,
+    math_op_f32: float = 0.0  # beside its call's `math` (without them: the call alone)
+    panel_spill: float = 0.0  # what a spilled accumulator adds when its tile reads panels
 
 
 @dataclass(frozen=True)
@@ -200,7 +210,8 @@ _MACHINE = {"cpu": "string", "workers": "natural", "workers_from": "string",
             "vector_registers": "natural", "vector_bytes": "natural",
             "cache_line": "natural"}
 _MODEL_NUMBERS = ("launch", "spawn", "step", "scalar_output", "efficiency", "p", "u", "u90", "rho")
-_MODEL_OPTIONAL = ("split_work", "split_bandwidth")
+_MODEL_OPTIONAL = ("split_work", "split_bandwidth", "chain", "blocked", "spill",
+                   "math_op_f64", "math_op_f32", "panel_spill")
 _MODEL_TABLES = {"work": ("f64", "f32", "tile"), "math": ("f64", "f32"), "loads": (*TYPES, "tile", "line"),
                  "bandwidth": ("l2", "l3", "mem")}
 
@@ -279,6 +290,22 @@ def _split_words(k: Model) -> str:
     return words
 
 
+def _newer_rows(k: Model) -> list[tuple[str, str]]:
+    """The rows of the terms a profile of presk-profile/2 may leave out (a profile
+    without them, as the frozen one, prints as before)."""
+    if k.chain is None:
+        return []
+    return [
+        ("A step of a sum in order", _seconds(k.chain)),
+        ("A blocked sum's start and tree, a partial", _seconds(k.blocked)),
+        ("A math function's operation, f64 / f32",
+         f"{_seconds(k.math_op_f64)} / {_seconds(k.math_op_f32)}"),
+        ("A spilled accumulator's load or store",
+         f"{_seconds(k.loads['tile'] if k.spill is None else k.spill)}"
+         f" (+ {_seconds(k.panel_spill)} when its tile reads panels)"),
+    ]
+
+
 def profile_tables(profile: Profile) -> list[tuple[str, list[tuple[str, str]]]]:
     """The "Machine" and "Layout model" tables: (title, rows of (what, value))."""
     m, k = profile.machine, profile.model
@@ -308,6 +335,7 @@ def profile_tables(profile: Profile) -> list[tuple[str, list[tuple[str, str]]]]:
         ("A register tile's load", _seconds(k.loads["tile"])),
         ("A load a cache line apart, past L1", _seconds(k.loads["line"])),
         ("A contraction's output computed alone", _seconds(k.scalar_output)),
+        *_newer_rows(k),
         ("Terms combined by", f"a p-norm, p = {k.p:.3g}"),
         ("Its error on the calibration (u)",
          f"{k.u:.3f} (median), {k.u90:.3f} (90th percentile), on {k.held_out} held-out "

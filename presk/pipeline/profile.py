@@ -66,7 +66,11 @@ CLOCK = time.thread_time  # what a point costs when nothing preempts it
 SPLIT_CLOCK = time.perf_counter
 """A split point's clock: its parts run on the pool's workers too, and the calling
 thread sleeps while they finish — wall time is what a split saves (or loses)."""
-ROUNDS = 3  # interleaved passes over the points (presk/runtime/kernel_timing.py)
+ROUNDS = 5
+"""Interleaved passes over the points (presk/runtime/kernel_timing.py). Two runs at load
+5-7 give the same point's time within 4.5 % (median) at 5 rounds, 8.6 % at 3 (load 3-5):
+a burst of other work spoils a pass, and more passes give the minimum more chances; the
+timing takes ~30 s against ~25 s."""
 MAX_MACS = 1 << 22  # a contraction of more multiply-adds is not timed at every point
 P_GRID = (1.0, 1.05, 1.1, 1.2, 1.35, 1.5, 2.0)
 EFFICIENCY_GRID = tuple(i / 10 for i in range(11))
@@ -431,7 +435,10 @@ def fit_model(samples: list[Sample], machine: Machine, seed: int = 0,
                  bandwidth=bw, efficiency=float(f.split.efficiency), tile_width=f.width,
                  p=float(p), u=u, u90=u90, rho=rho, points=len(y),
                  held_out=int(held.sum()), fit=fit, split_work=float(f.split.work),
-                 split_bandwidth=float(f.split.bandwidth))
+                 split_bandwidth=float(f.split.bandwidth), chain=float(theta[17]),
+                 blocked=float(theta[18]), spill=float(theta[19]),
+                 math_op_f64=float(theta[20]), math_op_f32=float(theta[21]),
+                 panel_spill=float(theta[22]))
 
 
 def _mib(n: int) -> str:

@@ -196,3 +196,53 @@ def test_fit_recovers_a_split_priced_by_its_work():
     # (the tutorial's nests fit in L2: no traffic past it tells the bandwidth's share)
     assert (fit.split.efficiency, fit.split.work) == (0.6, 2e-6)
     assert np.allclose(fit.predict(), y, rtol=1e-4)
+
+
+def test_chains_blocked_sums_and_math_ops_counted(tmp_path):
+    """A contraction as written runs each output's k loop in order: I·J·K steps of a
+    chain, when K is past UNROLLED (none of a blocked sum's); a row sum is blocked
+    (presk/summation.py): N runs × its partials, and no chain; exp's call counts the
+    operations of its program (arguments and constants left out), read from the program
+    itself."""
+    from presk.analysis.cost_model import UNROLLED, count
+    from presk.dialects import kernel as K
+    from presk.emit import mathlib
+    from presk.pipeline import kernel_pipeline, load_core
+    from presk.pipeline.profile import CALIBRATION
+    from presk.summation import partials_for
+    (tmp_path / "cal.psk").write_text(CALIBRATION, encoding="utf-8")
+    core, _ = load_core(str(tmp_path / "cal.psk"))
+    n, m = 8, 32
+    kernels = {}
+    for entry in ("cal", "ex"):
+        for k in kernel_pipeline(core, entry, {"N": n, "M": m}).kernel.ops:
+            if isinstance(k, K.KernelOp):
+                kernels.setdefault(k.title.data, k)
+    dot = count(kernels["dot"])
+    assert m > UNROLLED and dot.chain == n * m * m and dot.blocked == 0
+    rows = count(kernels["sum axis model"])
+    assert rows.chain == 0 and rows.blocked == n * partials_for(m)
+    ops = sum(1 for i in mathlib.program("exp", "f64").instrs if i.op not in ("arg", "const"))
+    assert count(kernels["exp"]).math_ops == {"f64": n * m * ops, "f32": 0.0}
+
+
+def test_newer_terms_optional():
+    """The frozen profile (without chain, blocked, spill, math_op_*, panel_spill) prices as
+    before: a step in order at `step`, a spill at a tile's load, the rest nothing; a
+    profile with them reads and shows them."""
+    from presk.analysis.cost_model import FEATURES, constants
+    frozen = load_profile(str(FROZEN))
+    theta = dict(zip(FEATURES, constants(frozen.model)))
+    assert theta["chain"] == frozen.model.step
+    assert theta["spills"] == frozen.model.loads["tile"]
+    assert theta["blocked"] == theta["math_ops_f64"] == theta["panel_spills"] == 0
+    assert "in order" not in render_profile(frozen)
+    data = json.loads(FROZEN.read_text())
+    data["model"].update(chain=5e-10, blocked=1e-10, spill=2e-10, math_op_f64=6e-11,
+                         math_op_f32=3e-11, panel_spill=4e-11)
+    profile = load_profile(json.dumps(data))
+    theta = dict(zip(FEATURES, constants(profile.model)))
+    assert (theta["chain"], theta["spills"], theta["panel_spills"]) == (5e-10, 2e-10, 4e-11)
+    text = render_profile(profile)
+    assert "A step of a sum in order                   0.5 ns" in text
+    assert "0.2 ns (+ 0.04 ns when its tile reads panels)" in text
