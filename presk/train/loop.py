@@ -17,9 +17,8 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from ..analysis.artifact import write_atomic
 from ..frontend.program import TrainingInfo
 from .checkpoint import Checkpoint, CheckpointError, check_fits, latest, save
 from .data import Stream
+from .history import History, StepRecord
 from .objective import NativeObjective
 from .native_optim import native_from_info
 from .native_step import STEPS_PER_CALL, NativeStep, native_step
@@ -36,16 +36,6 @@ from .optim import Optimizer
 LOG = "log.csv"
 PLOT = "loss.png"
 LOG_FIELDS = ("step", "epoch", "loss", "lr")
-
-
-class StepRecord(NamedTuple):
-    """One step's row of the log. A tuple of numbers, which the garbage collector stops
-    tracking: a run's history of millions of steps costs it no traversal."""
-
-    step: int  # updates done after this one
-    epoch: int
-    loss: float  # the objective's value before the update
-    lr: float
 
 
 @dataclass
@@ -61,7 +51,7 @@ class Trainer:
     directory: str
     checkpoint_dir: str | None
     step: int = 0
-    history: list[StepRecord] = field(default_factory=list)
+    history: History = field(default_factory=History)
     laid_out: bool = False  # the objective reads and writes the optimizer's arrays
     meta: dict[str, object] = field(default_factory=dict)
     steps_per_call: int = STEPS_PER_CALL  # the native step's most steps a call; 0: none
@@ -143,29 +133,30 @@ class Trainer:
         self.history.append(record)
         return record
 
-    def advance(self, limit: int) -> list[StepRecord]:
+    def advance(self, limit: int) -> Sequence[StepRecord]:
         """Up to `limit` steps (at least one), as many in one native call as the step
         program takes (`steps_per_call`) and the epoch has left; one `one_step` where
         there is no native step, or for an SGD momentum buffer's first step (a copy).
-        The bits are one_step's, step for step."""
+        The bits are one_step's, step for step. The native step writes each step's loss
+        and learning rate into the history's columns (no Python object a step); the
+        records made come back as a Span of the history."""
         native, opt = self.native, self.optimizer
         grp = opt._groups[0] if native is not None else None
         if native is None or any(grp.fresh[b] for b in native.geometry.buffers
                                  if native.geometry.optimizer == "sgd"):
             return [self.one_step()]
-        where, batch = self.stream.position, self.stream.batch_size
-        n = min(limit, native.k, self.stream.steps_per_epoch - where.index)
-        self.stream.check_size()
+        stream = self.stream
+        where = stream.position
+        n = min(limit, native.k, stream.steps_per_epoch - where.index)
+        stream.check_size()
         for name in native.geometry.buffers:  # AdamW's fresh moments are zeros, as made
             opt._made(grp, name)
-        losses, lrs = native.run(n, opt.steps, where.index * batch,
-                                 self.stream.order(where.epoch))
+        native.run(n, opt.steps, where.index * stream.batch_size,
+                   stream.order(where.epoch), self.history.reserve(n))
         opt.steps += n
-        self.stream.advance(n)
-        records = [StepRecord(self.step + i, where.epoch, loss, lr) for i, (loss, lr)
-                   in enumerate(zip(losses.tolist(), lrs.tolist()), 1)]
+        stream.advance(n)
+        records = self.history.commit(n, self.step + 1, where.epoch)
         self.step += n
-        self.history.extend(records)
         return records
 
     def due(self) -> bool:
@@ -187,8 +178,10 @@ def run_steps(trainer: Trainer, log: LogWriter,
               stop: Callable[[], bool] | None = None) -> bool:
     """Step the run to its end: the log appended before each checkpoint it is due (so the
     log always covers the checkpoints), then the rest of the log and a last checkpoint
-    (when the last step was not one). `stop()`, asked before each step, ends the loop
-    early: False is returned and nothing more is written (the caller checkpoints)."""
+    (when the last step was not one). `on_step(record)` is told the last step of each
+    `advance` (up to `steps_per_call` steps; the progress bar shows the latest only).
+    `stop()`, asked before each advance, ends the loop early: False is returned and
+    nothing more is written (the caller checkpoints)."""
     every = trainer.training.checkpoint_every
     while trainer.step < trainer.total:
         if stop is not None and stop():
@@ -201,8 +194,7 @@ def run_steps(trainer: Trainer, log: LogWriter,
             log.flush(trainer.history)
             trainer.checkpoint(records[-1].loss)
         if on_step is not None:
-            for record in records:
-                on_step(record)
+            on_step(records[-1])
     if stop is not None and stop():
         return False
     log.flush(trainer.history)
@@ -239,7 +231,7 @@ def resume_run(trainer: Trainer, warn: Callable[[str], None]) -> Checkpoint:
     check_same_run(ck.meta, trainer.meta)
     log_path = os.path.join(trainer.directory, LOG)
     if os.path.exists(log_path):
-        trainer.history = read_log(log_path, upto=ck.step)
+        trainer.history = History(read_log(log_path, upto=ck.step))
     return ck
 
 
@@ -286,7 +278,7 @@ def _record(row: dict, path: str, line: int, step: int) -> StepRecord:
     return record
 
 
-def write_log(path: str, records: list[StepRecord]) -> None:
+def write_log(path: str, records: Sequence[StepRecord]) -> None:
     """The whole log, atomically (a resumed run rewrites it up to its checkpoint)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -299,11 +291,11 @@ class LogWriter:
     """Appends the steps not written yet to `log.csv` (at each checkpoint and at the end),
     after rewriting the file once with the steps it starts from."""
 
-    def __init__(self, path: str, history: list[StepRecord]):
+    def __init__(self, path: str, history: Sequence[StepRecord]):
         self.path, self.written = path, len(history)
         write_log(path, history)
 
-    def flush(self, history: list[StepRecord]) -> None:
+    def flush(self, history: Sequence[StepRecord]) -> None:
         with open(self.path, "a", encoding="utf-8", newline="") as f:
             csv.writer(f, lineterminator="\n").writerows(
                 _row(r) for r in history[self.written:])
@@ -314,7 +306,7 @@ def _row(r: StepRecord) -> list[object]:
     return [r.step, r.epoch, repr(r.loss), repr(r.lr)]
 
 
-def plot(records: list[StepRecord], path: str, title: str) -> None:
+def plot(records: Sequence[StepRecord], path: str, title: str) -> None:
     """The loss curve as a PNG (matplotlib, no display needed): every step's loss, faint,
     and each epoch's mean at its last step, bold — a batch's loss is noisy."""
     import matplotlib
@@ -337,7 +329,7 @@ def plot(records: list[StepRecord], path: str, title: str) -> None:
     write_atomic(path, buf.getvalue())
 
 
-def epoch_means(records: list[StepRecord]) -> tuple[list[int], list[float]]:
+def epoch_means(records: Sequence[StepRecord]) -> tuple[list[int], list[float]]:
     """(each epoch's last step, the mean loss of its steps), in order."""
     ends: list[int] = []
     losses: list[list[float]] = []

@@ -340,19 +340,26 @@ class NativeStep:
         pointers[names.index("obj_argv")] = obj_argv
         pointers[names.index("obj_arena")] = obj_arena
         self._order_slot = names.index("order")
+        self._out_slot = names.index("losses")  # then lrs
+        self._own = (self.losses.ctypes.data, self.lrs.ctypes.data)
         self._argv = (ctypes.c_void_p * len(names))(*pointers)
         self._argv_at = ctypes.addressof(self._argv)
         self._order: tuple[np.ndarray, np.ndarray] | None = None  # (given, as bound)
 
-    def run(self, n: int, t0: int, first: int, order: np.ndarray) -> tuple[np.ndarray,
-                                                                             np.ndarray]:
+    def run(self, n: int, t0: int, first: int, order: np.ndarray,
+            into: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """n steps (1 ≤ n ≤ k) from t0 updates done, the batches from place `first` of
-        `order` (an epoch's, int64, kept alive here while bound)."""
+        `order` (an epoch's, int64, kept alive here while bound). The losses and learning
+        rates go to `into` (the addresses of n f64s each, `History.reserve`'s), else to
+        this step's own buffers; returns the buffers' first n (what `into` got, if given,
+        is not there)."""
         assert 1 <= n <= self.k and first + n * self.geometry.batch <= order.size
         if self._order is None or order is not self._order[0]:
             bound = np.ascontiguousarray(order, np.int64)
             self._order = (order, bound)
             self._argv[self._order_slot] = bound.ctypes.data
+        argv = self._argv
+        argv[self._out_slot], argv[self._out_slot + 1] = into or self._own
         self.ctl[0], self.ctl[1], self.ctl[2] = n, t0, first
         self._function(self._argv_at, 0)
         return self.losses[:n], self.lrs[:n]
