@@ -57,9 +57,13 @@ fn ex(x : ℝ[batch: N, model: M]) -> ℝ[batch: N, model: M] =
 """
 
 FULL_SIZES = [(4, 4), (16, 64), (64, 16), (64, 256), (1024, 16), (1024, 64), (256, 128),
-              (512, 512), (1024, 1024)]
+              (256, 256), (1024, 128), (512, 512), (1024, 1024)]
 QUICK_SIZES = [(32, 16), (512, 64), (1024, 1024)]
-"""(N, M): the last sizes' element-wise nests (3 buffers of N·M elements: 6 and 24 MiB
+"""(N, M): (256, 256) and (1024, 128) are contractions of 16.7M multiply-adds whose
+operands and output (0.5-1 MiB each in f64) pass a 512 KiB L2 together — a register
+tile's re-reads of the other operand then come from past L2, as the scaled Tower's
+1024 × 256 · 256 × 256 do (its tiles ran 2.7× slower a multiply-add than the same
+product at 64 rows, all in L2); the last sizes' element-wise nests (3 buffers of N·M elements: 6 and 24 MiB
 in f64) outgrow a 2 MiB L2; `large_sizes` adds sizes past the machine's own L2 and L3
 when those are larger."""
 CLOCK = time.thread_time  # what a point costs when nothing preempts it
