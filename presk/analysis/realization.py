@@ -61,14 +61,44 @@ class Realization:
         """Whether the contraction at `site` computes with fused multiply-adds."""
         return site in self.fma
 
-    def summary(self) -> str:
-        """`f64+9sites+4params`, `all-f64`, and `+12fma` when it fuses contractions."""
+    def types_name(self) -> str:
+        """The name of its types alone: `f64+9sites+4params`, `all-f64`, and `+12fma` when
+        it fuses contractions (what a plan checks it was made for; the PyTorch export's,
+        whose kernels are not Presk's)."""
         narrowed = {k: v for k, v in self.sites.items() if v != "f64"}
         params = {k: v for k, v in self.params.items() if v != "f64"}
         fused = f"+{len(self.fma)}fma" if self.fma else ""
         if not narrowed and not params:
             return "all-f64" + fused
         return f"f64+{len(narrowed)}sites+{len(params)}params" + fused
+
+    def summary(self, threads: int = 1) -> str:
+        """Its name with its threading (the reference's): `f64+sequential+9sites+4params`,
+        `all-f64+sequential`, `f64+2threads+9sites+4params` when a launch divides over two
+        workers, `+12fma` when it fuses contractions. `threads`: the most workers a launch
+        of the kernels it runs as divides over (presk/pipeline/record.py
+        `realization_name`); 1, the default, for every engine that runs one worker (the
+        interpreters, the precision analyses)."""
+        head, _, rest = self.types_name().partition("+")
+        word = threading(threads)
+        return f"{head}+{word}+{rest}" if rest else f"{head}+{word}"
+
+
+def threading(threads: int) -> str:
+    """`sequential` when every launch runs on one worker, else `<N>threads`, N the most
+    workers a launch divides over."""
+    return "sequential" if threads <= 1 else f"{threads}threads"
+
+
+def types_of_name(name: str) -> str:
+    """A realization's name without its threading word (`f64+sequential+9sites+4params` →
+    `f64+9sites+4params`); a name without one (a plan written before names carried it) is
+    returned as it is."""
+    parts = name.split("+")
+    if len(parts) > 1 and (parts[1] == "sequential" or
+                           (parts[1].endswith("threads") and parts[1][:-7].isdigit())):
+        del parts[1]
+    return "+".join(parts)
 
 
 ALL_F64 = Realization()

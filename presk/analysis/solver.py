@@ -148,6 +148,12 @@ class _RecordedCost(ABC):
     def _price(self, kernel_module) -> float:
         """The cost of one call under the kernel module a realization recorded."""
 
+    def threads(self, realization: Realization) -> int:
+        """The most workers a launch divides over as the cost runs the realization (its
+        name's threading): the kernels at their default layouts."""
+        from ..transforms.kernel_split import threads_of
+        return threads_of(self.recordings.get(realization).kernel)
+
 
 class TrafficCost(_RecordedCost):
     """Bytes of traffic per call of the entry, from the kernel module under the
@@ -179,6 +185,12 @@ class TimeCost(_RecordedCost):
     def _price(self, kernel_module) -> float:
         from ..pipeline.plan import call_seconds
         return call_seconds(kernel_module, self.profile, self.workers)
+
+    def threads(self, realization: Realization) -> int:
+        """At the plan the profile makes: every kernel at its cheapest point."""
+        from ..pipeline.plan import planned_threads
+        return planned_threads(self.recordings.get(realization).kernel, self.profile,
+                               self.workers)
 
 
 def _key(r: Realization) -> tuple:
@@ -259,6 +271,7 @@ class Solution:
     unit: str
     realization: Realization
     stored: int = 0  # stored values (decisions that are sites)
+    name: str = ""  # the realization's name with its threading as the cost runs it
 
     @property
     def inside(self) -> bool:
@@ -610,10 +623,15 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
         d.type = saved_types[d.key]
 
     others = follower_terms()
+    if isinstance(model, _RecordedCost):
+        name = final.summary(model.threads(final))
+    else:  # a cost of the caller's: the kernels at their default layouts
+        from ..pipeline.record import realization_name
+        name = realization_name(final, recordings.get(final).kernel)
     return Solution(entry, dims, budget, magnitude, absolute, decisions, others, moves, cost,
                     cost_f64, proposal, floor, estimate(), measured, widenings, f64_measured,
                     getattr(model, "unit", "bytes"), final,
-                    stored=sum(1 for d in decisions if d.kind == "site"))
+                    stored=sum(1 for d in decisions if d.kind == "site"), name=name)
 
 
 def write_realization(solution: Solution, path: str) -> None:

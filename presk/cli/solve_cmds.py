@@ -203,6 +203,8 @@ def report(sol, top: int = 30) -> str:
     u = sol.unit
     lines = [f"presk solve: `{sol.entry}` under budget {sol.budget:.2e} relative "
              f"({_e(sol.absolute)} absolute, |output| {_e(sol.magnitude)})",
+             f"  realization {sol.name}, " + ("at the plan the profile makes" if u == "s"
+                                              else "the kernels at their default layouts"),
              f"  sites       {len(narrowable)} narrowable, {len(assigned)} assigned away from "
              f"f64 ({sol.stored} stored values, {sol.stored - len(narrowable)} not offered)",
              f"  parameters  {sum(1 for d in params if d.offered)} offered, {len(p_away)} "

@@ -108,6 +108,6 @@ def pytorch_realized(core_module, entry: str, dims: dict[str, int], realization)
             types.setdefault(s, set()).add(e)
     tree = next((t for t in prepared.func.function_type.inputs.data
                  if isinstance(t, C.ParamsAttr)), None)
-    return Realized(entry, real.summary(), tree.module_name if tree is not None else "",
+    return Realized(entry, real.types_name(), tree.module_name if tree is not None else "",
                     {s: next(iter(e)) for s, e in sorted(types.items()) if len(e) == 1},
                     {f.path: real.param_type(f.path) for f in prepared.fields})

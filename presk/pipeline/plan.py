@@ -14,7 +14,7 @@ import numpy as np
 from ..analysis.cost_model import Priced, price
 from ..analysis.profile import Profile
 from .errors import InvalidInput
-from .record import kernel_pipeline
+from .record import kernel_pipeline, load_realization, realization_name
 
 
 @dataclass
@@ -91,8 +91,8 @@ def make_plan(core_module, entry: str, dims: dict[str, int], profile: Profile,
               remat: str = "store", threads: int | None = None) -> PlanReport:
     """Record the entry, price every point of every nest, and take the cheapest."""
     from ..dialects import kernel as K
-    from ..transforms.plan_layout import (Plan, PlannedNest, first_sites, layout_space,
-                                          operand_sizes)
+    from ..transforms.plan_layout import (Plan, PlannedNest, apply_plan, first_sites,
+                                          layout_space, operand_sizes)
     workers, source = workers_of(threads, profile)
     from ..emit.kernel_listing import count
     pipe = kernel_pipeline(core_module, entry, dims, realization, grad=grad, remat=remat)
@@ -112,6 +112,9 @@ def make_plan(core_module, entry: str, dims: dict[str, int], profile: Profile,
     plan = Plan(entry, dict(dims), grad, pipe.realization_name, workers,
                 [PlannedNest(n.kernel, n.site, n.title, n.operands, n.chosen.point,
                              n.launches, n.chosen.seconds) for n in nests], profile_name)
+    # the plan's name carries the plan's threading: its kernels at the chosen points
+    apply_plan(pipe.kernel, plan)
+    plan.realization = realization_name(load_realization(realization), pipe.kernel)
     return PlanReport(plan, nests, profile, workers, source, pipe.kernel)
 
 
@@ -196,25 +199,36 @@ def host_work(kernel_module):
             yield from block(hosts[name].body.block, runs)
 
 
+def cheapest_points(kernel_module, profile: Profile, workers: int | None = None
+                    ) -> dict[str, Priced]:
+    """Each kernel's cheapest point of its layout space (the plan's), priced."""
+    from ..dialects import kernel as K
+    from ..transforms.plan_layout import layout_space
+    workers = workers or profile.machine.workers
+    resident = resident_bytes(kernel_module)
+    return {name: price(k, layout_space(k, workers), profile.machine, profile.model,
+                        resident)[0] for name, k in K.kernels(kernel_module).items()}
+
+
+def planned_threads(kernel_module, profile: Profile, workers: int | None = None) -> int:
+    """The most workers a launch divides over when every kernel runs at its cheapest
+    point: the threading of the realization's name under the plan the profile makes."""
+    from ..dialects import kernel as K
+    from ..transforms.kernel_split import split_of
+    kernels = K.kernels(kernel_module)
+    return max((split_of(kernels[n], p.point.attr())
+                for n, p in cheapest_points(kernel_module, profile, workers).items()),
+               default=1)
+
+
 def call_seconds(kernel_module, profile: Profile, workers: int | None = None) -> float:
     """The predicted time of one call of the entry: every launch at its kernel's
     cheapest point (the plan's), and the host's conversions, copies and fills, each times
     the runs of its host."""
     from ..dialects import kernel as K
-    from ..transforms.plan_layout import layout_space
-    workers = workers or profile.machine.workers
-    kernels = K.kernels(kernel_module)
-    best: dict[str, float] = {}
+    best = {n: p.seconds for n, p in cheapest_points(kernel_module, profile, workers).items()}
     resident = resident_bytes(kernel_module)
-
-    def launch(name: str) -> float:
-        if name not in best:
-            k = kernels[name]
-            best[name] = price(k, layout_space(k, workers), profile.machine,
-                               profile.model, resident)[0].seconds
-        return best[name]
-
-    return sum(times * (launch(op.callee_name) if isinstance(op, K.LaunchOp)
+    return sum(times * (best[op.callee_name] if isinstance(op, K.LaunchOp)
                         else host_op_seconds(op, profile, resident))
                for op, times in host_work(kernel_module))
 

@@ -25,7 +25,16 @@ FUSE_LIMIT = 8  # psk-fuse's default: at most this many steps a group
 class Pipeline:
     realize: Any  # the PSK-Realize module (fused unless fuse=False)
     kernel: Any  # the PSK-Kernel module
-    realization_name: str  # `all-f64`, `f64+9sites+4params`
+    realization_name: str  # `all-f64+sequential`, `f64+sequential+9sites+4params`
+
+
+def realization_name(real: Realization, kernel_module) -> str:
+    """The realization's name as its kernels run: its types and its threading
+    (`f64+sequential+9sites+4params`; `f64+2threads+…` when a launch of the module, at the
+    layouts it has — the defaults or a plan's — divides over two workers). The one name
+    `presk dump --stage kernel`, run, export, memory, plan and solve print."""
+    from ..transforms.kernel_split import threads_of
+    return real.summary(threads_of(kernel_module))
 
 
 def load_realization(spec) -> Realization:
@@ -105,14 +114,17 @@ def load_plan(spec):
         raise InvalidInput(f"presk: {exc}") from None
 
 
-def planned(pipe: Pipeline, plan, entry: str, dims: dict[str, int], grad: bool) -> Pipeline:
-    """`pipe` with the plan's layouts on its kernels, once the plan is for this recording."""
+def planned(pipe: Pipeline, plan, entry: str, dims: dict[str, int], grad: bool,
+            real: Realization) -> Pipeline:
+    """`pipe` with the plan's layouts on its kernels, once the plan is for this recording
+    (its realization's types: the threading is the plan's own), named by them."""
+    from ..analysis.realization import types_of_name
     from ..transforms.plan_layout import PlanError, apply_plan
     plan = load_plan(plan)
     if plan is None:
         return pipe
     if plan.entry != entry or plan.dims != dims or plan.grad != grad or \
-            plan.realization != pipe.realization_name:
+            types_of_name(plan.realization) != real.types_name():
         what = lambda e, d, g, r: (f"`{e}` at {', '.join(f'{k}={v}' for k, v in d.items())}"  # noqa: E731
                                    f"{' with its gradient' if g else ''} under {r}")
         raise InvalidInput(f"presk: the plan was made for "
@@ -122,6 +134,7 @@ def planned(pipe: Pipeline, plan, entry: str, dims: dict[str, int], grad: bool) 
         apply_plan(pipe.kernel, plan)
     except PlanError as exc:
         raise InvalidInput(f"presk: {exc}") from None
+    pipe.realization_name = realization_name(real, pipe.kernel)
     return pipe
 
 
@@ -161,4 +174,5 @@ def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=N
         kernel = realize_to_kernel(realize)
     except KernelConversionError as exc:
         raise InvalidProgram(f"presk: error: {exc}") from None
-    return planned(Pipeline(realize, kernel, real.summary()), plan, entry, dims, grad)
+    pipe = Pipeline(realize, kernel, realization_name(real, kernel))
+    return planned(pipe, plan, entry, dims, grad, real)

@@ -26,15 +26,22 @@ from xdsl.passes import ModulePass
 from presk.dialects import kernel as K
 
 
-def split_of(kernel: K.KernelOp) -> int:
-    """The workers of a kernel's `split = [0, n]` that can be honoured (1: no split)."""
-    split = kernel.layout.split.data
+def split_of(kernel: K.KernelOp, layout: K.LayoutAttr | None = None) -> int:
+    """The workers of a kernel's `split = [0, n]` that can be honoured (1: no split);
+    `layout`: at that layout instead of its own."""
+    split = (layout or kernel.layout).split.data
     if not split or split[0].data != 0 or split[1].data < 2:
         return 1
     loops = [op for op in kernel.body.block.ops if isinstance(op, K.ForOp)]
     if len(loops) != 1 or loops[0].inits:
         return 1
     return min(split[1].data, loops[0].trip)
+
+
+def threads_of(module: ModuleOp) -> int:
+    """The most workers a launch of the module's kernels divides over (1: every kernel
+    runs on one worker) — the threading a realization's name carries."""
+    return max((split_of(k) for k in module.ops if isinstance(k, K.KernelOp)), default=1)
 
 
 def ranges(kernel: K.KernelOp, n: int) -> list[tuple[int, int]]:

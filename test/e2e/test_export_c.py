@@ -306,7 +306,7 @@ def test_cli_writes_the_program_and_prints_its_summary(tmp_path: Path) -> None:
     run = presk("--target", "c", "--entry", "loss", "--dim", "B=4", "-o", str(out))
     assert run.returncode == 0, run.stderr
     first = run.stdout.splitlines()[0]
-    assert first.startswith("presk export: `loss` at B = 4 in all-f64: 27 launches of 9 "
+    assert first.startswith("presk export: `loss` at B = 4 in all-f64+sequential: 27 launches of 9 "
                             "kernels, 7 functions besides the entry's and 1 loop, an arena of ")
     assert sorted(p.name for p in (out / "inputs").iterdir()) == sorted(
         f"{n}.bin" for n in ["theta_blocks_norm_gamma", "theta_blocks_proj_w",

@@ -155,7 +155,7 @@ def test_cli_native_prints_what_f64_prints(grad: bool) -> None:
     native, f64 = presk(*extra, "--engine", "native"), presk(*extra, "--engine", "f64")
     assert native.returncode == 0 and f64.returncode == 0, native.stderr + f64.stderr
     n, f = native.stdout.splitlines(), f64.stdout.splitlines()
-    assert n[0] == "loss at B = 4 in native code under all-f64:"
+    assert n[0] == "loss at B = 4 in native code under all-f64+sequential:"
     assert f[0] == "loss at B = 4 in f64:"
     assert n[1:] == f[1:]
     outputs = [ln.split(" = ")[0].strip() for ln in n if ln.startswith("  ") and " = " in ln]
@@ -167,17 +167,17 @@ def test_cli_default_engine_is_native() -> None:
     done = presk("--realize", REALIZATIONS["mixed"])
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == \
-        "loss at B = 4 in native code under f64+9sites+4params:"
+        "loss at B = 4 in native code under f64+sequential+9sites+4params:"
     plain = presk()
     assert plain.returncode == 0, plain.stderr
-    assert plain.stdout.splitlines()[0] == "loss at B = 4 in native code under all-f64:"
+    assert plain.stdout.splitlines()[0] == "loss at B = 4 in native code under all-f64+sequential:"
 
 
 def test_cli_time() -> None:
     done = presk("--time")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "loss at B = 4 in native code under all-f64:"
+    assert lines[0] == "loss at B = 4 in native code under all-f64+sequential:"
     assert lines[1].startswith("  result = ")
     (timing,) = [ln for ln in lines if ln.startswith("time per call:")]
     m = re.fullmatch(r"time per call: median [0-9.]+ (µs|ms) \(min [0-9.]+ (µs|ms), \d+ "

@@ -62,5 +62,5 @@ def test_dump_realize_counts_epilogues_as_the_kernel_stage():
                    "B=4").stdout
     assert "Over one call, fusion takes 39 launches to 27 (3 products launched with the " \
            "`add` that alone reads them as their epilogue)." in realize
-    assert kernel.startswith("-- 9 kernels, 27 launches, all-f64\n"
+    assert kernel.startswith("-- 9 kernels, 27 launches, all-f64+sequential\n"
                              "-- fusion: 39 launches without it, 12 saved (31%)")

@@ -97,7 +97,7 @@ def test_table_format(tutorial):
     envelope, b = tutorial
     text = bounds_cmds.report(b, "env.json", 3)
     lines = text.splitlines()
-    assert lines[0] == "presk check --precision: `loss` under f64+9sites+4params"
+    assert lines[0] == "presk check --precision: `loss` under f64+sequential+9sites+4params"
     assert lines[1].startswith("  magnitude   ")
     for i, rule in enumerate(("k", "normwise", "cond")):
         assert lines[2 + i].startswith(f"  bound    {rule}")
@@ -137,7 +137,7 @@ def test_cli_prints_the_table(tmp_path, envelope_file, capsys):
                  sites="2")
     assert bounds_cmds.check_precision(args) == 0
     out = capsys.readouterr().out
-    assert out.startswith("presk check --precision: `loss` under f64+9sites+4params")
+    assert out.startswith("presk check --precision: `loss` under f64+sequential+9sites+4params")
     assert "× the measured gap" in out and len(out.splitlines()) == 9 + 1 + 2
 
 

@@ -110,7 +110,7 @@ def test_the_field_is_read_and_written() -> None:
                            "fma": ["f/%3", "g.bwd/%7", "f/%3"]})
     assert r.fma == ("f/%3", "g.bwd/%7") and r.fused("f/%3") and not r.fused("f/%2")
     assert parse_realization(r.to_json()) == r
-    assert r.summary() == "f64+1sites+0params+2fma"
+    assert r.summary() == "f64+sequential+1sites+0params+2fma"
     assert "fma" not in Realization().to_json()  # a file without it stays as it was
 
 

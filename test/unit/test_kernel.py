@@ -376,7 +376,7 @@ def test_listing_of_the_mixed_tutorial(capsys):
     assert dump_kernel(args) == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
-    assert lines[0] == "-- 9 kernels, 27 launches, f64+9sites+4params"
+    assert lines[0] == "-- 9 kernels, 27 launches, f64+sequential+9sites+4params"
     assert lines[1] == "-- fusion: 39 launches without it, 12 saved (31%)"
     for line in [
         "// k0: 4 launches at RMSNorm.apply/%3",
@@ -401,7 +401,7 @@ def test_listing_of_the_mixed_tutorial(capsys):
 def test_listing_all_f64_names_the_realization():
     pipe = pipeline(None)
     text = format_listing(pipe.kernel, pipe.realization_name)
-    assert text.startswith("-- 9 kernels, 27 launches, all-f64\n"
+    assert text.startswith("-- 9 kernels, 27 launches, all-f64+sequential\n"
                            "-- fusion: 39 launches without it, 12 saved (31%)\n")
 
 

@@ -56,6 +56,9 @@ def test_applied_layouts_and_bits(core, tmp_path):
            if isinstance(k, K.KernelOp)}
     assert got == {n.kernel: n.point for n in plan.nests}
     assert any(p.tiled for p in got.values()) and any(p.split > 1 for p in got.values())
+    # the name carries the threading of the kernels as they run: the plan's splits
+    assert default.realization_name == "f64+sequential+9sites+4params"
+    assert planned.realization_name == "f64+2threads+9sites+4params"
     rng = np.random.default_rng(0)
     from presk.analysis.entry import prepare
     prep = prepare(core, "loss", {"B": 4})
@@ -68,13 +71,35 @@ def test_applied_layouts_and_bits(core, tmp_path):
 
 def test_plan_for_another_recording(core):
     plan = _plan_of(kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED), lambda s: s[0])
-    with pytest.raises(InvalidInput, match=r"made for `loss` at B=4 under f64\+9sites"):
+    with pytest.raises(InvalidInput, match=r"made for `loss` at B=4 under f64\+sequential\+9sites"):
         kernel_pipeline(core, "loss", {"B": 5}, AT_MIXED, plan=plan)
     plan.dims = {"B": 4}
     plan.nests[0] = PlannedNest("k0", "nowhere/%1", plan.nests[0].title,
                                 plan.nests[0].operands, Point())
     with pytest.raises(InvalidInput, match="nest nowhere/%1 .* is not a kernel of this"):
         kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED, plan=plan)
+
+
+def test_the_name_carries_the_threading(core):
+    """One name for every command: a plan without a split is `sequential`, one whose
+    launches divide over two workers `2threads` — in the plan, the pipeline under it, its
+    memory report; a plan written before names carried it (`f64+9sites+4params`) still
+    applies (the types are what it is checked against)."""
+    from presk.analysis.realization import Realization, threading, types_of_name
+    from presk.pipeline.memory import memory_report
+    assert (threading(1), threading(2), threading(8)) == ("sequential", "2threads", "8threads")
+    assert Realization().summary() == "all-f64+sequential"
+    assert Realization(fma=("f/%2",)).summary(4) == "all-f64+4threads+1fma"
+    assert types_of_name("f64+12threads+9sites+4params") == "f64+9sites+4params"
+    assert types_of_name("f64+9sites+4params") == "f64+9sites+4params"
+    pipe = kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED)
+    split = _plan_of(pipe, lambda space: space[-1])
+    as_written = _plan_of(pipe, lambda space: space[0])
+    as_written.realization = "f64+9sites+4params"
+    assert kernel_pipeline(core, "loss", {"B": 4}, AT_MIXED, plan=as_written
+                           ).realization_name == "f64+sequential+9sites+4params"
+    rep = memory_report(core, "loss", {"B": 4}, AT_MIXED, plan=split)
+    assert rep.realization_name == "f64+2threads+9sites+4params"
 
 
 GOOD = {"format": "presk-plan/1", "entry": "f", "dims": {}, "grad": False,

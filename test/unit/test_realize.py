@@ -62,7 +62,7 @@ def test_fixture_is_the_reference_realization():
     assert r.params == {"blocks.proj.w": "f32", "blocks.norm.γ": "bf16",
                         "blocks.proj.b": "bf16", "final.γ": "bf16"}
     assert r.site_type("RMSNorm.apply/%5") == "f64" and r.param_type("x") == "f64"
-    assert r.summary() == "f64+9sites+4params"
+    assert r.summary() == "f64+sequential+9sites+4params"
 
 
 def test_realization_from_path_at_path_and_inline(tmp_path):

@@ -158,5 +158,5 @@ def test_presk_run_grad_engine_kernel_prints_what_f64_prints(remat: str) -> None
         assert done.returncode == 0, done.stderr
         return done.stdout.splitlines()
     kernel, f64 = run("kernel"), run("f64")
-    assert kernel[0].startswith("loss at B = 4 in the kernel interpreter under all-f64 (")
+    assert kernel[0].startswith("loss at B = 4 in the kernel interpreter under all-f64+sequential (")
     assert kernel[1:] == f64[1:]
