@@ -12,7 +12,10 @@ computed in Python, rounded to the group's dtype, and handed over in a small buf
 The module of a group is built directly in the standard dialects (not through
 PSK-Kernel, whose kernels never write what they read): `presk_entry_<name>(argv, arena)`
 with argv = (g, scalars, p, m, v) — the parameters and the moments are updated in place.
-Its size is the group's, fixed: a group that changes size compiles again (cached).
+Its size is the group's, fixed: a group that changes size compiles again (cached). A
+group of 2¹⁵ elements or more is cut into contiguous ranges run on the worker pool, one
+per core (`update_parts`): an update reads and writes four arrays, so at the scaled
+Tower's 264 448 parameters it is a memory-bound loop worth two cores.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, llvm
-from xdsl.dialects.builtin import ModuleOp, UnrealizedConversionCastOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnrealizedConversionCastOp, i32, i64
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -43,15 +46,37 @@ def _element_type(name: str):
     return f64 if name == "f64" else f32
 
 
-def build_update(name: str, ty: str, n: int, scalars: list[str], buffers: list[str],
-                 body: Update) -> tuple[ModuleOp, list[EntrySig]]:
-    """The llvm-dialect module of one in-place update over n elements of type `ty`:
-    `presk_entry_<name>(argv, arena)`, argv = (g, scalars, p, *buffers)."""
-    from ..runtime.compile import llvm_module_from_std
-    block = Block(arg_types=[PTR, PTR])
+SPLIT_ELEMENTS = 1 << 15
+"""Elements from which a group's update runs split over the worker pool (as a nest of
+that many iterations is, presk/conversion/realize_to_kernel/nests.py NEST_SPLIT_WORK)."""
+
+ALIGN = 16
+"""A part's first element is a multiple of this (64 bytes of f32): no two parts write
+one cache line."""
+
+
+def update_parts(n: int) -> int:
+    """The parts a group of n elements updates in: the pool's workers (the machine's
+    cores, or PRESK_THREADS) when n ≥ SPLIT_ELEMENTS and the pool can be had, else 1."""
+    from ..conversion.realize_to_kernel import workers
+    from ..runtime import pool
+    if n < SPLIT_ELEMENTS or workers() < 2 or not pool.available():
+        return 1
+    return workers()
+
+
+def _ranges(n: int, parts: int) -> list[tuple[int, int]]:
+    """`parts` contiguous ranges covering [0, n), each start a multiple of ALIGN."""
+    units = -(-n // ALIGN)
+    bounds = [min(n, units * j // parts * ALIGN) for j in range(parts + 1)]
+    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _range_function(symbol: str, t, names: list[str], n: int, scalars: list[str],
+                    buffers: list[str], body: Update, lo: int, hi: int) -> func.FuncOp:
+    """`void symbol(argv)`: the update of elements [lo, hi), argv = (g, scalars, p, …)."""
+    block = Block(arg_types=[PTR])
     e = Emitter(Builder(InsertPoint.at_end(block)), InsertPoint.at_end(block))
-    t = _element_type(ty)
-    names = ["g", "scalars", "p", *buffers]
     sizes = {"scalars": len(scalars)}
     views = {}
     for i, arg in enumerate(names):
@@ -60,14 +85,50 @@ def build_update(name: str, ty: str, n: int, scalars: list[str], buffers: list[s
         views[arg] = e(UnrealizedConversionCastOp.get([ptr], [buffer_type]))
     s = {k: e.load(views["scalars"], e.index(j)) for j, k in enumerate(scalars)}
 
-    def element(b: Emitter, i: SSAValue) -> None:
+    def element(b: Emitter, k: SSAValue) -> None:
+        i = b(arith.AddiOp(k, b.index(lo))) if lo else k
         x = {arg: b.load(views[arg], i) for arg in ("g", "p", *buffers)}
         for arg, value in body(b, x, s).items():
             b.store(value, views[arg], i)
 
-    e.loop(n, element)
+    e.loop(hi - lo, element)
     e(func.ReturnOp())
-    module = ModuleOp([func.FuncOp(entry_symbol(name), ([PTR, PTR], []), Region(block))])
+    return func.FuncOp(symbol, ([PTR], []), Region(block), "private")
+
+
+def build_update(name: str, ty: str, n: int, scalars: list[str], buffers: list[str],
+                 body: Update, parts: int = 1) -> tuple[ModuleOp, list[EntrySig]]:
+    """The llvm-dialect module of one in-place update over n elements of type `ty`:
+    `presk_entry_<name>(argv, arena)`, argv = (g, scalars, p, *buffers). With `parts` > 1
+    the elements are cut into that many contiguous ranges, run on the worker pool
+    (`presk_pool_run`, as a split kernel's parts: presk/conversion/kernel_to_std/
+    threads.py) — each element's operations the same, so the same bits."""
+    from ..conversion.kernel_to_std.threads import POOL_RUN
+    from ..conversion.std_to_llvm.callees import declare_external_callees
+    from ..runtime.compile import llvm_module_from_std
+    t = _element_type(ty)
+    names = ["g", "scalars", "p", *buffers]
+    ranges = _ranges(n, parts) if parts > 1 else [(0, n)]
+    fns = [_range_function(f"presk_update_{name}_{j}", t, names, n, scalars, buffers, body,
+                           lo, hi) for j, (lo, hi) in enumerate(ranges)]
+    block = Block(arg_types=[PTR, PTR])
+    ops: list = []
+    if len(fns) == 1:
+        ops.append(func.CallOp(fns[0].sym_name.data, [block.args[0]], []))
+    else:
+        size = arith.ConstantOp(IntegerAttr(len(fns), i64))
+        array = llvm.AllocaOp(size, PTR, alignment=8)
+        ops += [size, array]
+        for j, f in enumerate(fns):
+            address = llvm.AddressOfOp(f.sym_name.data, PTR)
+            slot = llvm.GEPOp(array, [j], PTR, inbounds=True)
+            ops += [address, slot, llvm.StoreOp(address, slot)]
+        count = arith.ConstantOp(IntegerAttr(len(fns), i32))
+        ops += [count, llvm.CallOp(POOL_RUN, count, array, block.args[0])]
+    ops.append(func.ReturnOp())
+    block.add_ops(ops)
+    module = ModuleOp([*fns, func.FuncOp(entry_symbol(name), ([PTR, PTR], []), Region(block))])
+    declare_external_callees(module)
     sig = EntrySig(name, entry_symbol(name),
                    (BufferSig("g", ty, (n,)), BufferSig("scalars", ty, (len(scalars),))),
                    tuple(BufferSig(a, ty, (n,)) for a in ("p", *buffers)), 0)
@@ -140,9 +201,10 @@ class _NativeUpdate:
         from ..runtime import load_native
         from ..runtime.compile import lowering_version
         ty, n = _TYPES[grp.p.dtype], grp.p.size
-        name = f"{type(opt).__name__.lower()}_{form}_{ty}_{n}"
+        parts = update_parts(n)
+        name = f"{type(opt).__name__.lower()}_{form}_{ty}_{n}_x{parts}"
         buffers = list(opt.BUFFERS)
-        program = load_native(lambda: build_update(name, ty, n, scalars, buffers, body),
+        program = load_native(lambda: build_update(name, ty, n, scalars, buffers, body, parts),
                               f"{name} {scalars} {buffers} {_SOURCE}", lowering_version())
         scalar_buf = np.zeros(len(scalars), grp.p.dtype)
         entry = program.entry(name)

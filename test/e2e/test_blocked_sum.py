@@ -40,9 +40,11 @@ fn total(x : ℝ[N]) -> ℝ[] = sum(x)
 fn m(x : ℝ[R, N]) -> ℝ[] = mean(x)
 fn kinds(x : ℝ[batch: R, model: N], b : ℝ[model: N]) -> ℝ[] =
   mean(x) + sum(logsumexp(axis model, x)) + sum(softmax(axis model, x) * x) + sum((x + b)^2)
+fn bias(x : ℝ[batch: R, model: N], b : ℝ[model: N]) -> ℝ[] = sum((x + b)^2)
 """
 F32_SITES = {"total": ["total/%1"], "m": ["m/%1"],
-             "kinds": [f"kinds/%{k}" for k in range(2, 14)]}
+             "kinds": [f"kinds/%{k}" for k in range(2, 14)],
+             "bias": [f"bias/%{k}" for k in range(2, 5)]}
 
 
 @pytest.fixture(scope="module")
@@ -158,3 +160,32 @@ def test_the_error_constant_holds_against_mpfr(kind) -> None:
         bound = gamma(roundings(n), "f32") * float(scale)
         assert float(err) <= bound, (kind, n, float(err), bound)
     assert roundings(100_000) == -(-100_000 // PARTIALS) - 1 + 6 == 1568
+
+
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("rows, cols, t", [
+    (131, 70, "f32"), pytest.param(131, 70, "f64", marks=SLOW),
+    pytest.param(200, 300, "f32", marks=SLOW), pytest.param(200, 300, "f64", marks=SLOW),
+    pytest.param(64, 9, "f32", marks=SLOW), pytest.param(64, 9, "f64", marks=SLOW)])
+def test_native_sum_down_columns_is_the_interpreter(reductions, rows, cols, t) -> None:
+    """The backward's sum-to over the batch (the bias's gradient) is a sum down columns,
+    which native code runs a chunk of columns at a time (kernel_to_std/blocked_sum.py
+    `column_sum`): rows past P with a rest, columns past a chunk with a rest, the same
+    bits as the interpreter, split over two workers and not."""
+    from presk.conversion.kernel_to_std.blocked_sum import column_sum
+    from presk.dialects import kernel as K
+    from presk.transforms.plan_layout import Point
+    call = recorded(reductions, "bias", {"N": cols, "R": rows}, t, grad=True)
+    kernels = [k for k in call.pipeline.kernel.ops if isinstance(k, K.KernelOp)]
+    down = [k for k in kernels if any(isinstance(op, K.ForOp) and op.width is not None
+                                      and column_sum(op) is not None for op in k.walk())]
+    assert down, "no sum down columns in the gradient"
+    want = KernelInterpreter(call.pipeline.kernel).run(call.host, call.inputs)
+    for workers in (1, 2):
+        for k in down:
+            k.layout = Point((), workers).attr()
+        got = native_program(call.pipeline.kernel).entry(call.host)(call.inputs)
+        for name, g, w in zip(call.output_names, got, want):
+            assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), (workers, name)

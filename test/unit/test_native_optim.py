@@ -53,3 +53,29 @@ def test_native_update_has_numpys_bits(kind: str, kw: dict, dtype) -> None:
             resumed.load_state(native.state())
             native = resumed
     assert resumed is not None and _same(reference.state(), native.state())
+
+
+@pytest.mark.parametrize("kind, kw", [CASES[0], CASES[4]])
+def test_a_large_group_split_over_the_pool_has_numpys_bits(kind: str, kw: dict,
+                                                           monkeypatch) -> None:
+    """A group of ≥ 2¹⁵ elements updates in ranges on the worker pool (one per worker,
+    PRESK_THREADS = 3 here: an odd cut, starts a multiple of 16): the same bits."""
+    from presk.runtime import pool
+    from presk.train import native_optim
+    if not pool.available():
+        pytest.skip("no worker pool (no C compiler)")
+    monkeypatch.setenv("PRESK_THREADS", "3")
+    shapes = {"w": (native_optim.SPLIT_ELEMENTS + 37,), "b": (5,)}
+    n = sum(int(np.prod(s)) for s in shapes.values())
+    assert native_optim.update_parts(n) == 3
+    assert native_optim._ranges(n, 3)[-1][1] == n
+    assert all(a % native_optim.ALIGN == 0 for a, _ in native_optim._ranges(n, 3))
+    rng = np.random.default_rng(7)
+    reference, native = _pair(kind, kw)
+    p_ref = {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
+    p_nat = {k: v.copy() for k, v in p_ref.items()}
+    for step in range(3):
+        grads = {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
+        reference.step(p_ref, {k: v.copy() for k, v in grads.items()})
+        native.step(p_nat, {k: v.copy() for k, v in grads.items()})
+        assert _same(p_ref, p_nat), step
