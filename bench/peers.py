@@ -28,7 +28,9 @@ Implementations:
   takes seconds; its sites are shape-free, so it applies at the timed batch, and its error
   is measured there against PyTorch f64); `f32+fma`: the f32 realization with every
   contraction fused (its `fma` field, bench/native.py `with_fma`: llvm.fma, one rounding
-  per multiply-add, docs/precision.md). The AdamW step: `NativeObjective` (the value and
+  per multiply-add, docs/precision.md); `f32+fma fused`: the same realization under
+  `--fuse-reductions` (psk-inline, psk-fuse-reduce, the contractions' epilogues: the same
+  bits as `f32+fma`, fewer launches). The AdamW step: `NativeObjective` (the value and
   gradient written straight into the optimizer's arrays) and `NativeAdamW`'s update, as
   `presk train` steps, the batch already in memory.
 - PyTorch eager: the same Tower by hand (bench/native.py `torch_loss`), `torch.autograd.grad`
@@ -157,18 +159,19 @@ def problem(case: Case, batch: int) -> Problem:
 # --------------------------------------------------------------------------------------
 
 def presk_impl(pb: Problem, label: str, dtype: str, realization: Callable[[bool], Any] | None,
-               note: str = "") -> Impl:
+               note: str = "", fused: bool = False) -> Impl:
     from presk.pipeline import run_native
     from presk.train.native_optim import NativeAdamW
     from presk.train.objective import NativeObjective
     real = realization or (lambda grad: None)
     runs = [run_native(pb.module, "loss", pb.prepared.dims, pb.params, pb.values, real(g),
-                       grad=g) for g in (False, True)]
+                       grad=g, fuse_reductions=fused) for g in (False, True)]
     store = np.float32 if dtype == "f32" else np.float64
     batch = [pb.x, pb.y]
 
     def stepper() -> Callable[[], float]:
-        objective = NativeObjective(pb.module, "loss", pb.prepared.dims, real(True))
+        objective = NativeObjective(pb.module, "loss", pb.prepared.dims, real(True),
+                                    fuse_reductions=fused)
         opt = NativeAdamW(lr=LR, beta1=BETAS[0], beta2=BETAS[1], eps=ADAM_EPS,
                           weight_decay=DECAY)
         params = {k: v.astype(store) for k, v in pb.params.items()}
@@ -537,8 +540,9 @@ def run_case(case: Case, dtype: str, peers: dict[str, str | None], settings: Set
     else:
         reals = {g: all_f32(pb.module, pb.prepared, g) for g in (False, True)}
         presk = presk_impl(pb, "Presk native f32", "f32", reals.get)
-        fused = {g: with_fma(pb.module, r, g) for g, r in reals.items()}
-        impls = [presk, presk_impl(pb, "Presk f32+fma", "f32", fused.get)]
+        fma = {g: with_fma(pb.module, r, g) for g, r in reals.items()}
+        impls = [presk, presk_impl(pb, "Presk f32+fma", "f32", fma.get),
+                 presk_impl(pb, "Presk f32+fma fused", "f32", fma.get, fused=True)]
     if solve_it and dtype == "f32":
         realization, line = solved(pb)
         print(f"  solved: {line}")

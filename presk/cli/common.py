@@ -98,9 +98,11 @@ def add_recording_arguments(group: Any, what: str) -> None:
                        help="with --grad: what the forward sweep keeps for the reverse one")
 
 
-FUSE_REDUCTIONS_HELP = ("reductions fused with their element-wise producer and consumers "
-                        "(psk-fuse-reduce: RMSNorm's square, mean and scale in one nest "
-                        "over the rows); the same bits, fewer launches")
+FUSE_REDUCTIONS_HELP = ("fusion across calls (psk-inline) and reductions fused with their "
+                        "element-wise producer and consumers (psk-fuse-reduce: RMSNorm's "
+                        "square, mean and scale in one nest over the rows; a bias and a "
+                        "residual add as a product's epilogue); the same bits, fewer "
+                        "launches")
 """What `--fuse-reductions` does (presk run, presk dump)."""
 
 

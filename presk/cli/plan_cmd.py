@@ -35,8 +35,10 @@ def plan_table(report) -> list[str]:
     lines.append(f"-- {len(report.nests)} nests, {report.points} points costed; "
                  f"u = {u:.3f}")
     if epilogues := [n.site for n in report.nests if n.epilogue]:
+        adds = all(n.title.endswith("+add") for n in report.nests if n.epilogue)
+        reader = "the `add`" if adds else "the element-wise op"
         lines.append(f"-- {len(epilogues)} product{'s' * (len(epilogues) > 1)} take"
-                     f"{'s' * (len(epilogues) == 1)} the `add` that alone reads it as its "
+                     f"{'s' * (len(epilogues) == 1)} {reader} that alone reads it as its "
                      f"epilogue: {', '.join(epilogues)} (one nest: its layout is the "
                      "product's)")
     return lines

@@ -267,8 +267,11 @@ def format_groups(module: ModuleOp, core: ModuleOp | None = None,
             f"{'s' * (total_fused != 1)} fused away:")
     without, with_ = launches(module)
     products = R.epilogue_count(module)
+    adds = all(isinstance(R.epilogue_of(op), R.AddOp) for f in R.funcs(module)
+               for op in f.body.block.ops if R.epilogue_of(op) is not None)
+    reader = "the `add`" if adds else "the element-wise op or group"
     tail = f"Over one call, fusion takes {without} launches to {with_ - products}" + (
-        f" ({_plural(products, 'product')} launched with the `add` that alone reads "
+        f" ({_plural(products, 'product')} launched with {reader} that alone reads "
         f"{'it' if products == 1 else 'them'} as {'its' if products == 1 else 'their'} "
         "epilogue)." if products else ".")
     return "\n".join([head, "", *blocks, "", tail]) + "\n"

@@ -5,12 +5,12 @@ derivative rules are written in. Pure Python: importable without xDSL or llvmlit
 from .expr import DR, A, B, X, Y, Apply, Const, Expr, Heaviside, Powi, Var, Walker, call, has_signed, signed
 from .table import (
     BY_NAME, C0, C_INF, EXACT_ULPS, LIBRARY_ULPS, NO_ROUNDING, ROWS, Bounded, Composite, Derivative, Exact,
-    Function, Library, Monotone, builtins, kernel_math, library, row, rows,
+    Function, Library, Monotone, builtins, kernel_arithmetic, kernel_math, library, row, rows,
 )
 
 __all__ = [
     "A", "B", "BY_NAME", "Bounded", "NO_ROUNDING", "C0", "C_INF", "DR", "EXACT_ULPS", "LIBRARY_ULPS", "ROWS", "X", "Y", "Apply",
     "Composite", "Const", "Derivative", "Exact", "Expr", "Function", "Heaviside", "Library",
-    "Monotone", "Powi", "Var", "Walker", "builtins", "call", "has_signed", "kernel_math", "library", "row",
+    "Monotone", "Powi", "Var", "Walker", "builtins", "call", "has_signed", "kernel_arithmetic", "kernel_math", "library", "row",
     "rows", "signed",
 ]

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .expr import DR, A, B, X, Y, Expr, Heaviside, call, functions_of, signed
+from .expr import DR, A, B, X, Y, Apply, Expr, Heaviside, Powi, call, functions_of, signed
 
 C_INF, C0 = "C∞", "C⁰"  # smooth; continuous with kinks (relu, abs, min, max)
 
@@ -340,6 +340,30 @@ def kernel_math() -> dict[str, int]:
     return {f.name: f.arity for f in ROWS
             if isinstance(f.compute, Library)
             or (isinstance(f.compute, Exact) and f.compute.kernel is None)}
+
+
+def kernel_arithmetic(name: str) -> bool:
+    """Whether a function is computed by the kernel's own scalar ops alone (an exact row
+    with its op, or a composite of such rows, powers and constants): no math-library call
+    and no `psk_kernel.math`. A register tile runs such ops on its vectors; it runs a math
+    call lane by lane."""
+    c = row(name).compute
+    if isinstance(c, Exact):
+        return c.kernel is not None
+    if isinstance(c, Composite):
+        return not _has_heaviside(c.expr) and all(kernel_arithmetic(f)
+                                                  for f in functions_of(c.expr))
+    return False
+
+
+def _has_heaviside(e: Expr) -> bool:
+    if isinstance(e, Heaviside):
+        return True
+    if isinstance(e, Apply):
+        return any(_has_heaviside(a) for a in e.args)
+    if isinstance(e, Powi):
+        return _has_heaviside(e.base)
+    return False
 
 
 def _check() -> None:

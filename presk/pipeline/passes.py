@@ -71,6 +71,12 @@ def _fuse_reduce() -> type[ModulePass]:
     return FuseReducePass
 
 
+def _inline() -> type[ModulePass]:
+    from ..transforms.inline_calls import InlinePass
+
+    return InlinePass
+
+
 def _realize_to_kernel() -> type[ModulePass]:
     from ..conversion.realize_to_kernel import ConvertRealizeToKernelPass
 
@@ -112,6 +118,7 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "psk-differentiate": _differentiate,
     "psk-egraph-opt": _egraph_opt,
     "convert-psk-core-to-realize": _core_to_realize,
+    "psk-inline": _inline,
     "psk-fuse": _fuse,
     "psk-fuse-reduce": _fuse_reduce,
     "convert-psk-realize-to-kernel": _realize_to_kernel,

@@ -28,7 +28,7 @@ class NestChoice:
     inputs: int  # how many of the operands are inputs
     launches: int
     priced: list[Priced]
-    epilogue: bool  # a contraction finishing with its reader's add
+    epilogue: bool  # a contraction finishing with its element-wise reader (dot+add, …)
     measured: float | None = None  # seconds a launch of the chosen point, with --measure
 
     @property
@@ -108,7 +108,7 @@ def make_plan(core_module, entry: str, dims: dict[str, int], profile: Profile,
                        resident_bytes(pipe.kernel))
         nests.append(NestChoice(k.sym_name.data, site, k.title.data, operand_sizes(k),
                                 len(k.input_args), launches, priced,
-                                k.title.data == "dot+add"))
+                                k.title.data.startswith(("dot+", "contract+"))))
     plan = Plan(entry, dict(dims), grad, pipe.realization_name, workers,
                 [PlannedNest(n.kernel, n.site, n.title, n.operands, n.chosen.point,
                              n.launches, n.chosen.seconds) for n in nests], profile_name)

@@ -73,9 +73,11 @@ def recording_passes(entry: str, dims: dict[str, int], realization=None, fuse: b
     """The passes from PSK-Core to the entry's fused PSK-Realize: with `grad`,
     psk-differentiate first and the value and gradient recorded. `realization`: None, a
     path, `@path`, inline JSON, or a Realization (given to the pass as its JSON).
-    `fuse_reductions`: psk-fuse-reduce after psk-fuse (a reduction with its element-wise
-    producer and consumers in one nest; off by default: the reference's launch counts
-    are those of element-wise fusion)."""
+    `fuse_reductions`: psk-inline before psk-fuse (every call's callee inlined, so fusion
+    crosses calls: a residual add, an activation join the product's epilogue) and
+    psk-fuse-reduce after it (a reduction with its element-wise producer and consumers in
+    one nest); off by default: the reference's launch counts are those of element-wise
+    fusion."""
     from ..analysis.realization import Realization
     spec = json.dumps(realization.to_json()) if isinstance(realization, Realization) \
         else realization
@@ -83,6 +85,8 @@ def recording_passes(entry: str, dims: dict[str, int], realization=None, fuse: b
     passes.append(make_pass("convert-psk-core-to-realize", entry=entry, realize=spec,
                             dims=" ".join(f"{k}={v}" for k, v in dims.items()), grad=grad))
     if fuse:
+        if fuse_reductions:  # fusion across calls: the callees' ops inlined first
+            passes.append(make_pass("psk-inline"))
         passes.append(make_pass("psk-fuse", limit=fuse_limit))
         if fuse_reductions:
             passes.append(make_pass("psk-fuse-reduce"))

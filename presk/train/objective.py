@@ -43,13 +43,15 @@ class NativeObjective:
     sequence of arrays in the order of the objective's batch argument; grads by path."""
 
     def __init__(self, core_module, objective: str, dims: dict[str, int], realization=None,
-                 remat: str = "store", cache: bool = True, plan=None):
+                 remat: str = "store", cache: bool = True, plan=None,
+                 fuse_reductions: bool = False):
         from ..pipeline import compile_call, entry_call
         self.prepared = E.prepare(core_module, objective, dims)
         params = {f.path: np.zeros(f.shape) for f in self.prepared.fields}
         values = {n: np.zeros(s) for n, s in self.prepared.inputs.items()}
         self.call = entry_call(core_module, objective, dims, params, values, realization,
-                               True, True, remat, plan=plan)
+                               True, True, remat, plan=plan,
+                               fuse_reductions=fuse_reductions)
         self.program, self.entry = compile_call(self.call, cache)
         self._step: Callable[[], None] = self.entry.bind(self.call.inputs)
         self.outputs: list[np.ndarray] = self._step.outputs  # type: ignore[attr-defined]

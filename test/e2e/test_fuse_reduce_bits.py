@@ -22,6 +22,7 @@ from presk.analysis.kernel_interpret import KernelInterpreter, to_storage
 from presk.analysis.realization import Realization
 from presk.dialects import core as C
 from presk.emit.c_program import c_sources, entry_c
+from presk.emit.kernel_listing import count
 from presk.kernel_abi.arena import entry_signatures
 from presk.pipeline import kernel_pipeline, load_core
 from presk.pipeline.export import _little_endian, write_into
@@ -59,7 +60,9 @@ def all_f32(core, entry: str) -> Realization:
 
 
 def launches(module) -> int:
-    return sum(1 for op in module.walk() if op.name == "psk_kernel.launch")
+    """Launches one call of the entry runs (an inlined callee's ops are written once per
+    caller, so the module's launch ops are not what a call runs)."""
+    return count(module).launches
 
 
 def runs(core, entry: str, dims: dict, realization, grad: bool):
@@ -117,13 +120,16 @@ def test_programs_keep_their_bits(path, dims, realization, grad) -> None:
 
 
 def test_rmsnorm_is_one_nest() -> None:
-    """The tutorial's forward: RMSNorm's square, mean, add, sqrt, div and mul in one
-    kernel, the loss's difference, square and mean in another."""
+    """The tutorial's forward, its calls inlined (psk-inline): in each Block, RMSNorm's
+    square, mean, add, sqrt, div and mul and the gelu reading them in one kernel, then the
+    product with the bias and the residual adds as its epilogue; the final RMSNorm with
+    the loss's difference and square in one kernel, and the mean: 3 kernels, 8 launches."""
     core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
     pipe = kernel_pipeline(core, "loss", {"B": 4}, None, fuse_reductions=True)
     titles = [k.title.data for k in pipe.kernel.ops if k.name == "psk_kernel.kernel"]
-    assert "fused 6 steps, mean axis model" in titles
-    assert "fused 3 steps, mean" in titles
+    assert titles == ["fused 7 steps, mean axis model", "dot+add+add",
+                      "fused 8 steps, mean axis model", "mean"]
+    assert launches(pipe.kernel) == 8
 
 
 @pytest.mark.skipif(not CAN_C, reason="needs cc and make on PATH")

@@ -11,8 +11,11 @@ arguments, then one output buffer per result (destination-passing). In its body:
   loops over the kept axes, the reduced ones in order carrying the accumulator), softmax,
   logsumexp, a contraction (`dot`, `contract`: k ascending, a product then a sum, no FMA),
   `sum_to`, `spread`, `broadcast`;
-* a `dot` whose value only one `add` reads is launched with that add as its epilogue: one
-  "dot+add" kernel (the add's other operand loaded after the sum);
+* a contraction (`dot`, `contract`) whose value only one element-wise op or group reads,
+  at its own indices and in its own type, is launched with that reader as its epilogue:
+  one kernel ("dot+add": a bias; "dot+add+add+gelu", "contract+mul", …), the reader's
+  steps computed on each finished sum before the store, each the scalar op its own
+  kernel runs, in its type: the same bits as two launches;
 * a widening `convert` (bf16→f32, bf16→f64, f32→f64) read by kernels only is folded into
   the kernels' loads: a bf16 parameter read by an f32 kernel stays bf16 (the kernel loads
   bf16 and widens exactly); any other convert is a host `convert` into an arena buffer,
@@ -82,7 +85,7 @@ class _HostConversion:
         self.lazy: dict[SSAValue, R.ConvertOp] = {}  # narrowing converts, made when read
         self.allocates = False
         self.dest: dict[SSAValue, SSAValue] = {}  # Realize value → the output it fills
-        self.epilogues: dict[Operation, R.DotOp] = {}  # add → the dot it finishes
+        self.epilogues: dict[Operation, Operation] = {}  # reader → the product it finishes
         self.skip: set[Operation] = set()
         self.into: dict[SSAValue, tuple[R.StackOp, int]] = {}  # value → the stack element it fills
         self.stacks: dict[R.StackOp, SSAValue] = {}  # a stack → its buffer, made when first written
@@ -152,11 +155,11 @@ class _HostConversion:
                     self.pending[op.result] = _Pending(op.operand, op)
                 else:
                     self.lazy[op.result] = op
-        # dot + the one add that reads it.
+        # A contraction + the one element-wise reader that takes it as its epilogue.
         for op in ops:
-            add = R.epilogue_add(op)
-            if add is not None:
-                self.epilogues[add] = op
+            reader = R.epilogue_of(op) if self.conv.epilogues else None
+            if reader is not None:
+                self.epilogues[reader] = op
                 self.skip.add(op)
         # A stack's item that nothing else reads is written into its element directly.
         for op in ops:
@@ -269,7 +272,7 @@ class _HostConversion:
 
     def lower_compute(self, op: Operation) -> None:
         """A compute op (or a group) → one kernel, built by its kind's builder
-        (`_KERNEL_BUILDERS`; an add finishing a dot is the dot's epilogue), and its launch."""
+        (`_KERNEL_BUILDERS`; a reader finishing a contraction is its epilogue), and its launch."""
         site = _site(op)
         result = op.results[0]
         builder = _epilogue if op in self.epilogues else _lookup(_KERNEL_BUILDERS, op)
@@ -351,22 +354,34 @@ def _reduce_group(hc: _HostConversion, op: R.ReduceGroupOp) -> _Kernel:
     return _Kernel(nb, out, sites=[_site(s) for s in op.steps], fused=True)
 
 
-def _epilogue(hc: _HostConversion, op: R.AddOp) -> _Kernel:
-    """An add whose one operand is a dot only it reads: one "dot+add" kernel."""
-    dot = hc.epilogues[op]
-    read = hc.kernel_input
-    nb = NestBuilder("dot+add")
-    sum_is_lhs = op.operands[0] is dot.result
-    other = op.operands[1] if sum_is_lhs else op.operands[0]
-    lmap, rmap = op.maps
-    places = rmap if sum_is_lhs else lmap
-    lt, rt = dot.lhs.type, dot.rhs.type
+def _epilogue(hc: _HostConversion, op: Operation) -> _Kernel:
+    """The element-wise reader (an op or a group) of a contraction only it reads: one
+    kernel, the reader's steps on each finished sum ("dot+add", "dot+add+gelu", …)."""
+    product = hc.epilogues[op]
+    if isinstance(op, R.GroupOp):
+        steps, yielded = op.steps, op.root.results[0]
+        stand_in = dict(zip(op.inputs, op.body.block.args))[product.result]  # inputs distinct
+        inputs = {arg: hc.kernel_input(v) for arg, v in zip(op.body.block.args, op.inputs)
+                  if v is not product.result}
+    else:
+        steps, yielded, stand_in = [op], op.results[0], product.result
+        inputs = {v: hc.kernel_input(v) for v in _elementwise_operands(op)
+                  if v is not product.result}
+    kind = "dot" if isinstance(product, R.DotOp) else "contract"
+    nb = NestBuilder("+".join([kind, *(_title(s) for s in steps)]))
+    if isinstance(product, R.DotOp):
+        lt, rt = product.lhs.type, product.rhs.type
+        lhs_axes, rhs_axes, perm = [lt.rank - 1], [0], None
+    else:
+        lhs_axes, rhs_axes, perm = product.axes
+        lt, rt = product.lhs.type, product.rhs.type
     out = hc.out(op)
-    build_contraction(nb, read(dot.lhs), read(dot.rhs), lt, rt, [lt.rank - 1], [0],
-                      None, _compute(op.result.type.element), out,
-                      (op, read(other), places, sum_is_lhs), fused=_fused(dot))
-    return _Kernel(nb, out, default_layout(dot, lt, rt, [lt.rank - 1], [0]),
-                   sites=[_site(dot), _site(op)])
+    build_contraction(nb, hc.kernel_input(product.lhs), hc.kernel_input(product.rhs), lt, rt,
+                      lhs_axes, rhs_axes, perm, _compute(product.result.type.element), out,
+                      (steps, yielded, inputs, stand_in), fused=_fused(product))
+    return _Kernel(nb, out, default_layout(product, lt, rt, lhs_axes, rhs_axes),
+                   sites=[_site(product), *(_site(s) for s in steps)],
+                   fused=isinstance(op, R.GroupOp))
 
 
 def _dot(hc: _HostConversion, op: R.DotOp) -> _Kernel:
@@ -460,6 +475,7 @@ def _is_kernel(op: Operation) -> bool:
 @dataclass
 class RealizeToKernel:
     realize: ModuleOp
+    epilogues: bool = True  # False: every contraction a kernel of its own (a reference)
     kernels: list[K.KernelOp] = field(default_factory=list)
 
     def add_kernel(self, kernel: K.KernelOp) -> K.KernelOp:
@@ -490,10 +506,11 @@ class RealizeToKernel:
         return module
 
 
-def realize_to_kernel(module: ModuleOp) -> ModuleOp:
+def realize_to_kernel(module: ModuleOp, epilogues: bool = True) -> ModuleOp:
     """The PSK-Kernel module for a PSK-Realize one (fused or not), its kernels shared
-    (convert-psk-realize-to-kernel, then psk-kernel-dedup), verified."""
-    out = RealizeToKernel(module).convert()
+    (convert-psk-realize-to-kernel, then psk-kernel-dedup), verified. `epilogues=False`:
+    no contraction takes its reader as its epilogue (the tests' unfused reference)."""
+    out = RealizeToKernel(module, epilogues).convert()
     dedup_kernels(out)
     out.verify()
     return out
@@ -506,7 +523,9 @@ class ConvertRealizeToKernelPass(ModulePass):
 
     name = "convert-psk-realize-to-kernel"
 
+    epilogues: bool = True
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        new = RealizeToKernel(op).convert()
+        new = RealizeToKernel(op, self.epilogues).convert()
         new.verify()
         replace_module_body(op, new)

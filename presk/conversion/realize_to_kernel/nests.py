@@ -259,8 +259,16 @@ def build_elementwise(nb: NestBuilder, steps: list[Operation], yielded: SSAValue
     `inputs` (by Realize value), scalars for the steps, one store of `yielded`."""
     out_arg = nb.output(out)
     indices = nb.open_loops(result.sizes)
-    scalars: dict[SSAValue, SSAValue] = {}
-    pending_bf16: set[SSAValue] = set()
+    elementwise_steps(nb, steps, yielded, inputs, {}, out_arg, indices)
+    nb.close(len(indices))
+
+
+def elementwise_steps(nb: NestBuilder, steps: list[Operation], yielded: SSAValue,
+                      inputs: dict[SSAValue, _Input], scalars: dict[SSAValue, SSAValue],
+                      out_arg: BlockArgument, indices: list[SSAValue]) -> None:
+    """Inside the loops over the result's `indices`: the steps' scalars (operands from
+    `scalars`, values already computed — a contraction's sum for its epilogue —, or loads
+    of `inputs`), then the store of `yielded`."""
     for op in steps:
         t = _compute(R._ttype(op.results[0]).element)
         if isinstance(op, R.ConvertOp):
@@ -272,7 +280,6 @@ def build_elementwise(nb: NestBuilder, steps: list[Operation], yielded: SSAValue
                         "group's result may be bf16")
                 scalars[op.result] = _scalar(nb, src, indices, list(range(len(indices))),
                                              scalars, inputs, Float32Type())
-                pending_bf16.add(op.result)
                 continue
             x = _scalar(nb, src, indices, list(range(len(indices))), scalars, inputs, None)
             scalars[op.result] = x if x.type == t else nb.value(K.CastOp(x, t))
@@ -282,7 +289,6 @@ def build_elementwise(nb: NestBuilder, steps: list[Operation], yielded: SSAValue
                 for o, m in zip(_elementwise_operands(op), maps)]
         scalars[op.results[0]] = scalar_op(nb, op, args, t)
     nb.store(scalars[yielded], out_arg, indices)
-    nb.close(len(indices))
 
 
 def _elementwise_operands(op: Operation) -> list[SSAValue]:
@@ -454,19 +460,26 @@ def build_softmax(nb: NestBuilder, op: R.SoftmaxOp, source: _Input, out: SSAValu
     nb.close(len(kept_idx))
 
 
+Epilogue = tuple[list[Operation], SSAValue, dict[SSAValue, "_Input"], SSAValue]
+"""A contraction's epilogue: the steps, the value stored, their inputs, the product's
+value in them."""
+
+
 def build_contraction(nb: NestBuilder, lhs: _Input, rhs: _Input, lhs_type: R.RTensorType,
                       rhs_type: R.RTensorType, lhs_axes: list[int], rhs_axes: list[int],
                       perm: list[int] | None, t: Attribute, out: SSAValue,
-                      epilogue: tuple[Operation, _Input, list[int], bool] | None = None,
-                      fused: bool = False) -> None:
+                      epilogue: Epilogue | None = None, fused: bool = False) -> None:
     """Σ over the paired axes, in order, k ascending: acc = acc + a·b from 0 (`fused`:
     acc = fma(a, b, acc), one rounding a step — the realization's choice for the site).
-    With an epilogue (an add, its other operand, that operand's map, whether the sum is
-    its lhs), the add is applied to the sum before the store."""
+    With an epilogue (its reader's element-wise steps, the value they yield, their inputs
+    by Realize value, and the value that stands for the product in them), the steps run
+    on each finished sum before the store: `dot+add` (a bias), `dot+add+gelu`, ….
+    """
     nb.input(lhs.buffer)
     nb.input(rhs.buffer)
     if epilogue is not None:
-        nb.input(epilogue[1].buffer)
+        for v in epilogue[2].values():
+            nb.input(v.buffer)
     out_arg = nb.output(out)
     a_rest = [i for i in range(lhs_type.rank) if i not in lhs_axes]
     b_rest = [j for j in range(rhs_type.rank) if j not in rhs_axes]
@@ -487,11 +500,11 @@ def build_contraction(nb: NestBuilder, lhs: _Input, rhs: _Input, lhs_type: R.RTe
         return [nb.value(K.AddOp(acc[0], nb.value(K.MulOp(a, b))))]
 
     total = nb.reduce(red_sizes, [nb.const(0.0, t)], step)[0]
-    if epilogue is not None:
-        add, other, places, sum_is_lhs = epilogue
-        y = nb.load(other, [res_idx[p] for p in places], t)
-        total = nb.value(K.AddOp(total, y) if sum_is_lhs else K.AddOp(y, total))
-    nb.store(total, out_arg, res_idx)
+    if epilogue is None:
+        nb.store(total, out_arg, res_idx)
+    else:  # the reader's steps on the finished sum, as its own kernel computes them
+        steps, yielded, inputs, product = epilogue
+        elementwise_steps(nb, steps, yielded, inputs, {product: total}, out_arg, res_idx)
     nb.close(len(res_idx))
 
 

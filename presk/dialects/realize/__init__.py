@@ -73,7 +73,7 @@ Python API (stable): RTensorType (.element, .axes, .sizes, .shape, .rank, .count
 .with_element, get, scalar), rtype_text, element_name, ELEMENT_TYPES, fits; op classes
 below (each constructor takes `site=` and optional `name=`), FuncOp.make, GroupOp.make;
 is_compute, is_elementwise, is_arithmetic, funcs, entry_func, instance_runs, launch_count,
-epilogue_add, epilogue_count, lookup_instance.
+epilogue_of, epilogue_count, lookup_instance.
 
 The package, like xDSL's `dialects/linalg/`: `types` (the tensor type and its names),
 `base` (the op bases and sites), `elementwise` (one class per element-wise function),
@@ -95,7 +95,7 @@ globals().update({cls.__name__: cls for cls in FUNCTION_OPS.values()})  # AddOp,
 from .ops import (BroadcastOp, ConstantOp, ContractOp, ConvertOp, DotOp, FusedOp, GroupOp,
     LogSumExpOp, MaxOp, MeanOp, MinOp, ReduceGroupOp, ReduceOp, SliceOp, SoftmaxOp, SpreadOp,
     StackOp, SumOp, SumToOp, YieldOp)
-from .functions import (CallOp, FoldOp, FuncOp, ReturnOp, entry_func, epilogue_add,
+from .functions import (CallOp, FoldOp, FuncOp, ReturnOp, entry_func, epilogue_of,
     epilogue_count, funcs, instance_runs, is_arithmetic, is_compute, is_elementwise,
     launch_count, lookup_instance)
 

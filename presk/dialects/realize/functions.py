@@ -301,28 +301,57 @@ def instance_runs(module: Operation) -> dict[str, int]:
     return runs
 
 
-def epilogue_add(op: Operation) -> Operation | None:
-    """The `add` a `dot` is launched with as its epilogue (one launch for both): the one op
-    that reads the dot, an add of its shape that does not read it twice; else None.
-    convert-psk-realize-to-kernel decides by it, the listings count by it."""
-    from .elementwise import AddOp
-    from .ops import DotOp
-    if not isinstance(op, DotOp):
+def epilogue_of(op: Operation) -> Operation | None:
+    """The element-wise reader a contraction is launched with as its epilogue (one launch
+    for both; the reader's steps run on each finished sum, before the store): the one op
+    that reads a `dot` or `contract` — an element-wise op or a `group` of the kernel's
+    own arithmetic (`_tile_arithmetic`: add, mul, relu, …; not gelu) — of its shape,
+    reading it in its own type at its own indices (a value broadcast from the product, or
+    read through a convert, is not an epilogue); else None. convert-psk-realize-to-kernel
+    decides by it, the listings count by it."""
+    from .ops import ContractOp, DotOp, GroupOp, _operand_places
+    if not isinstance(op, (DotOp, ContractOp)):
         return None
     uses = list(op.result.uses)
-    if len(uses) != 1 or not isinstance(uses[0].operation, AddOp):
+    if len(uses) != 1:
         return None
-    add = uses[0].operation
-    if add.result.type.sizes != op.result.type.sizes or add.operands[0] is add.operands[1]:
+    reader = uses[0].operation
+    if not (is_elementwise(reader) or isinstance(reader, GroupOp)) or \
+            _ttype(reader.results[0]).sizes != op.result.type.sizes:
         return None
-    return add
+    steps = reader.steps if isinstance(reader, GroupOp) else [reader]
+    if not all(_tile_arithmetic(s) for s in steps):
+        return None
+    identity = list(range(op.result.type.rank))
+    if isinstance(reader, GroupOp):
+        args = {a for a, v in zip(reader.body.block.args, reader.inputs) if v is op.result}
+        reads = [places for step in reader.steps for v, places in _operand_places(step)
+                 if v in args]
+    else:
+        reads = [places for v, places in _operand_places(reader) if v is op.result]
+    return reader if reads and all(p == identity for p in reads) else None
+
+
+def _tile_arithmetic(op: Operation) -> bool:
+    """Whether an element-wise step is the kernel's own arithmetic (presk.ops
+    `kernel_arithmetic`): a register tile runs it on its vectors. A math-library call in
+    a tile runs lane by lane, R × C calls a tile: on the scaled Tower's gradient
+    (B = 1024, f32) dy · wᵀ finished by gelu's slope took 68 ms a launch against 13 ms
+    for the product and the slope as two kernels, so such a reader stays a kernel of its
+    own."""
+    from presk import ops
+    from .elementwise import HeavisideOp, PowIOp
+    if isinstance(op, PowIOp):
+        return True
+    fn = getattr(op, "FUNCTION", None)
+    return not isinstance(op, HeavisideOp) and fn is not None and ops.kernel_arithmetic(fn)
 
 
 def epilogue_count(module: Operation) -> int:
-    """The dots one call of the entry launches together with their epilogue add."""
+    """The contractions one call of the entry launches together with their epilogue."""
     runs = instance_runs(module)
     return sum(runs[f.func_name] * sum(1 for op in f.body.block.ops
-                                       if epilogue_add(op) is not None)
+                                       if epilogue_of(op) is not None)
                for f in funcs(module))
 
 
