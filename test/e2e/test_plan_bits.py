@@ -1,7 +1,8 @@
 """A layout never changes bits: every point of the layout space of every nest of the
 tutorial's loss (its value, and its value and gradient) and of the scaled Tower's (bench/
 scaled_tower.psk at B = 8, D = 256: its contractions 8 × 256 × 256), and of the tutorial's
-value and gradient with its contractions fused (llvm.fma), is compiled beside the
+value and gradient with its contractions fused (llvm.fma), and of a residual block fused
+across calls (its products' epilogues, k-blocked points included), is compiled beside the
 nest in its default layout, all in one module (presk/runtime/kernel_timing.py's harness),
 run on the same inputs, and its outputs compared bit for bit with the default's."""
 
@@ -81,3 +82,21 @@ def test_k_blocks(tmp_path, fused):
 def test_scaled_tower():
     core, _ = load_core(str(ROOT / "bench" / "scaled_tower.psk"))
     assert _every_point_same_bits(kernel_pipeline(core, "loss", {"B": 8})) > 40
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("grad", [False, True], ids=["value", "gradient"])
+def test_epilogue_points(tmp_path, grad):
+    """Every point — k-blocked ones included (K = 520) — of the residual block's nests
+    fused across calls (`fuse_reductions`: x·w + b + relu + residual as one dot's
+    epilogue, the reverse sweep's contract+add): the default's bits."""
+    from test_epilogue_bits import BLOCK
+    path = tmp_path / "block.psk"
+    path.write_text(BLOCK.replace("{n}", "520"))
+    core, _ = load_core(str(path))
+    pipe = kernel_pipeline(core, "loss", {"R": 9}, None, grad=grad, fuse_reductions=True)
+    titles = {k.title.data for k in pipe.kernel.ops if isinstance(k, K.KernelOp)}
+    assert ({"dot+add", "contract+add"} if grad else {"dot+add+relu+add"}) <= titles, titles
+    assert any(p.kblock for k in pipe.kernel.ops if isinstance(k, K.KernelOp)
+               and k.title.data.startswith(("dot+", "contract+")) for p in layout_space(k, 2))
+    assert _every_point_same_bits(pipe) > 40
