@@ -193,6 +193,17 @@ class TimeCost(_RecordedCost):
                                self.workers)
 
 
+def _recordings(model, core_module, entry: str, dims: dict[str, int]) -> Recordings:
+    """The recordings of a cost model passed in when they are of this entry at these dims,
+    else new ones: the estimate's reads and the cost then record each realization once
+    between them (and across the solves that share the model), not once each."""
+    rec = getattr(model, "recordings", None)
+    if isinstance(rec, Recordings) and rec.core is core_module and rec.entry == entry \
+            and rec.dims == dims:
+        return rec
+    return Recordings(core_module, entry, dims)
+
+
 def _key(r: Realization) -> tuple:
     return (tuple(sorted((k, v) for k, v in r.sites.items() if v != "f64")),
             tuple(sorted((k, v) for k, v in r.params.items() if v != "f64")), tuple(r.fma))
@@ -421,7 +432,7 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     sens = sensitivities(core_module, entry, dims, params, values, bits)
     magnitude = _magnitude(sens.value)
     absolute = budget * magnitude
-    recordings = Recordings(core_module, entry, dims)
+    recordings = _recordings(cost_model, core_module, entry, dims)
     if cost_model is None and profile is not None:
         cost_model = TimeCost(core_module, entry, dims, profile, recordings)
     model = cost_model or TrafficCost(core_module, entry, dims, recordings=recordings)

@@ -31,7 +31,10 @@ def envelope(module):
 
 @pytest.fixture(scope="module")
 def solution(module, envelope):
-    return solve(module, "loss", DIMS, envelope, 1e-3)
+    # solve(module, "loss", DIMS, envelope, 1e-3) with the acceptance's shared cost model
+    # (the same bytes), so test_every_budget_holds[0.001] and every other budget reuse
+    # its recordings
+    return solved(TUTORIAL, 1e-3)
 
 
 def test_rule_1_leaves_two(solution):
