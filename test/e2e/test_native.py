@@ -35,6 +35,8 @@ from presk.pipeline import entry_call, run_kernel, run_native
 from presk.runtime.compile import native_program
 from programs import FIXTURES, PRESK, TUTORIAL, program
 
+pytestmark = pytest.mark.early(1.4)  # CPU minutes (test/conftest.py)
+
 REALIZATIONS = {"all-f64": None, "mixed": str(FIXTURES / "realization_mixed.json"),
                 "f32": str(FIXTURES / "realization_f32.json")}
 

@@ -16,6 +16,8 @@ from presk.pipeline import kernel_pipeline, load_core
 from presk.transforms.plan_layout import Point, layout_space
 from programs import AT_MIXED, MIXED_FMA, ROOT, TRAIN, dot_program
 
+pytestmark = pytest.mark.early(2.7)  # CPU minutes (test/conftest.py)
+
 
 def _every_point_same_bits(pipe, workers: int = 2) -> int:
     from presk.analysis.kernel_interpret import to_storage

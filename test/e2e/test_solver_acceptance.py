@@ -30,7 +30,7 @@ PROGRAMS = [
     "tutorial/05_stack.psk",
     "test/precision_programs/variance.psk",
 ]
-pytestmark = pytest.mark.early(4)
+pytestmark = pytest.mark.early(0.2)
 
 VARIANCE = "test/precision_programs/variance.psk"
 # In variance.psk: m = mean(z) (loss/%3, read squared: an error δ in m moves m² by 2000·δ),

@@ -14,7 +14,7 @@ from solver_acceptance import (BUDGETS, budget_id, check_loose_budget_narrows_so
 PROGRAMS = [
     "test/precision_programs/classifier.psk",
 ]
-pytestmark = pytest.mark.early(18)
+pytestmark = pytest.mark.early(0.3)
 
 
 @pytest.mark.slow

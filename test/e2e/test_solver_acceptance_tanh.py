@@ -15,7 +15,7 @@ PROGRAMS = [
     "tutorial/03_activations.psk",
     "test/precision_programs/deep_tanh.psk",
 ]
-pytestmark = pytest.mark.early(17)
+pytestmark = pytest.mark.early(0.5)
 
 
 @pytest.mark.slow

@@ -18,6 +18,8 @@ from presk.cli import bounds_cmds
 from presk.cli.common import UsageError
 from presk.pipeline import load_core
 
+pytestmark = pytest.mark.early(2.3)  # CPU minutes (test/conftest.py)
+
 TUTORIAL = "tutorial/07_train.psk"
 MIXED = "test/fixtures/realization_mixed.json"
 ALL_F32 = "test/fixtures/realization_f32.json"  # every site and parameter of loss in f32
