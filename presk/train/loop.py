@@ -92,9 +92,11 @@ class Trainer:
             self.params = dict(grp.views)
             self.objective.bind(grp.views, self.optimizer.grad_views(grp))
         self.native = None
-        if self.laid_out and self.steps_per_call > 0:
+        if len(groups) == 1 and self.steps_per_call > 0:
             self.native = native_step(self.objective, self.optimizer, groups, self.stream,
-                                      self.steps_per_call)
+                                      self.steps_per_call, rounded=not self.laid_out)
+            if self.native is not None:  # the native step updates the group's p in place
+                self.params = dict(groups[0].views)
 
     # ---- resuming ----
     def resume(self, warn: Callable[[str], None]) -> Checkpoint | None:

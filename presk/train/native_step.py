@@ -13,7 +13,12 @@ call (`t = t0 + s` updates done before it):
 2. the objective: a call of its compiled entry (`presk_entry_loss`, loaded already, its
    address given to LLVM under the name `presk_step_objective_<digest>`) on the buffers
    the trainer bound: the parameters read from the optimizer's array, the gradient
-   written into it; the loss (widened to f64) stored in `losses[s]`;
+   written into it; the loss (widened to f64) stored in `losses[s]`. Where the
+   objective cannot read the f64 master copies (an all-f32 realization: its parameter
+   buffers and gradient outputs are f32), it keeps its own buffers, bound once: the step
+   rounds each parameter to nearest into its buffer before the call and widens each
+   gradient into the group's array after it (`Geometry.rounded`), the bits of
+   `NativeObjective.__call__` and `Optimizer.step`;
 3. the schedule and the optimizer's scalars in f64, the operations of
    presk/train/optim.py in its order (`Schedule.__call__`, `_scalars`): `cos` and `pow`
    are the C library's (`math.cos`, Python's `**`), called by the names
@@ -30,7 +35,8 @@ length come in buffers, so one compiled step serves every run of that shape.
 argv: ctl (i64: steps, t0, first, total, warmup), hyper (f64: lr and the optimizer's
 fields), order (i64), data (the first sample's byte), losses (f64), lrs (f64), the
 objective's argv and arena, its result buffer, the batch buffers, then g, p and the
-optimizer's buffers (`exp_avg`, `exp_avg_sq` / `momentum`).
+optimizer's buffers (`exp_avg`, `exp_avg_sq` / `momentum`), then (rounded) each
+parameter's input buffer and gradient output of the objective (`param.j`, `grad.j`).
 """
 
 from __future__ import annotations
@@ -84,6 +90,9 @@ class Geometry:
     schedule: str  # constant | linear | cosine
     result: str  # the loss's element type in the objective's output: f64 | f32
     objective: str  # the symbol the objective's entry is called by
+    rounded: tuple[tuple[int, int, str, str], ...] = ()  # per parameter, where the
+    # objective cannot read the f64 master copies: (offset in the group, elements, its
+    # input buffer's type, its gradient output's type); () when it reads p and writes g
 
     @property
     def sample_bytes(self) -> int:
@@ -99,8 +108,10 @@ class Geometry:
     def name(self) -> str:
         shape = "_".join(f"{n}{t}{b}" for n, t, b in self.tensors)
         flags = "".join(str(int(f)) for f in self.form)
+        rounded = "_rounded" + hashlib.sha256(repr(self.rounded).encode()).hexdigest()[:8] \
+            if self.rounded else ""
         return (f"step_{self.optimizer}{flags}_{self.schedule}_{self.n}_"
-                f"B{self.batch}_{shape}_r{self.result}_{self.objective[-16:]}")
+                f"B{self.batch}_{shape}_r{self.result}_{self.objective[-16:]}{rounded}")
 
 
 _ITEM = {"f64": 8, "f32": 4}
@@ -157,7 +168,9 @@ class _Build:
     def step(self, e: Emitter, s: SSAValue) -> None:
         s64 = _i64(e, s)
         self.gather(e, s64)
+        self.convert(e, into_objective=True)
         e(llvm.CallOp(self.g.objective, self.a["obj_argv"], self.a["obj_arena"]))
+        self.convert(e, into_objective=False)
         loss = _load(e, self.a["result"], e.int(0, i64), _TYPE[self.g.result])
         if self.g.result != "f64":
             loss = e(arith.ExtFOp(loss, f64))
@@ -195,6 +208,30 @@ class _Build:
                 b.loop(count, copy)
                 offset += count * _ITEM[ty]
         e.loop(g.batch, sample)
+
+    def convert(self, e: Emitter, into_objective: bool) -> None:
+        """Where the objective has buffers of its own (Geometry.rounded): each parameter
+        rounded to nearest from p into its input (Slot.fill), or each gradient widened
+        exactly from its output into g (to_f64), element by element."""
+        for j, (offset, count, p_type, g_type) in enumerate(self.g.rounded):
+            own = self.a[f"param.{j}" if into_objective else f"grad.{j}"]
+            ty = p_type if into_objective else g_type
+            start = e.int(offset, i64)
+
+            def element(c: Emitter, k: SSAValue, own=own, ty=ty, start=start) -> None:
+                k64 = _i64(c, k)
+                at = c(arith.AddiOp(start, k64))
+                if into_objective:
+                    x = _load(c, self.a["p"], at, f64)
+                    if ty != "f64":
+                        x = c(arith.TruncFOp(x, _TYPE[ty]))
+                    _store(c, x, own, k64)
+                else:
+                    x = _load(c, own, k64, _TYPE[ty])
+                    if ty != "f64":
+                        x = c(arith.ExtFOp(x, f64))
+                    _store(c, x, self.a["g"], at)
+            e.loop(count, element)
 
     def factor(self, e: Emitter, t: SSAValue) -> SSAValue:
         """Schedule.__call__(t), in its operations and order."""
@@ -250,7 +287,9 @@ class _Build:
 
 def argument_names(g: Geometry) -> list[str]:
     """The step's argv, in order."""
-    return [*_FIXED, *(f"batch.{j}" for j in range(len(g.tensors))), "g", "p", *g.buffers]
+    rounded = [f"{k}.{j}" for j in range(len(g.rounded)) for k in ("param", "grad")]
+    return [*_FIXED, *(f"batch.{j}" for j in range(len(g.tensors))), "g", "p", *g.buffers,
+            *rounded]
 
 
 def build_step(g: Geometry) -> tuple[ModuleOp, list[EntrySig]]:
@@ -333,7 +372,8 @@ class NativeStep:
         arrays = {"ctl": self.ctl, "hyper": self.hyper, "losses": self.losses,
                   "lrs": self.lrs, "data": self._map, "result": objective.result_buffer,
                   "g": group.g, "p": group.p, **{b: group.bufs[b] for b in geometry.buffers},
-                  **{f"batch.{j}": s.buffer for j, s in enumerate(objective.batch_slots)}}
+                  **{f"batch.{j}": s.buffer for j, s in enumerate(objective.batch_slots)},
+                  **(_rounded_arrays(objective, group) if geometry.rounded else {})}
         self._keep = (arrays, objective, group)  # what the pointers point into
         names = argument_names(geometry)
         pointers = [arrays[n].ctypes.data if n in arrays else 0 for n in names]
@@ -365,10 +405,36 @@ class NativeStep:
         return self.losses[:n], self.lrs[:n]
 
 
-def native_step(objective, optimizer, groups, stream, k: int,
-                cache: bool = True) -> NativeStep | None:
+def _rounded_arrays(objective, group) -> dict[str, np.ndarray]:
+    """`param.j`/`grad.j`: the objective's own buffers of the group's j-th parameter."""
+    params, grads = objective.rounded_buffers()
+    out = {}
+    for j, path in enumerate(group.paths):
+        out[f"param.{j}"], out[f"grad.{j}"] = params[path].buffer, grads[path].buffer
+    return out
+
+
+def _rounded(objective, grp) -> tuple[tuple[int, int, str, str], ...] | None:
+    """Geometry.rounded for an objective that has buffers of its own (f64 or f32 each,
+    C-contiguous, the parameter's size); None when one is of another type."""
+    params, grads = objective.rounded_buffers()
+    out = []
+    for path in grp.paths:
+        seg, p, g = grp.segments[path], params[path], grads[path]
+        n = seg.stop - seg.start
+        if {p.element, g.element} - set(_ITEM) or p.buffer.size != n or g.buffer.size != n \
+                or not (p.buffer.flags.c_contiguous and g.buffer.flags.c_contiguous):
+            return None
+        out.append((seg.start, n, p.element, g.element))
+    return tuple(out)
+
+
+def native_step(objective, optimizer, groups, stream, k: int, cache: bool = True,
+                rounded: bool = False) -> NativeStep | None:
     """The step program for a trainer whose objective reads and writes the optimizer's one
-    group of f64 parameters (`Trainer.laid_out`), whose batch buffers are f64 or f32 (the
+    group of f64 parameters (`Trainer.laid_out`) — or, `rounded`, that has buffers of its
+    own, f64 or f32, which the step rounds the parameters into and widens the gradient
+    from, as `Trainer.one_step` does — whose batch buffers are f64 or f32 (the
     file's values widened or rounded into them) and whose loss is f64 or f32; None otherwise (the trainer then steps in Python, `one_step`)."""
     from .native_optim import NativeAdamW, NativeSGD
     if len(groups) != 1 or not isinstance(optimizer, (NativeAdamW, NativeSGD)):
@@ -390,6 +456,10 @@ def native_step(objective, optimizer, groups, stream, k: int,
         kind, form = "sgd", (optimizer.weight_decay != 0, optimizer.momentum != 0)
     tensors = tuple((math.prod(s), header.dtype, slot.element)
                     for s, slot in zip(header.shapes, slots))
+    conversions = _rounded(objective, grp) if rounded else ()
+    if conversions is None:
+        return None
     geometry = Geometry(stream.batch_size, tensors, grp.p.size, kind, form,
-                        optimizer.schedule.kind, result, objective_symbol(objective))
+                        optimizer.schedule.kind, result, objective_symbol(objective),
+                        conversions)
     return NativeStep(geometry, k, objective, optimizer, grp, stream, cache)

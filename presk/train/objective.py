@@ -111,12 +111,24 @@ class NativeObjective:
     @property
     def result_buffer(self) -> np.ndarray:
         """The bound output the loss is written to."""
-        return self._result
+        names = self.call.output_names
+        return self._step.outputs[names.index("result")]  # type: ignore[attr-defined]
 
     @property
     def batch_slots(self) -> list[Slot]:
         """The batch's input buffers, in the order of the objective's batch argument."""
         return self._batch_slots
+
+    def rounded_buffers(self) -> tuple[dict[str, Slot], dict[str, Slot]]:
+        """By parameter path: the input buffer its value is rounded into (`__call__`'s
+        `fill`) and the output buffer its gradient is read from (widened by `to_f64`), as
+        bound now: what a native step converts itself when the objective cannot read the
+        f64 master copies (`can_bind`)."""
+        elements = {b.name: b.element for b in self.entry.sig.outputs}
+        outs = dict(zip(self.call.output_names, self._step.outputs))  # type: ignore[attr-defined]
+        grads = {p: Slot(f"grad.{p}", outs[f"grad.{p}"], elements[f"grad.{p}"])
+                 for p in self.paths}
+        return dict(self._param_slots), grads
 
     def call_bound(self, batch: Sequence[np.ndarray]) -> float:
         """The loss at the bound parameters; the gradient is in the bound arrays."""

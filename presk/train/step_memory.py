@@ -34,7 +34,8 @@ class Holdings:
     batch_and_seed: int  # its other inputs: the batch and the cotangent seed
     objective_outputs: int  # its bound outputs: the value and the gradient
     gradient: int  # of which the gradient
-    master: int  # Trainer.params, f64 (0 when laid out: they are the group's `p`)
+    master: int  # Trainer.params, f64 (0 when laid out or with a native step: they are
+    # the group's `p`)
     group_p: int
     group_g: int
     scratch: int  # the group's `tmp` and `tmp2`
@@ -76,21 +77,26 @@ class StepCount:
 def holdings(trace: Trace, optimizer_kind: str,
              steps_per_call: int = STEPS_PER_CALL) -> Holdings:
     """The arrays `Trainer.create` and the optimizer's `lay_out` allocate for `trace`'s
-    objective (one f64 group: the loop's parameters are all f64), and, laid out, the
-    native step's (presk/train/native_step.py)."""
+    objective (one f64 group: the loop's parameters are all f64), and the native step's
+    (presk/train/native_step.py) where it applies."""
     params = [b for b in trace.buffers if b.kind == "input" and b.name.startswith("θ.")]
     others = [b for b in trace.buffers if b.kind == "input" and not b.name.startswith("θ.")]
     outs = [b for b in trace.buffers if b.kind == "output"]
     grads = [b for b in outs if b.name.startswith("grad.")]
     n = sum(b.elements for b in params) * MASTER.itemsize
     laid_out = all(b.element == "f64" for b in params + grads)  # NativeObjective.can_bind
+    # native_step's own test: the parameters, gradients, batch and loss f64 or f32 (then
+    # Trainer.params are the group's `p`, rounded into the objective's buffers if need be)
+    read = params + grads + [b for b in others if b.name.startswith("batch.")] + \
+        [b for b in outs if b.name == "result"]
+    native = bool(steps_per_call) and all(b.element in ("f64", "f32") for b in read)
     cls = _NATIVE[optimizer_kind]
     return Holdings(sum(b.bytes for b in params), sum(b.bytes for b in others),
                     sum(b.bytes for b in outs), sum(b.bytes for b in grads),
-                    0 if laid_out else n, n, n, 2 * n, len(cls.BUFFERS) * n,
+                    0 if laid_out or native else n, n, n, 2 * n, len(cls.BUFFERS) * n,
                     len(cls.SCALARS) * MASTER.itemsize,
-                    step_buffer_bytes(optimizer_kind, steps_per_call)
-                    if laid_out and steps_per_call else 0, laid_out, tuple(cls.BUFFERS))
+                    step_buffer_bytes(optimizer_kind, steps_per_call) if native else 0,
+                    laid_out, tuple(cls.BUFFERS))
 
 
 def reverse_start(trace: Trace) -> int:
@@ -121,7 +127,7 @@ def step_count(c: Count, remat: str, optimizer_kind: str,
     name = c.trace.entry.sym_name.data
     # the update's own arrays: the f64 gradient the objective returns (`to_f64` copies),
     # alive until the group's `g` has them; none when the native code writes `g` itself
-    returned = 0 if h.laid_out else h.group_g
+    returned = 0 if h.laid_out or h.step_buffers else h.group_g  # (a native step widens)
     # the objective's outputs are bound once (allocated whole all run), where the call's
     # count has them live from their first write: count them whole beside the call's own
     outputs_at_peak = sum(b.bytes for b in live_at(c.trace, c.peak_step) if b.kind == "output")

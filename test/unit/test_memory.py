@@ -334,9 +334,9 @@ def test_step_holdings_are_what_a_trainer_allocates(tmp_path, realization):
                    if not np.shares_memory(v, grp.p)) == h.master
         [(_, _, scalars, _)] = trainer.optimizer._native._bound.values()
         assert scalars.nbytes == h.scalars
-        native = trainer.native  # the step in one native call, where laid out
+        native = trainer.native  # the step in one native call, where it applies
         step_arrays = [native.ctl, native.hyper, native.losses, native.lrs] if native else []
-        assert (native is not None) == trainer.laid_out
+        assert (native is not None) == bool(h.step_buffers)
         assert sum(a.nbytes for a in step_arrays) == h.step_buffers
         obj = trainer.objective
         assert sum(s.buffer.nbytes for s in obj.slots if s.name.startswith("θ.")) == \

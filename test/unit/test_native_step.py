@@ -132,10 +132,11 @@ def test_sgd_f32_file_order_native_equals_the_python_step(tmp_path: Path) -> Non
     _same(native, python)
 
 
-def test_no_native_step_where_the_objective_does_not_read_the_optimizers_arrays(
-        tmp_path: Path) -> None:
-    """An all-f32 objective rounds the f64 master copies into its buffers: the trainer
-    steps in Python (one_step), as before."""
+def test_all_f32_realization_native_equals_the_python_step(tmp_path: Path) -> None:
+    """An all-f32 objective rounds the f64 master copies into buffers of its own: the
+    native step rounds them there and widens the f32 gradient into the group's array
+    itself, with the bits of the Python-driven step (which calls the objective with the
+    parameters and hands AdamW the widened gradient); the master copies stay f64."""
     from presk.train.loop import Trainer
     sys.path.insert(0, str(ROOT / "bench"))
     from native import all_f32  # bench/native.py: every site and parameter f32
@@ -143,10 +144,24 @@ def test_no_native_step_where_the_objective_does_not_read_the_optimizers_arrays(
     from presk.analysis import entry as E
     core, training = _load(ROOT / "tutorial" / "07_train.psk")
     f32 = all_f32(core, E.prepare(core, "loss", dict(training.dims)), grad=True)
-    trainer = Trainer.create(core, training, str(tmp_path / "a"), realization=f32)
-    assert trainer.native is None
-    records = trainer.advance(10)
-    assert len(records) == 1 and np.isfinite(records[0].loss)
+    native = Trainer.create(core, training, str(tmp_path / "a"), realization=f32,
+                            steps_per_call=7)
+    python = Trainer.create(core, training, str(tmp_path / "b"), realization=f32,
+                            steps_per_call=0)
+    assert not native.laid_out and native.native is not None and python.native is None
+    assert [r[2:] for r in native.native.geometry.rounded] == [("f32", "f32")] * \
+        len(native.params)
+    _run(native, 40, True)  # into the second epoch (32 batches)
+    _run(python, 40, False)
+    assert all(p.dtype == np.float64 for p in native.params.values())
+    assert len(native.history) == 40 and native.history[-1].epoch == 1
+    _same(native, python)
+    # the f32 objective at the f64 master copies, independently: the last loss logged
+    # is the objective's value before the last update, so one more step's loss is
+    # the objective at the parameters now
+    loss, _ = python.objective(python.params, list(python.stream.read(
+        python.stream.position)))
+    assert native.advance(1)[0].loss == loss
 
 
 def test_adamw_decay_wide_w1_constant_native_equals_the_python_step(tmp_path: Path) -> None:
