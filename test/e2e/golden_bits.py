@@ -16,7 +16,9 @@ realizations).
 Every array is stored as the hex of its bytes (little endian) with its dtype and shape.
 
 Regenerate (only when a change of bits is intended and said so in its commit):
-`make golden-bits`, i.e. `.venv/bin/python test/e2e/golden_bits.py`.
+`make golden-bits`, i.e. `.venv/bin/python test/e2e/golden_bits.py`. When only PyTorch's
+platform changed (its version, or the CPU its pinned kernels run on): `golden_bits.py
+--torch-only` runs PyTorch again and keeps every other engine's outputs as recorded.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -122,8 +125,15 @@ def run_c(args: list[str], d: Path) -> dict[str, np.ndarray]:
 
 # Run in a fresh interpreter: the export's directory first on sys.path, one thread (so
 # that no reduction is split), the jobs from argv; results written as safetensors.
+# torch's bits depend on the CPU as well as on its version: ATen, MKL and oneDNN each pick
+# their kernels by the instruction set (an Intel AVX-512 machine and an AMD EPYC with AVX2
+# gave different last bits of 03_activations' gradient). The runner pins all three to their
+# AVX2 paths (every x86-64 machine we run on has AVX2) and prints what it ran on, so that
+# a pin is compared only where it was recorded: torch's version, its capability, the CPU.
+TORCH_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2,STRICT",
+             "ONEDNN_MAX_CPU_ISA": "AVX2"}
 TORCH_RUNNER = r"""
-import importlib, json, sys
+import importlib, json, platform, sys
 jobs = json.loads(sys.argv[1])
 sys.path.insert(0, jobs["dir"])
 import torch
@@ -143,13 +153,19 @@ for job in jobs["jobs"]:
         out.update({f"grad.{k}": p.grad for k, p in theta.named_parameters()})
         out.update({f"grad.batch.{i}": t.grad for i, t in enumerate(batch)})
     save_file({k: v.contiguous() for k, v in out.items()}, job["out"])
-print(torch.__version__)
+def vendor():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("vendor_id"):
+            return line.split(":", 1)[1].strip()
+    return platform.machine()
+print(torch.__version__, torch.backends.cpu.get_cpu_capability(), vendor())
 """
 
 
 def run_torch(name: str, jobs: list[tuple[str, bool, dict, dict]], tmp: Path
               ) -> tuple[str, dict[str, dict[str, np.ndarray]]]:
-    """The PyTorch export of `name` on each (id, grad, weights, inputs); torch's version."""
+    """The PyTorch export of `name` on each (id, grad, weights, inputs); torch's platform
+    (its version, the ATen capability it ran, the CPU's vendor)."""
     d = tmp / f"pt-{name}"
     presk("export", str(TUTORIAL / f"{name}.psk"), "--target", "pytorch", "-o", str(d))
     spec = []
@@ -162,7 +178,8 @@ def run_torch(name: str, jobs: list[tuple[str, bool, dict, dict]], tmp: Path
     module, cls = TORCH_CLASS[name]
     job = {"dir": str(d), "module": module, "class": cls, "entry": "_" + name, "jobs": spec}
     proc = subprocess.run([sys.executable, "-I", "-c", TORCH_RUNNER, json.dumps(job)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **TORCH_ENV})
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr)
     results = {cid: dict(sorted(load_file(s["out"]).items())) for (cid, *_), s in zip(jobs, spec)}
@@ -187,20 +204,25 @@ def run_case(cid: str, weights: dict, inputs: dict, tmp: Path) -> dict[str, dict
             "c": run_c(args, tmp / f"c-{cid}")}
 
 
-def compute(stored: dict | None = None) -> dict:
+def compute(stored: dict | None = None, torch_only: bool = False) -> dict:
     """Every case on every engine. With `stored` (a golden file's contents), its weights
-    and inputs are used instead of drawing new ones."""
+    and inputs are used instead of drawing new ones; with `torch_only` too, its native,
+    kernel and C outputs are kept and only PyTorch runs."""
     result: dict = {"format": FORMAT, "cases": {}}
     torch_jobs: dict[str, list] = {}
     with tempfile.TemporaryDirectory(prefix="presk-golden-") as t:
         tmp = Path(t)
         for cid, (name, realization, _, grad) in CASES.items():
             weights, inputs = arguments(cid, stored, tmp)
-            outputs = run_case(cid, weights, inputs, tmp)
-            result["cases"][cid] = {
-                "weights": {k: encode(v) for k, v in weights.items()},
-                "inputs": {k: encode(v) for k, v in inputs.items()},
-                "outputs": {e: {k: encode(v) for k, v in o.items()} for e, o in outputs.items()}}
+            if torch_only:
+                result["cases"][cid] = stored["cases"][cid]
+            else:
+                outputs = run_case(cid, weights, inputs, tmp)
+                result["cases"][cid] = {
+                    "weights": {k: encode(v) for k, v in weights.items()},
+                    "inputs": {k: encode(v) for k, v in inputs.items()},
+                    "outputs": {e: {k: encode(v) for k, v in o.items()}
+                                for e, o in outputs.items()}}
             if realization == "all-f64":
                 torch_jobs.setdefault(name, []).append((cid, grad, weights, inputs))
         for name, jobs in torch_jobs.items():
@@ -225,8 +247,17 @@ def main() -> int:
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     stored = json.loads(GOLDEN.read_text()) if GOLDEN.exists() and "--redraw" not in sys.argv else None
-    result = compute(stored)
-    result["recorded_at"] = commit
+    if "--torch-only" in sys.argv:
+        # Only PyTorch's pins again (its platform changed): the other engines' outputs and
+        # the commit they were recorded at stay.
+        if stored is None:
+            sys.exit("golden_bits.py: --torch-only needs the recorded file (and no --redraw)")
+        result = compute(stored, torch_only=True)
+        result["recorded_at"] = stored["recorded_at"]
+        result["torch_recorded_at"] = commit
+    else:
+        result = compute(stored)
+        result["recorded_at"] = commit
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     tmp = GOLDEN.with_suffix(".json.tmp")
     tmp.write_text(dumps(result) + "\n")

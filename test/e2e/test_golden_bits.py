@@ -12,7 +12,13 @@ that each engine here runs on exactly the recorded arguments.
 Every output of every engine must equal its recorded bytes (no NaN appears in them). On
 the day of recording native = kernel interpreter = C bit for bit in every case (also
 checked here, independently of the file); PyTorch differs from them by a few ulps in some
-cases and is pinned as it was. A different torch version skips only the PyTorch pins.
+cases and is pinned as it was. torch's bits also depend on the CPU (ATen, MKL and oneDNN pick
+kernels by instruction set): the runner pins them to AVX2, and PyTorch's outputs were
+recorded again on 2026-12-02 (`golden_bits.py --torch-only`, the file's `torch_recorded_at`,
+on an AMD EPYC: its platform string says so) after the machine changed from an Intel
+AVX-512 one, the other engines' bytes untouched. Where torch's platform (version,
+capability, CPU vendor) is not the recorded one, PyTorch is held to the recorded native
+outputs within 2⁻⁴⁰ of each array's scale instead of to its own pins.
 Regenerate only for an intended change of bits, and say so in the commit.
 """
 
@@ -71,8 +77,25 @@ def test_pytorch_gives_the_recorded_bits(name: str, tmp_path: Path) -> None:
     jobs = [(cid, grad, *G.arguments(cid, STORED, tmp_path))
             for cid, (n, realization, _, grad) in G.CASES.items()
             if n == name and realization == "all-f64"]
-    version, got = G.run_torch(name, jobs, tmp_path)
-    if version != STORED["torch"]:
-        pytest.skip(f"torch {version}, the bits were recorded with {STORED['torch']}")
+    platform, got = G.run_torch(name, jobs, tmp_path)
     for cid, outs in got.items():
-        same(outs, STORED["cases"][cid]["outputs"]["pytorch"], f"{cid} pytorch")
+        if platform == STORED["torch"]:
+            same(outs, STORED["cases"][cid]["outputs"]["pytorch"], f"{cid} pytorch")
+        else:
+            near_native(outs, STORED["cases"][cid]["outputs"]["native"], f"{cid} {platform}")
+
+
+def near_native(got: dict[str, np.ndarray], native: dict[str, dict], what: str) -> None:
+    """On another torch platform than the pins' (another version, or a CPU whose kernels
+    round differently), PyTorch is held to the recorded native outputs within 2⁻⁴⁰ of
+    each array's largest magnitude: the few ulps by which the engines differ, not more.
+    (The inputs' gradients have no native counterpart: the entry's gradient is the
+    parameters'.)"""
+    held = {("result" if name == "value" else name): array for name, array in got.items()
+            if not name.startswith("grad.batch.")}
+    assert sorted(held) == sorted(native), (what, sorted(held), sorted(native))
+    for name, array in held.items():
+        want = G.decode(native[name])
+        scale = max(float(np.max(np.abs(want))), np.finfo(np.float64).tiny)
+        err = float(np.max(np.abs(np.asarray(array, dtype=np.float64) - want)))
+        assert err <= scale * 2.0 ** -40, (what, name, err, scale)
