@@ -55,6 +55,7 @@ def test_tutorial(grad):
                                                   grad=grad)) > 20
 
 
+@pytest.mark.slow  # make test-fast keeps the fused points in test_k_blocks[True]
 def test_tutorial_fused():
     """The tutorial's value and gradient with its three contractions fused (llvm.fma): a
     layout still never changes bits."""
@@ -63,7 +64,9 @@ def test_tutorial_fused():
                                                   grad=True)) > 20
 
 
-@pytest.mark.parametrize("fused", [False, True])
+# The unfused k-blocked points are slow (about as long as the fused ones, which also cover a
+# fused contraction's layouts in make test-fast); make test runs both.
+@pytest.mark.parametrize("fused", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_k_blocks(tmp_path, fused):
     """The k-blocked points (`kblock = 256`, offered where k ≥ 512): x · w with K = 520
     and the gradient's xᵀ·g over a batch of 530 (blocks of 256, 256 and the rest), fused

@@ -143,6 +143,21 @@ def test_loose_budget_narrows_something():
     check_loose_budget_narrows_something(TUTORIAL)
 
 
+def test_solve_with_fma_fuses_a_small_contraction(tmp_path):
+    """make test-fast's cousin of the next test: `solve(..., fma=True)` on one 2×3·3×2
+    contraction lists it under fma and measures its error inside the budget (the
+    kernel interpreter's exact fma); without the flag nothing is fused."""
+    from presk.pipeline import load_core
+    from programs import dot_program
+    module, _ = load_core(str(dot_program(tmp_path, 2, 3, 2)))
+    envelope = EV.calibrate(module, "loss", {})
+    assert solve(module, "loss", {}, envelope, 1e-3).realization.fma == ()
+    fused = solve(module, "loss", {}, envelope, 1e-3, fma=True)
+    assert fused.realization.fma == ("M.apply/%3",)
+    assert fused.measured <= fused.absolute
+
+
+@pytest.mark.slow
 def test_solve_with_fma_fuses_the_contraction_within_budget(module, envelope, solution):
     """`presk solve --fma`: every candidate fuses the entry's contraction (the tutorial's
     Linear.apply/%3), measured so (the kernel interpreter's exact fma), and the written
