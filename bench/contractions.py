@@ -21,7 +21,9 @@ Usage, from anywhere (paths are the repository's):
 - Each contraction is timed twice (`--fma both`, the default): as the program computes it
   (a multiply and an add, two roundings) and with the realization fusing every
   contraction (`fma`, docs/artifacts.md: llvm.fma, one rounding, other bits).
-- The peak: a loop of 24 independent accumulators in vectors of 64 bytes, `acc·a + b` as
+- The peak: a loop of 24 independent accumulators (at most the machine's vector registers
+  less 4: 12 on AVX2, whose 16 registers 24 would spill) in the machine's vectors (64 bytes
+  on AVX-512, 32 on AVX2: nests.py `vector_unit`), `acc·a + b` as
   a multiply and an add (two roundings: what Presk's kernels compute) and as `llvm.fma`
   (one rounding: what oneDNN's sgemm runs), JIT-compiled by llvmlite for this CPU, one
   thread. A product of I×K by K×J makes 2·I·J·K flops.
@@ -207,18 +209,22 @@ exit:
 
 
 def peak_flops(dtype: str, fused: bool, quick: bool) -> float:
-    """GFLOP/s of ACCUMULATORS independent chains of vector `acc = acc·a + b` (a, b loop
+    """GFLOP/s of up to ACCUMULATORS independent chains of vector `acc = acc·a + b` (a, b loop
     invariant; enough chains that the units' throughput, not their latency, bounds it) on
     one thread: the multiply-add peak, as two operations or as llvm.fma."""
     import llvmlite.binding as llvm
+    from presk.conversion.realize_to_kernel.nests import vector_unit
     from presk.emit.llvm import host_target
-    t, s, lanes = ("float", "f32", 16) if dtype == "f32" else ("double", "f64", 8)
+    registers, vector_bytes = vector_unit()
+    accumulators = min(ACCUMULATORS, registers - 4)  # the rest: a and b (no spills)
+    t, s = ("float", "f32") if dtype == "f32" else ("double", "f64")
+    lanes = vector_bytes // (4 if dtype == "f32" else 8)
     vt = f"<{lanes} x {t}>"
     one_up = "0x3FF0000020000000"  # 1 + 2⁻²³, exact in f32 and f64 (LLVM's hex of a double)
     a = f"<{', '.join(f'{t} {one_up}' for _ in range(lanes))}>"
     b = f"<{', '.join(f'{t} 0.5' for _ in range(lanes))}>"
     phis, body, stores = [], [], []
-    for r in range(ACCUMULATORS):
+    for r in range(accumulators):
         phis.append(f"  %acc{r} = phi {vt} [zeroinitializer, %entry], [%next{r}, %loop]")
         if fused:
             body.append(f"  %next{r} = call {vt} @llvm.fma.v{lanes}{s}({vt} %acc{r}, {vt} {a}, "
@@ -235,10 +241,10 @@ def peak_flops(dtype: str, fused: bool, quick: bool) -> float:
     engine = llvm.create_mcjit_compiler(mod, host_target().machine())
     engine.finalize_object()
     fn = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)(engine.get_function_address("peak"))
-    out = np.zeros(ACCUMULATORS * lanes, dtype=np.float32 if dtype == "f32" else np.float64)
+    out = np.zeros(accumulators * lanes, dtype=np.float32 if dtype == "f32" else np.float64)
     iters = 100_000  # about 0.5 ms: short samples, so that some fall between the others' work
     best = min_time(lambda: fn(iters, out.ctypes.data), 20 if quick else 200)
-    return 2 * lanes * ACCUMULATORS * iters / best / 1e9
+    return 2 * lanes * accumulators * iters / best / 1e9
 
 
 # --------------------------------------------------------------------------------------
@@ -262,7 +268,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.dtype}, value and gradient; torch {torch.__version__}, {cpus} CPUs; load "
           f"average {load} (the machine is shared: every figure is inflated)")
     peaks = {fused: peak_flops(args.dtype, fused, args.quick) for fused in (False, True)}
-    print(f"  peak, one thread, {ACCUMULATORS} vector accumulators: multiply + add "
+    from presk.conversion.realize_to_kernel.nests import vector_unit
+    registers, vector_bytes = vector_unit()
+    print(f"  peak, one thread, {min(ACCUMULATORS, registers - 4)} vector accumulators of "
+          f"{vector_bytes} bytes: multiply + add "
           f"{peaks[False]:.1f} GFLOP/s, fused (llvm.fma) {peaks[True]:.1f} GFLOP/s")
     numerics = [False, True] if args.fma == "both" else [args.fma == "on"]
     modules = {fused: contractions(kernel_module(args.batch, args.dtype, fused))

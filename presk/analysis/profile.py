@@ -178,6 +178,16 @@ def vector_registers(flags: set[str]) -> tuple[int, int]:
                        "(avx512f, avx2, avx, sse2, asimd)")
 
 
+def host_vector_unit(cpuinfo: str | None = None) -> tuple[int, int] | None:
+    """(registers, bytes each) of this machine's widest vector unit from /proc/cpuinfo's
+    flags (`vector_registers`), or None when they cannot be read or name no known unit."""
+    try:
+        text = Path("/proc/cpuinfo").read_text() if cpuinfo is None else cpuinfo
+        return vector_registers(_flags(text)[1])
+    except (OSError, ProfileError):
+        return None
+
+
 def read_machine(sys_root: Path = _SYS, cpuinfo: str | None = None) -> Machine:
     """This machine, from sysfs, /proc/cpuinfo and the process's CPU affinity."""
     workers = sorted(os.sched_getaffinity(0))

@@ -59,15 +59,31 @@ def test_tiles_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, i: int
         assert g.tobytes() == w.tobytes(), (name, g, w)
 
 
-def test_wide_contractions_take_two_vectors_of_columns(tmp_path: Path) -> None:
-    """The default layout of J ≥ 32 f32 columns and I ≥ 8 rows: 8 rows × 32 columns, 16
-    lanes."""
+@pytest.mark.parametrize("unit, want", [
+    ((32, 64), "tiled, tile [8, 32], lanes 16, order IJ"),  # AVX-512
+    ((16, 32), "tiled, tile [4, 16], lanes 8, order IJ"),  # AVX2: 8 accumulators of 16
+])
+def test_wide_contractions_take_two_vectors_of_columns(tmp_path: Path, monkeypatch,
+                                                       unit: tuple[int, int], want: str) -> None:
+    """The default layout of J ≥ 32 f32 columns and I ≥ 8 rows: two vectors of the
+    machine's columns by as many rows (at most 8) as keep the accumulators within half
+    its vector registers."""
+    from presk.conversion.realize_to_kernel import nests
+    monkeypatch.setattr(nests, "vector_unit", lambda: unit)
     core = lower_program(elaborate(str(dot_program(tmp_path, 9, 5, 37))))
     call = entry_call(core, "out", {}, {"w": np.ones((5, 37))}, {"x": np.ones((9, 5))},
                       _realization("f32"))
     (kernel,) = [k for k in K.kernels(call.pipeline.kernel).values()
                  if k.layout.kind.data == "tiled"]
-    assert kernel.layout.text() == "tiled, tile [8, 32], lanes 16, order IJ"
+    assert kernel.layout.text() == want
+
+
+def test_host_vector_unit_reads_the_flags() -> None:
+    """/proc/cpuinfo's flags name the unit the default tile is planned for."""
+    from presk.analysis.profile import host_vector_unit
+    assert host_vector_unit("flags\t: fpu sse2 avx avx2 fma\n") == (16, 32)
+    assert host_vector_unit("flags\t: fpu avx2 avx512f\n") == (32, 64)
+    assert host_vector_unit("flags\t: fpu\n") is None
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from xdsl.dialects.builtin import BFloat16Type, Float32Type, Float64Type, StringAttr
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
@@ -530,9 +531,21 @@ def build_spread(nb: NestBuilder, op: Operation, source: _Input, places: list[in
     nb.close(len(idx))
 
 
-VECTOR_BYTES = 64
-"""The vector register a contraction's tile is planned for (AVX-512; LLVM splits a wider
-vector into the machine's registers)."""
+VECTOR_BYTES, VECTOR_REGISTERS = 64, 32
+"""The vector unit a contraction's default tile is planned for when /proc/cpuinfo does
+not say (AVX-512's; LLVM splits a wider vector into the machine's registers)."""
+
+
+def vector_unit() -> tuple[int, int]:
+    """(registers, bytes each) of this machine's vector unit (analysis/profile.py
+    `host_vector_unit`), else (VECTOR_REGISTERS, VECTOR_BYTES)."""
+    return _vector_unit()
+
+
+@lru_cache(maxsize=1)
+def _vector_unit() -> tuple[int, int]:
+    from presk.analysis.profile import host_vector_unit
+    return host_vector_unit() or (VECTOR_REGISTERS, VECTOR_BYTES)
 
 SPLIT_WORK = 1 << 21
 """Multiply-adds from which a contraction's rows are split among the machine's cores: a
@@ -593,12 +606,15 @@ def default_nest_layout(kernel: K.KernelOp) -> K.LayoutAttr:
 
 def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
                    lhs_axes: list[int], rhs_axes: list[int]) -> K.LayoutAttr:
-    """A contraction's default layout: a register tile of up to 8 rows (I) × the J side in
-    vector lanes — two vectors of 64 bytes when J holds them (32 f32, 16 f64), else up to
-    4 — tiles visited I-major, the operands packed into panels when the tile has 16
-    columns or more and the product PANEL_TILES rows of tiles. 8 × 2 vectors is 16 accumulators of AVX-512's 32 registers:
-    on the scaled Tower's products (bench/contractions.py) [8, 32] ran 1.3× [4, 32] in f32
-    and [8, 16] 1.1-2.7× [4, 16] in f64, the fastest point of the plan's space in both."""
+    """A contraction's default layout: a register tile of the J side in vector lanes of
+    this machine (`vector_unit`) — two vectors when J holds them, else one, else up to 4
+    lanes — by as many rows (I, at most 8) as keep the accumulators within half the vector
+    registers; tiles visited I-major, the operands packed into panels when the tile has 16
+    columns or more and the product PANEL_TILES rows of tiles. AVX-512 (32 × 64 bytes):
+    [8, 32] f32, [8, 16] f64 — on the scaled Tower's products (bench/contractions.py)
+    [8, 32] ran 1.3× [4, 32] in f32 and [8, 16] 1.1-2.7× [4, 16] in f64. AVX2 (16 × 32
+    bytes, znver2 here): [4, 16] f32, [4, 8] f64 — [8, 16]'s 16 accumulators spill there,
+    and xᵀ·g ran 15 GFLOP/s at [8, 16] with panels against 55 at [4, 16]."""
     i_size = 1
     for a in range(lhs.rank):
         if a not in lhs_axes:
@@ -608,8 +624,12 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
         if b not in rhs_axes:
             j_size *= rhs.sizes[b]
     element = op.results[0].type.element  # type: ignore[attr-defined]
-    lanes = VECTOR_BYTES // (8 if isinstance(element, Float64Type) else 4)
-    rows = min(8, max(i_size, 1))
+    registers, vector_bytes = vector_unit()
+    lanes = vector_bytes // (8 if isinstance(element, Float64Type) else 4)
+    vectors = 2 if j_size >= 2 * lanes else 1  # the vectors a row of the tile holds
+    # the accumulators (rows × vectors) take at most half the registers: the rest hold
+    # the loaded row and the broadcasts (more spills them, a load and a store a k step)
+    rows = min(8, max(registers // 2 // vectors, 1), max(i_size, 1))
     if j_size >= 2 * lanes:
         tile, lanes = [rows, 2 * lanes], lanes
     elif j_size >= lanes:
