@@ -306,7 +306,7 @@ class KernelInterpreter:
         elif isinstance(op, K.FoldOp):
             acc = env[op.init]
             scratch = (env[op.scratch0], env[op.scratch1])
-            for step, l in enumerate(range(op.lower.data, op.upper.data)):
+            for step, l in enumerate(op.iterations()):
                 dst = scratch[step % 2]
                 env[op.index], env[op.acc], env[op.dest] = l, acc, dst
                 self._run_host_block(op.body.block, env)

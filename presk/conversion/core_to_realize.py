@@ -152,7 +152,25 @@ class PTree:
         return PTree(sub)
 
 
-Value = Union[SSAValue, tuple, PTree, Hyper]
+@dataclass(frozen=True)
+class Steps:
+    """A fold's iterations' results recorded as one loop (`fold_fwd`): the form of one
+    iteration's result (a spec: types, trees, tuples, Hyper values) and, per tensor leaf
+    of it in order, the stacked value (iteration l at element l; in a spec its type).
+    `last`: the last iteration's accumulator (leaf 0) where the loop was recorded, which
+    the fold's own result reads without the stack."""
+
+    form: Any
+    stacks: tuple
+    last: Any = None
+
+    @property
+    def count(self) -> int:
+        return R._ttype(self.stacks[0]).sizes[0] if isinstance(self.stacks[0], SSAValue) \
+            else self.stacks[0].sizes[0]
+
+
+Value = Union[SSAValue, tuple, PTree, Hyper, Steps]
 
 
 def _leaves(value: Any, name: str) -> list[tuple[str, Any]]:
@@ -163,10 +181,14 @@ def _leaves(value: Any, name: str) -> list[tuple[str, Any]]:
         return [leaf for i, v in enumerate(value) for leaf in _leaves(v, f"{name}.{i}")]
     if isinstance(value, Hyper):
         return []
+    if isinstance(value, Steps):
+        return [(n, v) for (n, _), v in zip(_leaves(value.form, name), value.stacks)]
     return [(name, value)]
 
 
 def _hypers(value: Any) -> list[Any]:
+    if isinstance(value, Steps):
+        return _hypers(value.form)
     if isinstance(value, tuple):
         return [h for v in value for h in _hypers(v)]
     return [value.value] if isinstance(value, Hyper) else []
@@ -178,6 +200,8 @@ def _spec(value: Any) -> Any:
         return PTree(tuple((p, _spec(v)) for p, v in value.items))
     if isinstance(value, tuple):
         return tuple(_spec(v) for v in value)
+    if isinstance(value, Steps):
+        return Steps(value.form, tuple(v.type for v in value.stacks))
     if isinstance(value, SSAValue):
         return value.type
     return value
@@ -396,6 +420,8 @@ def _bind(spec: Any, args) -> Any:
         return tuple(_bind(s, args) for s in spec)
     if isinstance(spec, Hyper):
         return spec
+    if isinstance(spec, Steps):
+        return Steps(spec.form, tuple(next(args) for _ in spec.stacks))
     return next(args)
 
 
@@ -456,12 +482,20 @@ class _Body:
                 value = env[op.value]
                 leaves = [v for _, v in _leaves(value, "r")]
                 self.emit(R.ReturnOp(leaves, site=op.site.data))
+                self._drop_unread_slices()
                 return leaves, _spec(value)
             try:
                 env[op.results[0]] = self.step(op, [env[o] for o in op.operands])
             except (VerifyException, shapes.ShapeError) as exc:
                 raise RecordError(f"{op.site.data}: {exc}") from None  # type: ignore[attr-defined]
         raise RecordError(f"{self.func.sym_name.data} has no return")
+
+    def _drop_unread_slices(self) -> None:
+        """A loop's iteration taken whole out of its stacks (`_step_value`) is read in part
+        (the last accumulator): the slices nothing reads are erased."""
+        for op in reversed(list(self.block.ops)):
+            if isinstance(op, R.SliceOp) and not op.result.uses:
+                self.block.erase_op(op)
 
     # ---- types ----
     def conc(self, t: Attribute, element: str) -> R.RTensorType:
@@ -491,6 +525,8 @@ class _Body:
     def step(self, op: Operation, args: list[Any]) -> Any:
         site = op.site.data  # type: ignore[attr-defined]
         name = op.source_name.data if getattr(op, "source_name", None) is not None else None  # type: ignore[attr-defined]
+        if isinstance(op, C.GetOp) and isinstance(args[0], Steps):
+            return self._step_value(args[0], op.index.value.data, site)
         if isinstance(op, C.GetOp):
             return args[0][op.index.value.data]
         if isinstance(op, C.TupleOp):
@@ -705,15 +741,19 @@ class _Body:
                            for p, v in tree.items))
 
     def _fold_forward(self, op: C.FoldFwdOp | C.FoldScanOp, args: list[Any], site: str,
-                      name: str | None) -> tuple:
+                      name: str | None) -> Any:
         """`fold_fwd` (every step's result) and `fold_scan` (every accumulator, the first
-        one too), one call per iteration: an instance is specialized, so its count is
-        known, and each iteration's values (the residuals the reverse sweep reads) stay
-        separate values of their own types."""
+        one too). A `fold_fwd` whose iterations are one instance is one loop (`Steps`):
+        each iteration's result leaves stacked, the accumulator carried. Else one call per
+        iteration: an instance is specialized, so its count is known, and each
+        iteration's values (the residuals the reverse sweep reads) stay separate values of
+        their own types."""
         tree, acc = args
         dims = self._callee_dims(op)
         scan = isinstance(op, C.FoldScanOp)
         count = len(op.result.type.types.data) - (1 if scan else 0)
+        if not scan and (loop := self._forward_loop(op, tree, acc, dims, count, site, name)):
+            return loop
         out: list[Any] = [acc] if scan else []
         for i in range(count):
             step = self._call_instance(op.callee_name, dims, [self._slices(tree, i, site), acc],
@@ -722,24 +762,79 @@ class _Body:
             acc = step if scan else step[0]
         return tuple(out)
 
+    def _forward_loop(self, op: C.FoldFwdOp, tree: Any, acc: Any, dims: dict[str, int],
+                      count: int, site: str, name: str | None) -> Steps | None:
+        """The steps as one `fold` stacking every result of the step's `.fwd` (its
+        accumulator, result 0, too: psk-realize-drop-unread removes the stacks nothing
+        reads), when iteration 0's instance returns the accumulator's type (so every
+        iteration is that instance); else None."""
+        if not isinstance(tree, PTree) or not isinstance(acc, SSAValue) or count < 1:
+            return None
+        sliced = PTree(tuple((p, _sliced(v.type)) for p, v in tree.items))
+        inst = self.rec.instance(op.callee_name, dims, [sliced, acc.type])
+        form = inst.result_form
+        if not (isinstance(form, tuple) and form and isinstance(form[0], R.RTensorType)
+                and R.fits(inst.results[0], acc.type)):
+            return None
+        fold = self.emit(R.FoldOp(inst.func.sym_name.data, [v for _, v in tree.items], acc, 0,
+                                  count, site=site, name=name, acc_result=0,
+                                  stacks=list(enumerate(inst.results))))
+        self.callees.append((inst, count))
+        return Steps(form, tuple(fold.res[1:]), fold.result)
+
+    def _step_value(self, steps: Steps, i: int, site: str) -> Any:
+        """Iteration i's result out of the stacks (its accumulator, at the last one, the
+        fold's own result)."""
+        leaves = [self.emit(R.SliceOp(v, i, site=site)).results[0] if k or i != steps.count - 1
+                  or steps.last is None else steps.last
+                  for k, v in enumerate(steps.stacks)]
+        return _bind(steps.form, iter(leaves))
+
     def _fold_reverse(self, op: C.FoldBwdOp | C.FoldVjpOp, args: list[Any], site: str,
                       name: str | None) -> tuple:
         """`fold_bwd` (a step's `.bwd` on its stored result) and `fold_vjp` (a step's `.vjp`
         on its parameters and accumulator), from the last iteration to the first; each
-        iteration's parameter cotangents stacked by path, iteration l at element l."""
+        iteration's parameter cotangents stacked by path, iteration l at element l. A
+        `fold_bwd` over a loop's `Steps` whose iterations are one instance is one reverse
+        loop; else one call per iteration."""
         tree, kept, dy = args
         dims = self._callee_dims(op)
         vjp = isinstance(op, C.FoldVjpOp)
-        count = len(kept) - (1 if vjp else 0)
+        if isinstance(kept, Steps) and not vjp and \
+                (loop := self._reverse_loop(op, kept, dy, dims, site, name)):
+            return loop
+        count = kept.count if isinstance(kept, Steps) else len(kept) - (1 if vjp else 0)
         grads: list[Any] = [None] * count
         for i in reversed(range(count)):
-            step_args = [self._slices(tree, i, site), kept[i], dy] if vjp else [kept[i], dy]
+            step = self._step_value(kept, i, site) if isinstance(kept, Steps) else kept[i]
+            step_args = [self._slices(tree, i, site), step, dy] if vjp else [step, dy]
             grads[i], dy = self._call_instance(op.callee_name, dims, step_args, site, name)
         if not all(isinstance(g, PTree) for g in grads):
             raise RecordError(f"{site}: a fold's step returns no parameter tree cotangent")
         paths = [p for p, _ in grads[0].items]
         return (PTree(tuple((p, self._stack([g.field(p) for g in grads], site, name))
                             for p in paths)), dy)
+
+    def _reverse_loop(self, op: C.FoldBwdOp, kept: Steps, dy: Any, dims: dict[str, int],
+                      site: str, name: str | None) -> tuple | None:
+        """The reverse steps as one `reverse` fold over the forward's stacks, carrying the
+        accumulator's cotangent (the step's last result) and stacking its parameter
+        cotangents, when the last iteration's instance returns the type it is given (so
+        every iteration is that instance); else None."""
+        if not isinstance(dy, SSAValue):
+            return None
+        inst = self.rec.instance(op.callee_name, dims, [kept.form, dy.type])
+        form = inst.result_form
+        if not (isinstance(form, tuple) and len(form) == 2 and isinstance(form[0], PTree)
+                and isinstance(form[1], R.RTensorType) and R.fits(inst.results[-1], dy.type)):
+            return None
+        n = len(inst.results) - 1
+        fold = self.emit(R.FoldOp(inst.func.sym_name.data, list(kept.stacks), dy, 0,
+                                  kept.count, site=site, name=name, acc_result=n,
+                                  stacks=list(enumerate(inst.results[:n])), reverse=True))
+        self.callees.append((inst, kept.count))
+        grads = PTree(tuple((p, v) for (p, _), v in zip(form[0].items, fold.res[1:])))
+        return grads, fold.result
 
     def _stack(self, values: list[SSAValue], site: str, name: str | None) -> SSAValue:
         """One stacked tensor of the iterations' values, in one element type (f64 when

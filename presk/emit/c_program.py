@@ -553,8 +553,8 @@ class HostC:
             return
         fold = op.parent_op()
         assert isinstance(fold, K.FoldOp), "a call with two layouts is in a fold"
-        step = f"{self.names[fold.index]} - {fold.lower.data}"
-        self.emit(depth, f"if (({step}) % 2 == 0) {{  /* the even iterations' layout */")
+        self.emit(depth, f"if (({_c_step(fold, self.names[fold.index])}) % 2 == 0) {{  "
+                  "/* the even iterations' layout */")
         self.emit(depth + 1, text[0])
         self.emit(depth, "} else {")
         self.emit(depth + 1, text[1])
@@ -572,14 +572,24 @@ class HostC:
         self.const.update((op.acc, op.result))
         lo, hi = op.lower.data, op.upper.data
         self.emit(depth, f"const {c} *{acc} = {self.read(op.init)};")
-        self.emit(depth, f"for (int64_t {index} = {lo}; {index} < {hi}; {index}++) {{")
-        self.emit(depth + 1, f"{c} *{dest} = (({index} - {lo}) % 2 == 0) ? "
+        if op.reverse is not None:  # the reverse sweep: the last iteration first
+            self.emit(depth, f"for (int64_t {index} = {hi - 1}; {index} >= {lo}; {index}--) {{")
+        else:
+            self.emit(depth, f"for (int64_t {index} = {lo}; {index} < {hi}; {index}++) {{")
+        self.emit(depth + 1, f"{c} *{dest} = (({_c_step(op, index)}) % 2 == 0) ? "
                   f"{self.write(op.scratch0)} : {self.write(op.scratch1)};")
         saved = self.site
         self.block(op.body.block, depth + 1)
         self.site = saved
         self.emit(depth + 1, f"{acc} = {dest};")
         self.emit(depth, "}")
+
+
+def _c_step(fold: K.FoldOp, index: str) -> str:
+    """How many iterations of the fold ran before iteration `index` (a C expression)."""
+    if fold.reverse is not None:
+        return f"{fold.upper.data - 1} - {index}"
+    return f"{index} - {fold.lower.data}"
 
 
 # --------------------------------------------------------------------------------------

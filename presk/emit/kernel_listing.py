@@ -338,7 +338,9 @@ class _HostText:
                 self.names[op.index] = self.fresh("l")
                 self.names[op.acc] = self.fresh("acc")
                 self.names[op.dest] = self.fresh("next")
-                self.emit(depth, f"for {n(op.index)} in {op.lower.data}..{op.upper.data} "
+                span = f"{op.upper.data - 1} down to {op.lower.data}" if op.reverse is not None \
+                    else f"{op.lower.data}..{op.upper.data}"
+                self.emit(depth, f"for {n(op.index)} in {span} "
                           f"({n(op.acc)} = {n(op.init)}, then the {n(op.dest)} before; "
                           f"{n(op.dest)} = {n(op.scratch0)}, {n(op.scratch1)} by turns) {{")
                 saved = self.site

@@ -136,7 +136,10 @@ def _rhs(op: Operation, n: Names) -> str:
     if isinstance(op, R.FoldOp):
         start, stop = op.bounds
         stacked = ", ".join(n[s] for s in op.stacked)
-        return f"fold {start}..{stop - 1} {op.callee_name}(stacked {stacked}; acc {n[op.acc]})"
+        span = f"{stop - 1} down to {start}" if op.reverse is not None else f"{start}..{stop - 1}"
+        kept = f", stacking results {op.stack_list}" if op.stacks is not None else ""
+        acc = f" as result {op.acc_index}" if op.acc_result is not None else ""
+        return f"fold {span} {op.callee_name}(stacked {stacked}; acc {n[op.acc]}{acc}{kept})"
     if isinstance(op, R.FusedOp):
         return f"{_mnemonic(op)}(" + ", ".join(n[v] for v in op.inputs) + ")"
     return op.name

@@ -166,7 +166,7 @@ class _Recorder:
             elif isinstance(op, K.FoldOp):
                 scratch = (env[op.scratch0], env[op.scratch1])
                 acc = env[op.init]
-                for n, l in enumerate(range(op.lower.data, op.upper.data)):
+                for n, l in enumerate(op.iterations()):
                     env[op.acc], env[op.dest] = acc, scratch[n % 2]
                     self._block(frame, op.body.block, env, l)
                     acc = env[op.dest]

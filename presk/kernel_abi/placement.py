@@ -119,7 +119,7 @@ def parity(frame: Frame) -> int | None:
     if not isinstance(fold, K.FoldOp):
         return None
     assert frame.iteration is not None
-    return (frame.iteration - fold.lower.data) % 2
+    return fold.step(frame.iteration) % 2
 
 
 def _merge(life: Iterable[tuple[int, int]]) -> Intervals:

@@ -59,6 +59,11 @@ def _core_to_realize() -> type[ModulePass]:
     return ConvertCoreToRealizePass
 
 
+def _drop_unread() -> type[ModulePass]:
+    from ..transforms.drop_unread import DropUnreadPass
+    return DropUnreadPass
+
+
 def _fuse() -> type[ModulePass]:
     from ..transforms.fuse import FusePass
 
@@ -119,6 +124,7 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "psk-egraph-opt": _egraph_opt,
     "convert-psk-core-to-realize": _core_to_realize,
     "psk-inline": _inline,
+    "psk-realize-drop-unread": _drop_unread,
     "psk-fuse": _fuse,
     "psk-fuse-reduce": _fuse_reduce,
     "convert-psk-realize-to-kernel": _realize_to_kernel,

@@ -84,6 +84,8 @@ def recording_passes(entry: str, dims: dict[str, int], realization=None, fuse: b
     passes = differentiate_passes([entry], remat) if grad else []
     passes.append(make_pass("convert-psk-core-to-realize", entry=entry, realize=spec,
                             dims=" ".join(f"{k}={v}" for k, v in dims.items()), grad=grad))
+    if grad:  # a fold's loop stacks each step's results; those nothing reads go
+        passes.append(make_pass("psk-realize-drop-unread"))
     if fuse:
         if fuse_reductions:  # fusion across calls: the callees' ops inlined first
             passes.append(make_pass("psk-inline"))

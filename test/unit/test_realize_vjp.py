@@ -139,12 +139,16 @@ def test_the_grad_entry_signature() -> None:
         "batch.1", "d%7", "result", "grad.blocks.norm.γ", "grad.blocks.proj.w",
         "grad.blocks.proj.b", "grad.final.γ"]
     assert host.outputs.value.data == 5
-    # The stacked cotangents are written in place (calls write into `at %s[l]` views):
-    # nothing is copied into an element of a stack.
-    views = [op for h in K.hosts(pipe.kernel).values() for op in K.host_ops(h)
-             if isinstance(op, K.AtOp) and op.site is not None
-             and op.site.data == "Tower.apply.bwd/%18"]
-    assert len(views) == 9  # 3 iterations × (norm.γ, proj.w, proj.b)
+    # The fold's reverse sweep is one reverse loop whose call writes the stacked
+    # cotangents in place (`at %s[l]` views of the gradient's stacks): nothing is copied
+    # into an element of a stack.
+    [fold] = [op for h in K.hosts(pipe.kernel).values() for op in K.host_ops(h)
+              if isinstance(op, K.FoldOp) and op.reverse is not None]
+    assert K.site_of(fold) == "Tower.apply.bwd/%18"
+    [call] = [op for op in fold.body.block.ops if isinstance(op, K.CallOp)]
+    outs = list(call.arguments)[len(call.target().input_args):]
+    written = [v for v in outs if isinstance(v.owner, K.AtOp) and v.owner.dynamic]
+    assert len(written) == 3  # norm.γ, proj.w, proj.b at iteration l
     assert not any(isinstance(op, K.CopyOp) and isinstance(op.dest.owner, K.AtOp)
                    for h in K.hosts(pipe.kernel).values() for op in K.host_ops(h))
 
@@ -160,3 +164,38 @@ def test_presk_run_grad_engine_kernel_prints_what_f64_prints(remat: str) -> None
     kernel, f64 = run("kernel"), run("f64")
     assert kernel[0].startswith("loss at B = 4 in the kernel interpreter under all-f64+sequential (")
     assert kernel[1:] == f64[1:]
+
+
+def _deep_stack(tmp_path, layers: int):
+    """tutorial/05_stack.psk with L raised to `layers` (its import beside it)."""
+    (tmp_path / "01_linear.psk").write_text((TUTORIAL / "01_linear.psk").read_text())
+    text = (TUTORIAL / "05_stack.psk").read_text()
+    assert "const L : nat = 2" in text
+    path = tmp_path / f"stack_{layers}.psk"
+    path.write_text(text.replace("const L : nat = 2", f"const L : nat = {layers}"))
+    return path
+
+
+@pytest.mark.slow
+def test_a_deep_stacks_gradient_module_does_not_grow_with_its_depth(tmp_path) -> None:
+    """Issue 16 item 5: the fold's forward and reverse sweeps are loops (`psk_kernel.fold`,
+    the reverse one `reverse`), not L calls: the gradient's PSK-Kernel module and its
+    lowered llvm-dialect module grow by less than 2x from L = 8 to L = 64; and at L = 8 the
+    kernel interpreter's gradient has the PSK-Core f64 interpreter's bits."""
+    from presk.runtime.compile import llvm_dialect_module
+    sizes = {}
+    for layers in (8, 64):
+        core = program(_deep_stack(tmp_path, layers))
+        pipe = kernel_pipeline(core, "loss", {"B": 2}, None, grad=True)
+        folds = [op for op in pipe.kernel.walk() if isinstance(op, K.FoldOp)]
+        assert sorted(op.reverse is not None for op in folds) == [False, True]
+        llvm, _ = llvm_dialect_module(pipe.kernel)
+        sizes[layers] = (sum(1 for _ in pipe.kernel.walk()), sum(1 for _ in llvm.walk()))
+    assert sizes[64][0] < 2 * sizes[8][0] and sizes[64][1] < 2 * sizes[8][1], sizes
+    name = _deep_stack(tmp_path, 8)
+    entry, params, values = random_inputs(str(name), 1)
+    want = core_gradient(str(name), "store", 1, params, values)
+    got = kernel_gradient(str(name), "store", 1, params, values).result
+    assert list(got) == list(want)
+    for k, v in want.items():
+        assert got[k].tobytes() == v.tobytes(), k

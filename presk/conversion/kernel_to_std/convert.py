@@ -273,7 +273,9 @@ def _odd_iteration(e: Emitter, call: K.CallOp) -> SSAValue:
     """Whether the fold around `call` runs an odd iteration (counted from its first): the
     fold's index less its lower bound, bit 0 (the fold may already be an `scf.for`)."""
     loop = call.parent_op()
-    if isinstance(loop, K.FoldOp):
+    if isinstance(loop, K.FoldOp) and loop.reverse is not None:
+        index, lower = e.index(loop.upper.data - 1), loop.index  # steps: upper − 1 − l
+    elif isinstance(loop, K.FoldOp):
         index, lower = loop.index, e.index(loop.lower.data)
     else:
         assert isinstance(loop, scf.ForOp), "a call with two layouts is in a fold"
@@ -345,8 +347,9 @@ class AtToGEP(RewritePattern):
 
 
 class FoldToScf(RewritePattern):
-    """`fold` → `scf.for` over [lower, upper) carrying the accumulator's pointer; iteration
-    l writes scratch (l − lower) mod 2."""
+    """`fold` → `scf.for` over [lower, upper) carrying the accumulator's pointer; the k-th
+    iteration run (k = l − lower; a `reverse` fold runs l = upper − 1 − k) writes scratch
+    k mod 2."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: K.FoldOp, rewriter: PatternRewriter, /):
@@ -362,6 +365,8 @@ class FoldToScf(RewritePattern):
         step = b(arith.SubiOp(l, b.index(op.lower.data)))
         even = b(arith.CmpiOp(b(arith.AndIOp(step, b.index(1))), b.index(0), "eq"))
         dest = b(arith.SelectOp(even, s0, s1))
+        if op.reverse is not None:
+            l = b(arith.SubiOp(b.index(op.upper.data - 1), step))
         values = [l, as_buffer(b, acc, t), as_buffer(b, dest, t)]
         _move_body(op.body.block, block, values)
         block.add_op(scf.YieldOp(dest))

@@ -176,7 +176,8 @@ class _HostConversion:
         for value, out in zip(ret.values, self.host.output_args):
             owner = value.owner
             if value in seen or not isinstance(owner, Operation) or \
-                    isinstance(owner, (R.SliceOp, R.FoldOp)) or \
+                    isinstance(owner, R.SliceOp) or \
+                    (isinstance(owner, R.FoldOp) and value is owner.result) or \
                     (isinstance(owner, R.ConvertOp) and value in self.pending):
                 continue
             seen.add(value)
@@ -239,6 +240,9 @@ class _HostConversion:
             self.block.add_op(K.CopyOp(self.buffer(value), out, _site(op)))
 
     def lower_fold(self, op: R.FoldOp) -> None:
+        """A host `fold` over two scratch buffers; its stacked results are buffers made
+        before the loop, iteration l's written into `at %s[l]` (the accumulator, when it
+        is stacked too, copied there)."""
         site = _site(op)
         start, stop = op.bounds
         stacked = [self.buffer(s) for s in op.stacked]
@@ -246,16 +250,29 @@ class _HostConversion:
         t = init.type
         s0 = self.alloc(t, site)
         s1 = self.alloc(t, site)
-        fold = K.FoldOp(start, stop, init, (s0, s1), site)
+        stacks = [self.target(r, site, _name(op)) for r in list(op.res)[1:]]
+        fold = K.FoldOp(start, stop, init, (s0, s1), site, reverse=op.reverse is not None)
         self.block.add_op(fold)
         body = fold.body.block
-        views = []
-        for s in stacked:
-            at = K.AtOp(s, fold.index)
-            body.add_op(at)
-            views.append(at.result)
-        body.add_op(K.CallOp(op.callee_name, [*views, fold.acc, fold.dest], site))
+
+        def at(buffer: SSAValue) -> SSAValue:
+            view = K.AtOp(buffer, fold.index)
+            body.add_op(view)
+            return view.result
+        views = [at(s) for s in stacked]
+        outs: list[SSAValue] = [fold.dest] * (len(op.stack_list) + 1 -
+                                              (op.acc_index in op.stack_list))
+        copies = []
+        for i, buffer in zip(op.stack_list, stacks):
+            if i == op.acc_index:
+                copies.append(buffer)
+            else:
+                outs[i] = at(buffer)
+        body.add_op(K.CallOp(op.callee_name, [*views, fold.acc, *outs], site))
+        for buffer in copies:
+            body.add_op(K.CopyOp(fold.dest, at(buffer), site))
         self.values[op.result] = fold.result
+        self.values.update(zip(list(op.res)[1:], stacks))
 
     def lower_stack(self, op: R.StackOp) -> None:
         """Items not written into their element in place are copied there."""

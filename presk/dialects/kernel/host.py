@@ -425,26 +425,43 @@ class FoldOp(HostBodyOp, RangeOp):
     Iteration l reads `%acc` (the initial value, then the previous iteration's) and writes
     `%dst`, which alternates between the two scratch buffers; the result is the last
     iteration's buffer (the initial one when there is no iteration). The body reads the
-    stacked parameters with `at %w[%l]`."""
+    stacked parameters with `at %w[%l]`, and may write an iteration's other results into
+    `at %s[%l]` of stacks made before the loop.
+
+    `reverse` (the reverse sweep of a fold): the iterations run from upper − 1 down to
+    lower. Either way the k-th iteration run (k = 0, 1, …: `step`) writes scratch k mod 2."""
 
     name = "psk_kernel.fold"
 
     init = operand_def(BufferType)
     scratch0 = operand_def(BufferType)
     scratch1 = operand_def(BufferType)
+    reverse = opt_attr_def(UnitAttr)
     result = result_def(BufferType)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator())
 
     def __init__(self, lower: int, upper: int, init: SSAValue, scratch: tuple[SSAValue, SSAValue],
-                 site: str | None = None):
+                 site: str | None = None, reverse: bool = False):
         t = init.type
         super().__init__(
             operands=[init, scratch[0], scratch[1]], result_types=[t],
-            attributes=site_attrs(site, lower=IntAttr(lower), upper=IntAttr(upper)),
+            attributes=site_attrs(site, lower=IntAttr(lower), upper=IntAttr(upper),
+                                  reverse=UnitAttr() if reverse else None),
             regions=[Region(Block(arg_types=[IndexType(), t, t]))],
         )
+
+    def iterations(self) -> list[int]:
+        """The iterations in the order they run."""
+        order = range(self.lower.data, self.upper.data)
+        return list(reversed(order)) if self.reverse is not None else list(order)
+
+    def step(self, iteration: int) -> int:
+        """How many iterations run before this one (its parity picks the scratch)."""
+        if self.reverse is not None:
+            return self.upper.data - 1 - iteration
+        return iteration - self.lower.data
 
     @property
     def index(self) -> BlockArgument:

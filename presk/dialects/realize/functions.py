@@ -19,7 +19,9 @@ from xdsl.traits import (HasParent, IsTerminator, IsolatedFromAbove, ReturnLike,
     SymbolOpInterface, SymbolTable)
 from xdsl.utils.exceptions import VerifyException
 
-from presk.dialects.common import NamedArguments, parse_func_like, print_func_tail, site_attrs
+from presk.dialects.common import (AxisAttr, NamedArguments, parse_func_like, print_func_tail,
+    site_attrs)
+from presk.shapes import Axis
 
 from .base import ComputeOp, RealizeOp, realize_op
 from .types import RTensorType, _ttype, fits, rtype_text
@@ -170,23 +172,49 @@ class CallOp(_CallLike):
 @realize_op
 class FoldOp(_CallLike):
     """`%r = psk_realize.fold @Block.apply(%s0, %s1, %acc) {from = 1 : i64, site = "Tower.apply/%3", to = 3 : i64} : (S0, S1, T) -> T`: iterations from..to-1 of the callee over the leading axis of the stacked operands;
-    the last operand is the accumulator."""
+    the last operand is the accumulator.
+
+    The loop form of a fold's sweeps (what psk-differentiate's `fold_fwd` and `fold_bwd`
+    record as): `acc = k` names the callee's result that is the accumulator (else its
+    only one); `stacks = [i, …]` the callee's results stacked, each a result of the fold
+    after the accumulator, of the iterations' count (`to`) along a new leading axis
+    (iteration l's at element l; before `from` unwritten); `reverse` runs the iterations
+    from to − 1 down to from (a reverse sweep)."""
 
     name = "psk_realize.fold"
 
     arguments = var_operand_def(RTensorType)
     start = attr_def(IntegerAttr, attr_name="from")
     stop = attr_def(IntegerAttr, attr_name="to")
-    result = result_def(RTensorType)
+    acc_result = opt_attr_def(IntegerAttr, attr_name="acc")
+    stacks = opt_attr_def(ArrayAttr[IntegerAttr])
+    reverse = opt_attr_def(UnitAttr)
+    res = var_result_def(RTensorType)
 
     def __init__(self, callee: FuncOp | str, stacked: Sequence[SSAValue | Operation],
                  acc: SSAValue | Operation, start: int, stop: int, *, site: str,
-                 name: str | None = None):
+                 name: str | None = None, acc_result: int | None = None,
+                 stacks: Sequence[tuple[int, Attribute]] = (), reverse: bool = False):
+        """`stacks`: (the callee's result index, its type) of each result stacked."""
         cname = callee.func_name if isinstance(callee, FuncOp) else callee
-        super().__init__(operands=[[*stacked, acc]], result_types=[_ttype(acc)],
+        stacked_types = [RTensorType(_ttype_of(t).element,
+                                     ArrayAttr([AxisAttr.from_axis(Axis(None, stop)),
+                                                *_ttype_of(t).axes.data]))
+                         for _, t in stacks]
+        more = {"acc": IntegerAttr(acc_result, i64) if acc_result is not None else None,
+                "stacks": ArrayAttr([IntegerAttr(i, i64) for i, _ in stacks]) if stacks
+                else None,
+                "reverse": UnitAttr() if reverse else None}
+        super().__init__(operands=[[*stacked, acc]],
+                         result_types=[[_ttype(acc), *stacked_types]],
                          attributes=site_attrs(site, name, callee=SymbolRefAttr(cname),
                                            **{"from": IntegerAttr(start, i64),
-                                              "to": IntegerAttr(stop, i64)}))
+                                              "to": IntegerAttr(stop, i64)}, **more))
+
+    @property
+    def result(self) -> SSAValue:
+        """The accumulator after the last iteration."""
+        return self.res[0]
 
     @property
     def stacked(self) -> list[SSAValue]:
@@ -195,6 +223,16 @@ class FoldOp(_CallLike):
     @property
     def acc(self) -> SSAValue:
         return self.arguments[-1]
+
+    @property
+    def acc_index(self) -> int:
+        """Which of the callee's results is the accumulator."""
+        return self.acc_result.value.data if self.acc_result is not None else 0
+
+    @property
+    def stack_list(self) -> list[int]:
+        """The callee's results stacked, in the order of the fold's results 1, 2, …"""
+        return [a.value.data for a in self.stacks.data] if self.stacks is not None else []
 
     @property
     def bounds(self) -> tuple[int, int]:
@@ -215,10 +253,27 @@ class FoldOp(_CallLike):
                   for s in self.stacked]
         self._check_args(callee.function_type.inputs.data, [*sliced, self.acc.type])
         outs = callee.output_types
-        if len(outs) != 1 or not fits(outs[0], self.acc.type) or \
-                not fits(self.result.type, self.acc.type):
+        k = self.acc_index
+        if not 0 <= k < len(outs) or (self.acc_result is None and len(outs) != 1) or \
+                not fits(outs[k], self.acc.type) or not fits(self.result.type, self.acc.type):
             raise VerifyException(f"@{self.callee_name} must return the accumulator's type "
                                   f"{rtype_text(self.acc.type)}")
+        stacks = self.stack_list
+        if len(stacks) != len(self.res) - 1 or set(stacks) | {k} != set(range(len(outs))):
+            raise VerifyException(f"every result of @{self.callee_name} but the accumulator "
+                                  f"is stacked, once: stacks {stacks}, {len(self.res) - 1} "
+                                  "stacked results")
+        for i, r in zip(stacks, list(self.res)[1:]):
+            t = r.type
+            if not t.rank or t.sizes[0] != stop or \
+                    not fits(RTensorType(t.element, ArrayAttr(t.axes.data[1:])), outs[i]):
+                raise VerifyException(f"{rtype_text(t)} is no stack of {stop} × "
+                                      f"{rtype_text(outs[i])}")
+
+
+def _ttype_of(t: Attribute) -> RTensorType:
+    assert isinstance(t, RTensorType)
+    return t
 
 
 @realize_op
