@@ -25,6 +25,7 @@ import numpy as np
 from ..analysis import entry as E
 from ..analysis.artifact import write_atomic
 from ..frontend.program import TrainingInfo
+from ..pipeline.record import load_realization
 from .checkpoint import Checkpoint, CheckpointError, check_fits, latest, save
 from .data import Stream
 from .history import History, StepRecord
@@ -71,9 +72,13 @@ class Trainer:
         ckpt = None
         if training.checkpoint_every:
             ckpt = os.path.join(directory, training.checkpoint_dir or "ckpt")
+        # The realization's types name the run (`all-f64`, `f64+9sites+4params`), not its
+        # threading: a split never changes bits, so a run resumes under another thread
+        # count, and the PyTorch export's train.py (whose kernels are torch's) writes the
+        # same name in its checkpoints.
         meta = {"run": training.name, "objective": training.objective.name, "seed": seed,
                 "remat": remat, "total": total,
-                "realization": objective.call.pipeline.realization_name}
+                "realization": load_realization(realization).types_name()}
         trainer = cls(training, objective, stream, native_from_info(training.optimizer, total),
                       params, total, directory, ckpt, meta=meta,
                       steps_per_call=steps_per_call)
