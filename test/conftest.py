@@ -6,14 +6,122 @@ the files are handed to `make test`'s two workers.
 time, in the order collected: a file that takes minutes of CPU handed out last would run
 alone at the end. A file marked `pytestmark = pytest.mark.early(w)` is moved to the front,
 the largest `w` first (w: its CPU minutes in the last `--durations`, on a loaded machine —
-only the order counts); every file keeps its own tests in their order."""
+only the order counts); every file keeps its own tests in their order.
+
+`PRESK_TEST_CPU=path` writes the CPU seconds (user+sys, this process and the subprocesses
+it waited for: os.times) of each test file's tests, their count and the part spent in
+`slow` tests, as JSON `{file: {"cpu": s, "tests": n, "slow_cpu": s, "top": [[test, s]..]}}`.
+Under xdist each worker sends its own sums to the controller, which merges and writes
+them; `python test/cpu_table.py path` prints the table, heaviest first. It counts, too,
+the native cache's hits and stores (compiles) made in the test processes themselves (a
+subprocess's are not seen)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import os
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
+
+_CPU_ENV = "PRESK_TEST_CPU"
+_TOP = 3  # the heaviest tests kept per file
+
+
+def _cpu_now() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class _CpuReport:
+    """Per-file sums of the CPU each test's protocol (setup, call, teardown) took."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, dict] = {}
+        self.current = "(outside any test)"
+
+    def row(self, path: str) -> dict:
+        return self.files.setdefault(path, {"cpu": 0.0, "tests": 0, "slow_cpu": 0.0,
+                                            "top": [], "cache_hits": 0, "cache_stores": 0})
+
+    def count(self, what: str) -> None:
+        self.row(self.current)[what] += 1
+
+    def add(self, item: pytest.Item, seconds: float) -> None:
+        path = item.nodeid.split("::", 1)[0]
+        row = self.row(path)
+        row["cpu"] += seconds
+        row["tests"] += 1
+        if item.get_closest_marker("slow") is not None:
+            row["slow_cpu"] += seconds
+        row["top"] = sorted(row["top"] + [[item.nodeid.split("::", 1)[-1], seconds]],
+                            key=lambda t: -t[1])[:_TOP]
+
+    def merge(self, other: dict[str, dict]) -> None:
+        for path, theirs in other.items():
+            mine = self.row(path)
+            for k in ("cpu", "tests", "slow_cpu", "cache_hits", "cache_stores"):
+                mine[k] += theirs[k]
+            mine["top"] = sorted(mine["top"] + theirs["top"], key=lambda t: -t[1])[:_TOP]
+
+
+def _count_cache(report: _CpuReport) -> None:
+    """Counts NativeCache hits and stores into the report (this process only)."""
+    from presk.runtime.cache import NativeCache
+    load, store = NativeCache.load, NativeCache.store
+
+    def counted_load(self, key):
+        hit = load(self, key)
+        if hit is not None:
+            report.count("cache_hits")
+        return hit
+
+    def counted_store(self, key, object_code, entries):
+        report.count("cache_stores")
+        return store(self, key, object_code, entries)
+
+    NativeCache.load, NativeCache.store = counted_load, counted_store
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get(_CPU_ENV):
+        config.stash[_cpu_key] = report = _CpuReport()
+        _count_cache(report)
+
+
+_cpu_key = pytest.StashKey[_CpuReport]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
+    report = item.config.stash.get(_cpu_key, None)
+    if report is not None:
+        report.current = item.nodeid.split("::", 1)[0]
+    start = _cpu_now()
+    yield
+    if report is not None:
+        report.add(item, _cpu_now() - start)
+
+
+def pytest_testnodedown(node, error) -> None:  # xdist's controller: a worker's sums
+    report = node.config.stash.get(_cpu_key, None)
+    if report is not None:
+        report.merge(node.workeroutput.get("presk_cpu", {}))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    report = session.config.stash.get(_cpu_key, None)
+    if report is None:
+        return
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller writes
+        workeroutput["presk_cpu"] = report.files
+        return
+    out = {path: {**row, "cpu": round(row["cpu"], 2), "slow_cpu": round(row["slow_cpu"], 2),
+                  "top": [[n, round(s, 2)] for n, s in row["top"]]}
+           for path, row in report.files.items()}
+    Path(os.environ[_CPU_ENV]).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
 
 
 def _weight(item: pytest.Item) -> float:
