@@ -14,13 +14,16 @@ payloads included).
   the same bits;
 * the CLI: `presk run --engine native` prints what `--engine f64` prints under all-f64
   (the kernel interpreter equals f64 there, test_realize_vjp.py; this is the one check
-  end to end), `--time`, and the usage errors of `--time` and `--realize`.
+  end to end), `--time`, and the usage errors of `--time` and `--realize` — in this
+  process (`presk.cli.main.main`), and the console script once.
 
 Every test runs in one module-wide temporary PRESK_CACHE_DIR, never the user's cache.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import subprocess
@@ -31,6 +34,7 @@ import pytest
 
 from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter
+from presk.cli.main import main
 from presk.pipeline import entry_call, run_kernel, run_native
 from presk.runtime.compile import native_program
 from programs import FIXTURES, PRESK, TUTORIAL, program
@@ -145,10 +149,21 @@ def test_run_native_api_equals_run_kernel() -> None:
 # --------------------------------------------------------------------------------------
 
 
-def presk(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([PRESK, "run", str(TUTORIAL / "07_train.psk"), "--entry", "loss",
-                           "--dim", "B=4", *args], capture_output=True, text=True,
-                          timeout=300, env=os.environ.copy())
+def presk(*args: str, script: bool = False) -> subprocess.CompletedProcess:
+    """`presk run` of the tutorial's loss at B = 4: in this process (`main`, its stdout,
+    stderr and exit code — a console script's start is about 2 s of CPU, for the same
+    output), or with `script` the console script itself."""
+    argv = ["run", str(TUTORIAL / "07_train.psk"), "--entry", "loss", "--dim", "B=4", *args]
+    if script:
+        return subprocess.run([PRESK, *argv], capture_output=True, text=True, timeout=300,
+                              env=os.environ.copy())
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's own usage errors
+            code = exc.code if isinstance(exc.code, int) else 2
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 @pytest.mark.parametrize("grad", [False, True])
@@ -170,7 +185,7 @@ def test_cli_default_engine_is_native() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == \
         "loss at B = 4 in native code under f64+sequential+9sites+4params:"
-    plain = presk()
+    plain = presk(script=True)  # the console script itself, once
     assert plain.returncode == 0, plain.stderr
     assert plain.stdout.splitlines()[0] == "loss at B = 4 in native code under all-f64+sequential:"
 
