@@ -45,6 +45,7 @@ lives come from presk/kernel_abi/lives.py's trace of the entry; `ArenaPlan`
 from __future__ import annotations
 
 import random
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -130,18 +131,6 @@ def _merge(life: Iterable[tuple[int, int]]) -> Intervals:
         else:
             out.append((s, e))
     return tuple(out)
-
-
-def _meet(a: Intervals, b: Intervals) -> bool:
-    i = j = 0
-    while i < len(a) and j < len(b):
-        if a[i][0] <= b[j][1] and b[j][0] <= a[i][1]:
-            return True
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return False
 
 
 Key = tuple[str, Operation, int | None]  # (layout, op, parity): what an item's base sets
@@ -340,55 +329,140 @@ def _place_items(items: list[_Item]) -> tuple[list[Rect], dict[Key, int]]:
     rects_n = sum(len(it.rects) for it in items)
     shuffles = min(SHUFFLES, SHUFFLE_WORK // max(1, len(items) * rects_n))
     rng = random.Random(0)  # the same plan on every run: native, C and the count agree
-    orders = [sorted(items, key=key) for key in ORDERS.values()]
-    best: tuple[int, list[Rect], dict[Key, int]] | None = None
+    orders = [sorted(range(len(items)), key=lambda i: key(items[i])) for key in ORDERS.values()]
+    pairs = _Pairs(items)
+    best: tuple[int, list[int], list[int]] | None = None
     for n in range(len(orders) + shuffles):
         if n < len(orders):
             ordered = orders[n]
         else:
-            ordered = items[:]
-            rng.shuffle(ordered)
+            ordered = list(range(len(items)))
+            rng.shuffle(ordered)  # the permutation depends on the length only
         for tightest in (False, True):
-            where: dict[Key, int] = {}
-            rects = _place_in_order(ordered, where, tightest)
-            top = max((r.offset + r.size for r in rects), default=0)
+            bases = pairs.place(ordered, tightest)
+            top = max((b + pairs.extent[i] for i, b in zip(ordered, bases)), default=0)
             if best is None or top < best[0]:
-                best = (top, rects, where)
+                best = (top, ordered, bases)
             if best[0] <= bound or (n >= len(orders) - 1 and _close(best[0], bound)):
-                return best[1], best[2] | fixed
+                return _placed(items, best[1], best[2], fixed)
     assert best is not None
-    return best[1], best[2] | fixed
+    return _placed(items, best[1], best[2], fixed)
 
 
-def _place_in_order(items: list[_Item], where: dict[Key, int],
-                    tightest: bool) -> list[Rect]:
-    """Each item at an offset on its alignment where it meets nothing live: the lowest,
-    or the one leaving the least room below the next rectangle above it (best fit)."""
-    placed: list[Rect] = []
-    for item in items:
-        live = [r for r in item.rects if r.life]
-        meeting = [p for p in placed if any(_meet(p.life, r.life) for r in live)]
-        candidates, to = {0}, item.align
-        for p in meeting:
-            for r in live:
-                if p.offset + p.size > r.offset:
-                    candidates.add(align(p.offset + p.size - r.offset, to))
-        fits = [b for b in sorted(candidates)
-                if not any(_clash(r, b, p) for r in live for p in meeting)]
-        base = min(fits, key=lambda b: (_slack(item, b, meeting), b)) if tightest else fits[0]
-        where[item.key] = base
-        placed += [r.shifted(base, 0) for r in item.rects]
-    return placed
+def _placed(items: list[_Item], ordered: list[int], bases: list[int],
+            fixed: dict[Key, int]) -> tuple[list[Rect], dict[Key, int]]:
+    """The rectangles at their bases, in the order placed, and each item's base."""
+    where = {items[i].key: b for i, b in zip(ordered, bases)}
+    rects = [r.shifted(b, 0) for i, b in zip(ordered, bases) for r in items[i].rects]
+    return rects, where | fixed
 
 
-def _slack(item: _Item, base: int, meeting: list[Rect]) -> int:
-    """Free bytes between the item's top at `base` and the next rectangle above that is
-    live with it (unbounded above everything: the last resort)."""
-    top = base + item.extent
-    above = [p.offset - top for p in meeting if p.offset >= top]
-    return min(above, default=1 << 62)
+def _mask(life: Intervals, lo: int) -> int:
+    """The steps of `life` as bits (step `lo` the lowest): two lives meet iff their masks
+    share a bit."""
+    m = 0
+    for s, e in life:
+        m |= ((1 << (e - s + 1)) - 1) << (s - lo)
+    return m
 
 
-def _clash(r: Rect, base: int, p: Rect) -> bool:
-    lo = r.offset + base
-    return lo < p.offset + p.size and p.offset < lo + r.size and _meet(r.life, p.life)
+class _Pairs:
+    """What placing an item beside another costs to ask, asked once per host rather than
+    at every item of every order: for each item `i` and each other `j` whose rectangles
+    are live with it, relative to `j`'s base, the bases of `i` where a rectangle of `i`
+    meets one of `j` live at the same step (closed intervals), the candidate bases `j`'s
+    rectangles' tops offer (a rectangle of `i` just above one of `j`, before alignment),
+    and the offsets of `j`'s rectangles live with `i` (for the best fit's slack)."""
+
+    def __init__(self, items: list[_Item]):
+        lo = min((s for it in items for r in it.rects for s, _ in r.life), default=0)
+        masks = [[_mask(r.life, lo) for r in it.rects] for it in items]
+        unions = [_union(m) for m in masks]
+        self.align = [it.align for it in items]
+        self.extent = [it.extent for it in items]
+        self.near: list[dict[int, tuple[list[tuple[int, int]], list[int], list[int]]]] = []
+        for i, it in enumerate(items):
+            live = [(r, m) for r, m in zip(it.rects, masks[i]) if m]
+            self.near.append({j: _beside(live, unions[i], other.rects, masks[j])
+                              for j, other in enumerate(items)
+                              if j != i and unions[i] & unions[j]})
+
+    def place(self, ordered: list[int], tightest: bool) -> list[int]:
+        """The base of each item in `ordered`, placed in turn: the lowest base on its
+        alignment where it meets nothing placed live with it, or (`tightest`) the one
+        leaving the least room below the next such rectangle above it."""
+        base: dict[int, int] = {}
+        for i in ordered:
+            to, banned = self.align[i], []
+            placed = [(near, b) for j, near in self.near[i].items()
+                      if (b := base.get(j)) is not None]
+            for (ban, _, _), b in placed:
+                banned += [(s + b, e + b) for s, e in ban]
+            banned.sort()
+            base[i] = (self._tightest(i, placed, banned) if tightest
+                       else _lowest(banned, to))
+        return [base[i] for i in ordered]
+
+    def _tightest(self, i: int, placed: list, banned: list[tuple[int, int]]) -> int:
+        """Of the bases the placed rectangles' tops offer (and 0), outside `banned`, the
+        one whose top leaves the least room below a placed rectangle live with it."""
+        to, candidates, offsets = self.align[i], {0}, []
+        for (_, tops, offs), b in placed:
+            candidates.update([align(t + b, to) for t in tops if t > -b])
+            offsets += [o + b for o in offs]
+        offsets.sort()
+        top = self.extent[i]
+        return min(_free(sorted(candidates), banned),
+                   key=lambda c: (_slack(offsets, c + top), c))
+
+
+def _union(masks: list[int]) -> int:
+    out = 0
+    for m in masks:
+        out |= m
+    return out
+
+
+def _beside(live: list[tuple[Rect, int]], union: int, rects: list[Rect],
+            masks: list[int]) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """What `rects` (another item's, some live with `union`) ask of the `live` rectangles
+    of an item: see `_Pairs`."""
+    meeting = [(q, m) for q, m in zip(rects, masks) if m & union]
+    banned = [(q.offset - r.offset - r.size + 1, q.offset + q.size - r.offset - 1)
+              for r, rm in live for q, qm in meeting if rm & qm]
+    tops = sorted({q.offset + q.size - r.offset for r, _ in live for q, _ in meeting})
+    return banned, tops, sorted(q.offset for q, _ in meeting)
+
+
+def _lowest(banned: list[tuple[int, int]], to: int) -> int:
+    """The lowest multiple of `to` outside every one of the sorted banned closed
+    intervals: the lowest of the candidates the placed tops offer that fits, since each
+    interval ends below such a top, and a multiple just above a banned one is the top
+    of that interval on the alignment."""
+    at = 0
+    for s, e in banned:
+        if s > at:
+            break
+        if e >= at:
+            at = align(e + 1, to)
+    return at
+
+
+def _free(candidates: list[int], banned: list[tuple[int, int]]) -> list[int]:
+    """The sorted candidates outside every one of the sorted banned closed intervals."""
+    out, k, n, reach = [], 0, len(banned), -1  # reach: the furthest end so far
+    for c in candidates:
+        while k < n and banned[k][0] <= c:
+            if banned[k][1] > reach:
+                reach = banned[k][1]
+            k += 1
+        if reach < c:
+            out.append(c)
+    return out
+
+
+def _slack(offsets: list[int], top: int) -> int:
+    """Free bytes between `top` and the lowest of the sorted `offsets` at or above it
+    (unbounded above everything: the last resort)."""
+    k = bisect_left(offsets, top)
+    return offsets[k] - top if k < len(offsets) else 1 << 62
