@@ -34,10 +34,11 @@ class ArenaPlan:
         self.hosts = K.hosts(module)
         self.layouts: dict[str, Layout] = {}
         self.peak: dict[str, int] = {}
+        kernels = K.kernels(module)
         order = sorted(self.hosts.values(), key=lambda h: h.entry is None)
         for host in order:
             if host.sym_name.data not in self.peak:
-                plan = place(record_host(module, host))
+                plan = place(record_host(module, host, self.hosts, kernels))
                 for name, need in plan.need.items():
                     self.peak.setdefault(name, need)
                 for name, layout in plan.layouts.items():

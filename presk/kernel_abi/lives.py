@@ -110,10 +110,11 @@ def _buffer_of(t: K.BufferType, kind: str, name: str) -> Buffer:
 class _Recorder:
     """Walks the entry host as it runs, making the buffers, frames and steps."""
 
-    def __init__(self, module: ModuleOp):
+    def __init__(self, module: ModuleOp, hosts: dict[str, K.HostOp] | None = None,
+                 kernels: dict[str, K.KernelOp] | None = None):
         self.module = module
-        self.hosts = K.hosts(module)
-        self.kernels = K.kernels(module)
+        self.hosts = K.hosts(module) if hosts is None else hosts
+        self.kernels = K.kernels(module) if kernels is None else kernels
         self.buffers: list[Buffer] = []
         self.steps: list[Step] = []
         self.frames: list[Frame] = []
@@ -248,9 +249,12 @@ def record_trace(module: ModuleOp) -> Trace:
     return record_host(module, entry_host(module))
 
 
-def record_host(module: ModuleOp, host: K.HostOp) -> Trace:
-    """One run of `host`, its buffers' lives set."""
-    trace = _Recorder(module).run(host)
+def record_host(module: ModuleOp, host: K.HostOp, hosts: dict[str, K.HostOp] | None = None,
+                kernels: dict[str, K.KernelOp] | None = None) -> Trace:
+    """One run of `host`, its buffers' lives set; `hosts` and `kernels`, when given, the
+    module's (K.hosts, K.kernels: a caller recording every host walks the module once, not
+    once per host — a timing harness of n kernels has n hosts)."""
+    trace = _Recorder(module, hosts, kernels).run(host)
     set_lives(trace)
     return trace
 
