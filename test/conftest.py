@@ -14,7 +14,7 @@ it waited for: os.times) of each test file's tests, their count and the part spe
 Under xdist each worker sends its own sums to the controller, which merges and writes
 them; `python test/cpu_table.py path` prints the table, heaviest first. It counts, too,
 the native cache's hits and stores (compiles) made in the test processes themselves (a
-subprocess's are not seen)."""
+subprocess's are not seen): both workers share one cache directory (`cache_dir`)."""
 
 from __future__ import annotations
 
@@ -134,10 +134,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: -_weight(item))
 
 
+def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache directory for the whole session: under xdist, in the temporary directory
+    the workers' own ones are made in (the controller's, this session's only), so that a
+    program one worker compiled the other loads. Safe with two writers: an entry is
+    written beside and renamed, its manifest last (presk/runtime/cache.py), and the pool's
+    library too (presk/runtime/pool.py)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        d = tmp_path_factory.getbasetemp().parent / "presk-native-cache"
+        d.mkdir(exist_ok=True)
+        return d
+    return tmp_path_factory.mktemp("presk-native-cache")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The session's native cache (PRESK_CACHE_DIR), enabled."""
-    d = tmp_path_factory.mktemp("presk-native-cache")
+    d = _session_cache(tmp_path_factory)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRESK_CACHE_DIR", str(d))
         mp.delenv("PRESK_CACHE", raising=False)
