@@ -10,7 +10,11 @@ is the oracle of a sum's order (presk/summation.py) that the bit tests compare w
 
 from __future__ import annotations
 
+import io
+import os
+import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from functools import lru_cache
 from pathlib import Path
 
@@ -83,3 +87,24 @@ def blocked_last_axis(x: np.ndarray) -> np.ndarray:
         h = len(parts) // 2
         parts = [parts[j] + parts[j + h] for j in range(h)]
     return parts[0]
+
+
+def presk_in_process(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`presk *argv` run in `cwd` in this process: its exit code, stdout and stderr. The
+    script is `sys.exit(main())`, so these are the command's, without a new interpreter's
+    imports and compiles each time; an uncaught exception (the script's traceback) is
+    raised here. For the tests that are about a command's behaviour, not its process
+    (signals, a kill, the script itself stay subprocesses)."""
+    from presk.cli.main import main
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # argparse's usage errors end the script so
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())

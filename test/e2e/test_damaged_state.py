@@ -3,16 +3,17 @@ nested too deeply, a non-finite number, a field of the wrong type (a checkpoint'
 falls back to the checkpoint before it); a checkpoint whose checksum holds but whose
 tensors do not fit the program (a renamed key, a wrong shape), whose data position is
 negative or was saved for another shuffle seed; a damaged `log.csv` on --resume. Each is
-one line naming the file and what is wrong, exit code 2 (or the documented fallback)."""
+one line naming the file and what is wrong, exit code 2 (or the documented fallback).
+`presk train` runs in this process (test/programs.py presk_in_process: the same exit code
+and output, without a new interpreter each run); the script itself is test_train_cli's."""
 
 from __future__ import annotations
 
 import hashlib
-import re
 import json
+import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,17 +22,15 @@ from safetensors.numpy import load_file, save_file
 
 from presk.analysis.envelope import EnvelopeError, load_envelope
 from presk.analysis.realization import RealizationError, load_realization
+from programs import presk_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
-PRESK = str(Path(sys.executable).parent / "presk")
 TRAIN = str(ROOT / "tutorial" / "07_train.psk")
 
 
 def train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    done = subprocess.run([PRESK, "train", TRAIN, "--quiet", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
-    assert "Traceback" not in done.stderr
-    return done
+    """`presk train TRAIN --quiet *args` in `cwd`, in this process."""
+    return presk_in_process(["train", TRAIN, "--quiet", *args], cwd)
 
 
 @pytest.fixture(scope="module")
