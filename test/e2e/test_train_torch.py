@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,9 +33,9 @@ from safetensors.numpy import load_file
 from presk.datafile import read_header, read_samples
 from presk.train.data import epoch_order
 from presk.train.optim import Schedule
+from programs import presk_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
-PRESK = str(Path(sys.executable).parent / "presk")
 STEPS, EVERY, B, SEED = 100, 10, 8, 3  # the copy's run; B and the shuffle seed are 07's
 BOUND = 1e-10
 
@@ -111,8 +110,9 @@ def work(tmp_path_factory) -> Path:
 
 
 def presk(*args: str, cwd: Path) -> None:
-    done = subprocess.run([PRESK, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    """`presk *args` in `cwd`, in this process (test/programs.py): the commands are the
+    tests' set-up, not what they test."""
+    done = presk_in_process(list(args), cwd)
     assert done.returncode == 0, done.stderr
 
 
