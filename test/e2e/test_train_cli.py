@@ -15,14 +15,17 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from programs import presk_in_process
+
 ROOT = Path(__file__).resolve().parents[2]
 PRESK = str(Path(sys.executable).parent / "presk")
 TRAIN = str(ROOT / "tutorial" / "07_train.psk")
 
 
 def train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([PRESK, "train", TRAIN, "--quiet", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+    """`presk train TRAIN --quiet *args` in `cwd`, in this process (test/programs.py): the
+    runs stopped by a signal and `--plot` are the script's own processes."""
+    return presk_in_process(["train", TRAIN, "--quiet", *args], cwd)
 
 
 def final(run: Path) -> dict[str, np.ndarray]:
