@@ -23,9 +23,9 @@ from ..dialects import realize as R
 
 
 @dataclass(frozen=True)
-class NarrowRead:
+class ConvertedRead:
     """`reader` reads `value` (a site, a parameter path or an input's path, by `kind`)
-    converted from `source` to the narrower `to`."""
+    converted from `source` to `to` (narrower: a rounding; wider: exact)."""
 
     reader: str
     value: str
@@ -33,30 +33,45 @@ class NarrowRead:
     source: str
     to: str
 
+    @property
+    def narrows(self) -> bool:
+        order = {"bf16": 0, "f32": 1, "f64": 2}
+        return order[self.to] < order[self.source]
+
 
 def element(t) -> str:
     from .kernel_interpret import element_name
     return element_name(t.element)
 
 
-def narrowing_reads(module, param_paths: set[str]) -> list[NarrowRead]:
+def narrowing_reads(module, param_paths: set[str]) -> list[ConvertedRead]:
     """Every narrowing convert of the recording that is a read (not a bf16 value's own
     store), once per (reader, value, type), in the module's order. `param_paths`: the
     entry's parameter paths (`blocks.proj.w`), to tell its parameter leaves from its
     inputs."""
-    tracer = _Tracer(module, param_paths)
-    out: dict[tuple[str, str, str], NarrowRead] = {}
+    return [r for r in converted_reads(module, param_paths) if r.narrows]
+
+
+def converted_reads(module, param_paths: set[str],
+                    results: bool = False) -> list[ConvertedRead]:
+    """Every convert of the recording that is a read, narrowing or widening (a narrowed
+    parameter widened for an f64 reader), once per (reader, value, type, direction), in
+    the module's order: what the solver's joint moves pair (a value with the readers its
+    narrowing makes convert it). `results`: a call's or fold's result traced on to what
+    its callee returns (the stored value it carries), not left at the call's site."""
+    tracer = _Tracer(module, param_paths, results)
+    out: dict[tuple[str, str, str, bool], ConvertedRead] = {}
     for func in R.funcs(module):
         for op in func.walk():
-            if not isinstance(op, R.ConvertOp) or op.widening:
+            if not isinstance(op, R.ConvertOp):
                 continue
             reader = op.site.data  # type: ignore[attr-defined]
             for kind, value in tracer.origins(op.operand):
                 if kind == "site" and value == reader:
                     continue  # a bf16 value's own store: the value's rounding, not a read
-                read = NarrowRead(reader, value, kind, element(op.operand.type),
-                                  element(op.result.type))
-                out.setdefault((reader, value, read.to), read)
+                read = ConvertedRead(reader, value, kind, element(op.operand.type),
+                                     element(op.result.type))
+                out.setdefault((reader, value, read.to, read.narrows), read)
     return list(out.values())
 
 
@@ -64,8 +79,8 @@ class _Tracer:
     """Where a value of the recording comes from: the site that computed it, or — for an
     instance's argument — what every call and fold passes there."""
 
-    def __init__(self, module, param_paths: set[str]) -> None:
-        self.param_paths = param_paths
+    def __init__(self, module, param_paths: set[str], results: bool = False) -> None:
+        self.param_paths, self.results = param_paths, results
         self.funcs = {f.func_name: f for f in R.funcs(module)}
         self.entry = R.entry_func(module)
         self.callers: dict[str, list[Operation]] = {}
@@ -82,9 +97,25 @@ class _Tracer:
             return self.origins(owner.operands[0], seen)
         if isinstance(owner, R.ConvertOp):
             return self.origins(owner.operand, seen)
+        if self.results and isinstance(owner, (R.CallOp, R.FoldOp)):
+            return self._result(value, owner, seen)
         if "site" in owner.attributes:
             return {("site", owner.attributes["site"].data)}  # type: ignore[attr-defined]
         return {("", "")}
+
+    def _result(self, value: SSAValue, call: Operation,
+                seen: frozenset) -> set[tuple[str, str]]:
+        """What the callee returns as this result of `call` (a fold's accumulator, or one
+        of its stacked results)."""
+        func = self.funcs.get(call.callee_name)  # type: ignore[attr-defined]
+        index = value.index  # type: ignore[attr-defined]
+        if isinstance(call, R.FoldOp):
+            index = call.acc_index if index == 0 else call.stack_list[index - 1]
+        key = ("result", call.callee_name, index)  # type: ignore[attr-defined]
+        if func is None or key in seen:
+            return {("", "")}
+        ret = func.body.block.last_op
+        return self.origins(ret.operands[index], seen | {key})
 
     def _argument(self, arg: BlockArgument, seen: frozenset) -> set[tuple[str, str]]:
         block = arg.owner

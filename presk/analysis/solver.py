@@ -47,6 +47,8 @@ from __future__ import annotations
 import math
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -67,6 +69,9 @@ class SolveError(Exception):
 # ---- the cost ----
 
 class CostModel(Protocol):
+    """`unit` names what `cost` counts; a model may say by `conversions = True` that it
+    prices the host's conversions (the solver then offers joint moves)."""
+
     unit: str
 
     def cost(self, realization: Realization) -> float: ...
@@ -176,6 +181,7 @@ class TimeCost(_RecordedCost):
     the kernel module under the realization (presk/pipeline/plan.py `call_seconds`)."""
 
     unit = "s"
+    conversions = True
 
     def __init__(self, core_module, entry: str, dims: dict[str, int], profile,
                  recordings: Recordings | None = None, workers: int | None = None):
@@ -202,6 +208,18 @@ def _recordings(model, core_module, entry: str, dims: dict[str, int]) -> Recordi
             and rec.dims == dims:
         return rec
     return Recordings(core_module, entry, dims)
+
+
+def conversion_links(realize_module, paths: set[str], inputs: dict[str, str],
+                     roots: dict[str, str]) -> set[tuple[str, str]]:
+    """(reader, value) of every conversion a recording reads a value through, narrowing
+    or widening, each by the decision it is: a fused follower by its group's root
+    (`roots`), a call's result by the value its callee returns, an input by the site that
+    unpacks it (`inputs`; `paths`: the entry's parameter paths); a value not traced is
+    left out."""
+    from .conversions import converted_reads
+    return {(roots.get(r.reader, r.reader), inputs.get(r.value, r.value))
+            for r in converted_reads(realize_module, paths, results=True) if r.kind}
 
 
 def _key(r: Realization) -> tuple:
@@ -521,17 +539,75 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
 
     cost_f64 = model.cost(realization())
 
+    @contextmanager
+    def narrowed(group: list[Decision]) -> Iterator[None]:
+        """Each decision of `group` one type narrower, for the `with` block's reads."""
+        old = [d.type for d in group]
+        for d in group:
+            d.type = NARROWER[d.type]
+        try:
+            yield
+        finally:
+            for d, t in zip(group, old):
+                d.type = t
+
+    # a cost that prices the host's conversions (time) makes a narrowing alone pay for
+    # converting what it reads or what reads it: such a move is offered joined with the
+    # decisions at the other end of those conversions (`joint_group`)
+    joint = bool(getattr(model, "conversions", False))
+    links: dict[tuple, set[tuple[str, str]]] = {}  # a realization's key → its conversions
+
+    def conversions_of(real: Realization) -> set[tuple[str, str]]:
+        key = _key(real)
+        if key not in links:
+            links[key] = conversion_links(recordings.get(real).realize, paths, inputs,
+                                          followers)
+        return links[key]
+
+    def joint_group(d: Decision, member: Callable[[Decision], bool],
+                    whole: bool = False) -> list[Decision]:
+        """`d`, its launch's partners, and the decisions at the other end of each
+        conversion narrowing `d` alone adds (the readers a narrowed value is widened for,
+        the values a narrowed reader converts), those of `d`'s type that `member` accepts:
+        narrowed together, they convert none of them. `whole`: grown the same way from
+        every member until narrowing the group adds no such conversion (the smallest
+        joint move that holds `d`)."""
+        group, before = [d], realization()
+        while True:
+            keys = {g.key for g in group}
+            with narrowed(group):
+                added = conversions_of(realization()) - conversions_of(before)
+            ends = {r if v in keys else v for r, v in added if (r in keys) != (v in keys)}
+            ends.update(p for g in group for p in partners.get(g.key, ()))
+            more = [e for e in decisions if e.key in ends and e.key not in keys
+                    and e.type == d.type and member(e)]
+            group += more
+            if not (whole and more):
+                return group
+
     # rules 1 and 2
     for d in decisions:
         if d.elements <= 1:
             d.offered, d.rule = False, 1
+    joint_saving: dict[str, float] = {}  # a decision → the most a joint move of it saves
+    for d in decisions:
+        if d.rule == 1:
             continue
         d.first_saving = cost_f64 - model.cost(with_type(d, "f32"))
         if d.first_saving <= 0 and d.key in partners:  # the launch narrows as a whole
             together = with_type(d, "f32")
             together.sites.update({p: "f32" for p in partners[d.key]})
             d.first_saving = (cost_f64 - model.cost(together)) / (1 + len(partners[d.key]))
-        if d.first_saving < theta * cost_f64:
+        if joint and max(d.first_saving, joint_saving.get(d.key, -math.inf)) < theta * cost_f64:
+            # judged on the smallest joint move that holds it (its members' savings too)
+            group = joint_group(d, lambda e: e.rule != 1, whole=True)
+            with narrowed(group):
+                saving = cost_f64 - model.cost(realization())
+            for g in group:
+                joint_saving[g.key] = max(joint_saving.get(g.key, -math.inf), saving)
+    for d in decisions:
+        d.first_saving = max(d.first_saving, joint_saving.get(d.key, -math.inf))
+        if d.rule != 1 and d.first_saving < theta * cost_f64:
             d.offered, d.rule = False, 2
 
     # the greedy (lazy: a move's saving is recomputed before it is taken)
@@ -542,15 +618,9 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     def evaluate(group: list[Decision]) -> tuple[float, float, float] | None:
         if any(not d.offered or d.type not in NARROWER for d in group):
             return None
-        old = [d.type for d in group]
-        for d in group:
-            d.type = NARROWER[d.type]
-        try:
+        with narrowed(group):
             est = estimate()
             c = model.cost(realization())
-        finally:
-            for d, t in zip(group, old):
-                d.type = t
         return current_cost - c, est - current_est, est
 
     def groups() -> list[list[Decision]]:
@@ -565,20 +635,42 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
                     out.append(group)
         return out
 
+    def joint_groups(losing: list[Decision], tried: list[list[Decision]]) -> list[list[Decision]]:
+        """The joint group of each decision whose move alone saves nothing (a move that
+        saves alone is its own best way in), each group once and none already `tried`."""
+        known = {frozenset(g.key for g in group) for group in tried}
+        out = []
+        for d in losing:
+            group = joint_group(d, lambda e: e.offered)
+            if frozenset(g.key for g in group) not in known:
+                known.add(frozenset(g.key for g in group))
+                out.append(group)
+        return out
+
     def ratio(saved: float, added: float) -> float:
         return math.inf if added <= 0 else saved / added
 
-    while True:
-        scored = []
-        for group in groups():
+    def score(candidates: list[list[Decision]]) -> tuple[list[tuple], list[Decision]]:
+        """Each candidate move that saves and keeps the estimate under the budget, scored;
+        and the decisions whose move alone saves nothing."""
+        scored, losing = [], []
+        for group in candidates:
             r = evaluate(group)
             if r is None:
                 continue
             saved, added, est = r
-            if saved <= 0 or est > absolute:
-                continue
-            scored.append((ratio(saved, added), saved, len(group),
-                           " + ".join(g.key for g in group), added, est, group))
+            if saved <= 0 and len(group) == 1:
+                losing.append(group[0])
+            if saved > 0 and est <= absolute:
+                scored.append((ratio(saved, added), saved, len(group),
+                               " + ".join(g.key for g in group), added, est, group))
+        return scored, losing
+
+    while True:
+        candidates = groups()
+        scored, losing = score(candidates)
+        if joint:
+            scored += score(joint_groups(losing, candidates))[0]
         if not scored:
             break
         scored.sort(key=lambda x: (-x[0], -x[1], x[2], x[3]))
