@@ -11,7 +11,9 @@ a budget relative to its output, checked against the exact reference.
   parameter path is a decision too.
 - **Rules.** A value of one element is not offered (rule 1); a value whose first
   narrowing (f64 → f32) saves less than θ = 1e-3 of the entry's all-f64 cost is not offered
-  (rule 2).
+  (rule 2). Its first narrowing is the value alone, or its launch (a contraction and its
+  epilogue: their saving shared), or — with a cost that prices the host's conversions —
+  the smallest joint move that holds it (below), whichever saves most.
 - **Cost.** `CostModel.cost(realization) -> float`. `TrafficCost`: bytes per call of the
   entry, every launch's buffers (read and written), every fill's destination, times the
   runs of its host, counted on the kernel module the pipeline builds under the realization (the host's conversions are not
@@ -20,6 +22,19 @@ a budget relative to its output, checked against the exact reference.
   the profile's cost model predicts them, every launch at its planned point and the
   host's conversions, copies and fills included — so a parameter converted on every call
   is worth narrowing where its readers compute.
+- **Joint moves** (a cost that prices conversions: `TimeCost`, `TrafficCost(...,
+  conversions=True)`). Narrowing a value alone makes the host convert it for each reader
+  still wider (a narrowed weight widened on every call for its f64 sites), and narrowing
+  a reader alone makes the host convert what it reads: a first narrowing then prices as a
+  loss while the weight and its readers narrowed together save (the residual stack of
+  test/fixtures/residual_stack.psk). A decision's joint group is it, its launch's
+  partners, and the decisions of its type at the other end of each conversion its move
+  alone adds (presk/analysis/conversions.py `converted_reads`: a follower by its group's
+  root, a call's result by the value its callee returns, an input by the site that
+  unpacks it); the smallest joint move that holds it grows that group from every member
+  until narrowing the whole adds no such conversion. The greedy offers, beside each
+  decision alone and each launch, the joint group of each decision whose move alone saves
+  nothing. The default bytes cost prices no conversion and offers no joint move.
 - **Estimate.** Σ s · r(type) over the decisions and the followers, s = ‖∂L/∂v‖₁ (MPFR
   reverse sweeps; for a tensor result the largest over its elements) and r the envelope's
   largest rounding error of the site's values in the type (0 for f64; u(type) · max|v|
@@ -28,10 +43,10 @@ a budget relative to its output, checked against the exact reference.
   op, an input read in f32) is charged at the narrowest type it is read in — a decision
   or a carried value alike ("carried, read in f32 by <reader>"), and that term counts in
   its reader's share when the measurement makes the solver widen.
-- **Greedy.** Moves f64 → f32 and f32 → bf16 (bf16 is stored, computed in f32), the best
-  saving per unit of estimate added first (a move adding nothing first of all), taken while
-  the estimate stays under the absolute budget (budget · |L|, L measured in MPFR) and the
-  move saves something. A lazy greedy: a move's saving is recomputed at the current
+- **Greedy.** Moves f64 → f32 and f32 → bf16 (bf16 is stored, computed in f32) of a
+  decision, a launch or a joint group, the best saving per unit of estimate added first (a
+  move adding nothing first of all), taken while the estimate stays under the absolute
+  budget (budget · |L|, L measured in MPFR) and the move saves something. A lazy greedy: a move's saving is recomputed at the current
   realization before it is taken.
 - **Measure.** The kernel interpreter under the candidate against the MPFR value; while
   the error exceeds the absolute budget, the decision with the largest share of the
@@ -241,7 +256,7 @@ class Decision:
     type: str = "f64"
     offered: bool = True
     rule: int | None = None  # 1 or 2 when not offered
-    first_saving: float = 0.0  # what f64 → f32 alone saves
+    first_saving: float = 0.0  # what its first narrowing (f64 → f32) saves: rule 2
     read: str | None = None  # the narrowest type a reader converts it into, if narrower
 
     def term(self, t: str | None = None) -> float:
