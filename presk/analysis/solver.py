@@ -327,6 +327,91 @@ class Solution:
         return out
 
 
+@contextmanager
+def narrowed(group: list[Decision]) -> Iterator[None]:
+    """Each decision of `group` one type narrower, for the `with` block's reads."""
+    old = [d.type for d in group]
+    for d in group:
+        d.type = NARROWER[d.type]
+    try:
+        yield
+    finally:
+        for d, t in zip(group, old):
+            d.type = t
+
+
+class JointMoves:
+    """The joint moves of a cost that prices the host's conversions (the module
+    docstring): a decision with the decisions at the other end of each conversion its
+    move alone adds. `realization()` is the decisions' current one; `conversions(r)` the
+    (reader, value) pairs a realization converts (`conversion_links`), read once each."""
+
+    def __init__(self, decisions: list[Decision], partners: dict[str, list[str]],
+                 realization: Callable[[], Realization],
+                 conversions: Callable[[Realization], set[tuple[str, str]]]):
+        self.decisions, self.partners = decisions, partners
+        self.realization, self._conversions = realization, conversions
+        self._links: dict[tuple, set[tuple[str, str]]] = {}
+
+    def conversions(self, real: Realization) -> set[tuple[str, str]]:
+        key = _key(real)
+        if key not in self._links:
+            self._links[key] = self._conversions(real)
+        return self._links[key]
+
+    def group(self, d: Decision, member: Callable[[Decision], bool],
+              whole: bool = False) -> list[Decision]:
+        """`d`, its launch's partners, and the decisions at the other end of each
+        conversion narrowing `d` alone adds (the readers a narrowed value is widened for,
+        the values a narrowed reader converts), those of `d`'s type that `member` accepts:
+        narrowed together, they convert none of them. `whole`: grown the same way from
+        every member until narrowing the group adds no such conversion (the smallest
+        joint move that holds `d`)."""
+        group, before = [d], self.conversions(self.realization())
+        while True:
+            keys = {g.key for g in group}
+            with narrowed(group):
+                added = self.conversions(self.realization()) - before
+            ends = {r if v in keys else v for r, v in added if (r in keys) != (v in keys)}
+            ends.update(p for g in group for p in self.partners.get(g.key, ()))
+            more = [e for e in self.decisions if e.key in ends and e.key not in keys
+                    and e.type == d.type and member(e)]
+            group += more
+            if not (whole and more):
+                return group
+
+    def groups(self, losing: list[Decision],
+               tried: list[list[Decision]]) -> list[list[Decision]]:
+        """The joint group of each of `losing` (decisions whose move alone saves nothing:
+        a move that saves alone is its own way in), each once and none already `tried`."""
+        known = {frozenset(g.key for g in group) for group in tried}
+        out = []
+        for d in losing:
+            group = self.group(d, lambda e: e.offered)
+            if frozenset(g.key for g in group) not in known:
+                known.add(frozenset(g.key for g in group))
+                out.append(group)
+        return out
+
+    def judge(self, model: CostModel, least: float) -> None:
+        """Rule 2 on joint moves, at all-f64: raise each decision's `first_saving` below
+        `least` to the most a joint move that holds it saves — the smallest one (grown
+        from it), or one grown from another decision already. A decision in a move that
+        saves `least` is offered whichever it is, so its own is not grown."""
+        cost_f64 = model.cost(self.realization())
+        best: dict[str, float] = {}
+        for d in self.decisions:
+            if d.rule == 1 or max(d.first_saving, best.get(d.key, -math.inf)) >= least:
+                continue
+            group = self.group(d, lambda e: e.rule != 1, whole=True)
+            with narrowed(group):
+                saving = cost_f64 - model.cost(self.realization())
+            for g in group:
+                best[g.key] = max(best.get(g.key, -math.inf), saving)
+        for d in self.decisions:
+            d.first_saving = max(d.first_saving, best.get(d.key, -math.inf))
+
+
 # ---- the analysis of the entry ----
 
 def _rounding(record, max_abs: float) -> dict[str, float]:
@@ -554,57 +639,10 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
 
     cost_f64 = model.cost(realization())
 
-    @contextmanager
-    def narrowed(group: list[Decision]) -> Iterator[None]:
-        """Each decision of `group` one type narrower, for the `with` block's reads."""
-        old = [d.type for d in group]
-        for d in group:
-            d.type = NARROWER[d.type]
-        try:
-            yield
-        finally:
-            for d, t in zip(group, old):
-                d.type = t
-
-    # a cost that prices the host's conversions (time) makes a narrowing alone pay for
-    # converting what it reads or what reads it: such a move is offered joined with the
-    # decisions at the other end of those conversions (`joint_group`)
-    joint = bool(getattr(model, "conversions", False))
-    links: dict[tuple, set[tuple[str, str]]] = {}  # a realization's key → its conversions
-
-    def conversions_of(real: Realization) -> set[tuple[str, str]]:
-        key = _key(real)
-        if key not in links:
-            links[key] = conversion_links(recordings.get(real).realize, paths, inputs,
-                                          followers)
-        return links[key]
-
-    def joint_group(d: Decision, member: Callable[[Decision], bool],
-                    whole: bool = False) -> list[Decision]:
-        """`d`, its launch's partners, and the decisions at the other end of each
-        conversion narrowing `d` alone adds (the readers a narrowed value is widened for,
-        the values a narrowed reader converts), those of `d`'s type that `member` accepts:
-        narrowed together, they convert none of them. `whole`: grown the same way from
-        every member until narrowing the group adds no such conversion (the smallest
-        joint move that holds `d`)."""
-        group, before = [d], realization()
-        while True:
-            keys = {g.key for g in group}
-            with narrowed(group):
-                added = conversions_of(realization()) - conversions_of(before)
-            ends = {r if v in keys else v for r, v in added if (r in keys) != (v in keys)}
-            ends.update(p for g in group for p in partners.get(g.key, ()))
-            more = [e for e in decisions if e.key in ends and e.key not in keys
-                    and e.type == d.type and member(e)]
-            group += more
-            if not (whole and more):
-                return group
-
     # rules 1 and 2
     for d in decisions:
         if d.elements <= 1:
             d.offered, d.rule = False, 1
-    joint_saving: dict[str, float] = {}  # a decision → the most a joint move of it saves
     for d in decisions:
         if d.rule == 1:
             continue
@@ -613,15 +651,15 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
             together = with_type(d, "f32")
             together.sites.update({p: "f32" for p in partners[d.key]})
             d.first_saving = (cost_f64 - model.cost(together)) / (1 + len(partners[d.key]))
-        if joint and max(d.first_saving, joint_saving.get(d.key, -math.inf)) < theta * cost_f64:
-            # judged on the smallest joint move that holds it (its members' savings too)
-            group = joint_group(d, lambda e: e.rule != 1, whole=True)
-            with narrowed(group):
-                saving = cost_f64 - model.cost(realization())
-            for g in group:
-                joint_saving[g.key] = max(joint_saving.get(g.key, -math.inf), saving)
+    # a cost that prices the host's conversions makes a narrowing alone pay for converting
+    # what it reads or what reads it: its moves may be joint (JointMoves)
+    joint: JointMoves | None = None
+    if getattr(model, "conversions", False):
+        joint = JointMoves(decisions, partners, realization,
+                           lambda real: conversion_links(recordings.get(real).realize, paths,
+                                                         inputs, followers))
+        joint.judge(model, theta * cost_f64)
     for d in decisions:
-        d.first_saving = max(d.first_saving, joint_saving.get(d.key, -math.inf))
         if d.rule != 1 and d.first_saving < theta * cost_f64:
             d.offered, d.rule = False, 2
 
@@ -650,18 +688,6 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
                     out.append(group)
         return out
 
-    def joint_groups(losing: list[Decision], tried: list[list[Decision]]) -> list[list[Decision]]:
-        """The joint group of each decision whose move alone saves nothing (a move that
-        saves alone is its own best way in), each group once and none already `tried`."""
-        known = {frozenset(g.key for g in group) for group in tried}
-        out = []
-        for d in losing:
-            group = joint_group(d, lambda e: e.offered)
-            if frozenset(g.key for g in group) not in known:
-                known.add(frozenset(g.key for g in group))
-                out.append(group)
-        return out
-
     def ratio(saved: float, added: float) -> float:
         return math.inf if added <= 0 else saved / added
 
@@ -684,8 +710,8 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     while True:
         candidates = groups()
         scored, losing = score(candidates)
-        if joint:
-            scored += score(joint_groups(losing, candidates))[0]
+        if joint is not None:
+            scored += score(joint.groups(losing, candidates))[0]
         if not scored:
             break
         scored.sort(key=lambda x: (-x[0], -x[1], x[2], x[3]))
@@ -708,8 +734,8 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     measured = measure(realization()) if moves else f64_measured
     widenings: list[tuple[str, str, str]] = []
     while measured > absolute and len(widenings) < max_rounds:
-        narrowed = [d for d in decisions if d.type != "f64"]
-        if not narrowed:
+        below_f64 = [d for d in decisions if d.type != "f64"]
+        if not below_f64:
             break
         terms = {o.site: o for o in follower_terms()}
         # a decision's share: its term, its followers' and those of the values it reads
@@ -718,7 +744,7 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
             return d.term() + sum(o.term for o in terms.values()
                                   if o.role in (f"follows {d.key}", f"carried, read in "
                                                 f"{o.type} by {d.key}"))
-        d = max(narrowed, key=lambda d: (share(d), d.key))
+        d = max(below_f64, key=lambda d: (share(d), d.key))
         frm, d.type = d.type, WIDER[d.type]
         widenings.append((d.key, frm, d.type))
         measured = measure(realization())
