@@ -129,8 +129,14 @@ def _weight(item: pytest.Item) -> float:
     return float(mark.args[0]) if mark is not None and mark.args else 0.0
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marks below must be seen
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The `early` files first, heaviest first (a stable sort: files stay whole, in order)."""
+    """The cases a module names in `SLOW_CASES` are marked `slow` (a combination of several
+    parametrize decorators has no single `pytest.param` to mark); then the `early` files
+    first, heaviest first (a stable sort: files stay whole, in order)."""
+    for item in items:
+        if item.name in getattr(getattr(item, "module", None), "SLOW_CASES", ()):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: -_weight(item))
 
 

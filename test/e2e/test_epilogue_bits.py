@@ -112,6 +112,15 @@ def realization(core, t: str, grad: bool):
     return real
 
 
+# make test-fast leaves these cases out (test/conftest.py); make test runs them. The fast
+# set keeps every value case, and the gradient in f64 short and f32+fma both sizes.
+SLOW_CASES = {
+    "test_block_keeps_its_bits[gradient-short-f32]",
+    "test_block_keeps_its_bits[gradient-tiled-f64]",
+    "test_block_keeps_its_bits[gradient-tiled-f32]",
+}
+
+
 @pytest.mark.parametrize("t", ["f64", "f32", "f32+fma"])
 @pytest.mark.parametrize("n, r", [(5, 3), (40, 19)], ids=["short", "tiled"])
 @pytest.mark.parametrize("grad", [False, True], ids=["value", "gradient"])

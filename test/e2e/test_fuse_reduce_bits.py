@@ -90,6 +90,16 @@ def kinds(tmp_path_factory: pytest.TempPathFactory):
     return core
 
 
+# make test-fast leaves these cases out (test/conftest.py); make test runs them. The fast
+# set keeps every kind short in both types, blocked in f64, and the short gradient in f64.
+SLOW_CASES = {
+    "test_every_reduction_kind_keeps_its_bits[value-blocked-f32]",
+    "test_every_reduction_kind_keeps_its_bits[gradient-short-f32]",
+    "test_every_reduction_kind_keeps_its_bits[gradient-blocked-f64]",
+    "test_every_reduction_kind_keeps_its_bits[gradient-blocked-f32]",
+}
+
+
 @pytest.mark.parametrize("t", ["f64", "f32"])
 @pytest.mark.parametrize("dims", [{"N": 5, "R": 3}, {"N": 129, "R": 7}], ids=["short", "blocked"])
 @pytest.mark.parametrize("grad", [False, True], ids=["value", "gradient"])

@@ -55,7 +55,7 @@ def test_tutorial(grad):
                                                   grad=grad)) > 20
 
 
-@pytest.mark.slow  # make test-fast keeps the fused points in test_k_blocks[True]
+@pytest.mark.slow
 def test_tutorial_fused():
     """The tutorial's value and gradient with its three contractions fused (llvm.fma): a
     layout still never changes bits."""
@@ -64,9 +64,10 @@ def test_tutorial_fused():
                                                   grad=True)) > 20
 
 
-# The unfused k-blocked points are slow (about as long as the fused ones, which also cover a
-# fused contraction's layouts in make test-fast); make test runs both.
-@pytest.mark.parametrize("fused", [pytest.param(False, marks=pytest.mark.slow), True])
+# The k-blocked points, fused and not, are slow (each a minute of CPU on 2 cores); make
+# test-fast keeps the tutorial's value points (test_tutorial[False]), make test runs all.
+@pytest.mark.slow
+@pytest.mark.parametrize("fused", [False, True])
 def test_k_blocks(tmp_path, fused):
     """The k-blocked points (`kblock = 256`, offered where k ≥ 512): x · w with K = 520
     and the gradient's xᵀ·g over a batch of 530 (blocks of 256, 256 and the rest), fused

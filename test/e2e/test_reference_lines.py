@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from presk.analysis.weights import load_tensors
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +29,7 @@ def presk(*argv: str, ok: bool = True) -> subprocess.CompletedProcess:
     return done
 
 
+@pytest.mark.slow  # the whole solve at 128 bits; test_solver keeps a fast one
 def test_the_seed_solve_line_runs_as_written(tmp_path):
     env, real = tmp_path / "envelope.json", tmp_path / "realization.json"
     presk("calibrate", "--precision", TUTORIAL, "--entry", "loss", "--dim", "B=4", "--bits",

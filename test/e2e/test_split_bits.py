@@ -103,8 +103,9 @@ def same_bits_split(pipe_module, tmp: Path, ns=(2, 3)) -> set[str]:
     return titles
 
 
-@pytest.mark.parametrize("realization", [None, pytest.param(MIXED, marks=pytest.mark.slow)],
-                         ids=["f64", "mixed"])
+@pytest.mark.parametrize("realization", [pytest.param(None, marks=pytest.mark.slow),
+                                         pytest.param(MIXED, marks=pytest.mark.slow)],
+                         ids=["f64", "mixed"])  # make test-fast: test_default_splits_large_nests
 def test_tutorial_value_and_gradient(tmp_path: Path, realization) -> None:
     core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
     pipe = kernel_pipeline(core, "loss", {"B": 4}, realization, grad=True)
