@@ -202,14 +202,56 @@ def split_parts(counts: Counts, point: Point) -> int:
     return max(parts, 1)
 
 
+def _k_blocks(counts: Counts, point: Point) -> tuple[int, float]:
+    """(blocks, share of k a block holds) of a tiled contraction's k sweep: (1, 1.0)
+    unless its layout sweeps k in blocks of `point.kblock` (tile_contraction.py)."""
+    k = counts.sides[2] if counts.sides is not None else 0
+    if not point.kblock or k <= point.kblock:
+        return 1, 1.0
+    return math.ceil(k / point.kblock), point.kblock / k
+
+
+def reread_level(counts: Counts, point: Point, machine: Machine, reuse: float) -> int:
+    """The level a tiled contraction's j operand is re-read from for every row of tiles.
+    reuse 0 (a profile without the field, as the frozen one): the level that holds the
+    operand alone. Otherwise the level whose `reuse` share holds what one row of tiles
+    sweeps — the operand (under a k block, that block of it) and, beside it, the row's
+    strip of the i operand and of the output: an operand that fills L2 alone (the
+    scaled Tower's xᵀ·g, 2 MiB of f64 panels on a 2 MiB L2) is evicted by the strips
+    streamed past it and comes from L3 on every row."""
+    rhs = counts.buffer_bytes[1]
+    if reuse <= 0:
+        return _level(rhs, machine)
+    _, share = _k_blocks(counts, point)
+    i, j, k = counts.sides
+    esize = 8 if counts.arith["f64"] else 4
+    r = min(point.tile[0], i)
+    swept = rhs * share + esize * r * (k * share + j)
+    return _level(swept / reuse, machine)
+
+
+def _block_reloads(counts: Counts, point: Point, r: int, cols: int, v: int,
+                   reuse: float) -> float:
+    """A k-blocked tile's extra vector loads and stores: between blocks each tile's R·v
+    accumulators are stored to its output and loaded back (tile_contraction.py). Priced
+    only by a profile that prices the re-read by its sweep (`reread_level`): without it,
+    a k block is priced as its whole-k point (the frozen profile's prices)."""
+    blocks, _ = _k_blocks(counts, point)
+    if reuse <= 0 or blocks == 1:
+        return 0.0
+    i, j, _ = counts.sides
+    return (i // r) * (j // cols) * 2 * r * v * (blocks - 1)
+
+
 def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
-             width: int = 0) -> np.ndarray:
+             width: int = 0, reuse: float = 0.0) -> np.ndarray:
     """The feature row of one launch at `point` (FEATURES) as if one worker ran all of it
     (a split's spawn is its column `spawn`; `split_terms` divides the rest among its
     parts). `resident`: the bytes a call of the program touches — a nest's buffers come
     from the level that holds them all (in a calibration, where a nest runs alone, its
     own). `width`: the bytes of a vector a register tile's instructions run at full rate
-    (0: the machine's registers')."""
+    (0: the machine's registers'). `reuse`: the profile's share of a cache a re-read
+    operand's sweep may fill (`reread_level`; 0: the operand alone)."""
     x = np.zeros(len(FEATURES))
     arith, loads, maths = dict(counts.arith), dict(counts.loads), dict(counts.math)
     steps, tile_loads, scalar_outputs, tile_ops = counts.steps, 0.0, 0.0, 0.0
@@ -225,6 +267,7 @@ def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
         # a tile's loads (R broadcasts and v vectors a k step) are priced apart from a
         # nest's as written, which stream through vectors LLVM makes itself
         tile_loads = sum(loads.values()) * main * (r + v) / (2 * r * cols)
+        tile_loads += _block_reloads(counts, point, r, cols, v, reuse)
         held = math.ceil(cols * esize / machine.vector_bytes)  # registers a row takes
         if r * held + held + 1 > machine.vector_registers:
             # R rows of accumulators, a loaded row and a broadcast do not fit the
@@ -269,7 +312,8 @@ def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
             # operand: a whole line when they are fewer than a line's
             esize = 8 if counts.arith["f64"] else 4
             per_row = max(1.0, machine.cache_line / (cols * esize))
-            moved[_level(rhs, machine)] += rhs * per_row * (math.ceil(i / r) - 1)
+            moved[reread_level(counts, point, machine, reuse)] += \
+                rhs * per_row * (math.ceil(i / r) - 1)
             walked = [n > 0 and _level(nbytes, machine) > 0 for nbytes, n in
                       zip(counts.buffer_bytes[:2], counts.strided[:2])]
             if point.panels:
@@ -379,7 +423,7 @@ def price(kernel: K.KernelOp, points: list[Point], machine: Machine,
     """Each point's prediction, cheapest first (ties: the earlier point of the space);
     `resident` as `features` takes it."""
     counts = count(kernel, machine.cache_line)
-    rows = np.array([features(counts, p, machine, resident, model.tile_width)
+    rows = np.array([features(counts, p, machine, resident, model.tile_width, model.reuse)
                      for p in points])
     parts = np.array([split_parts(counts, p) for p in points])
     total, t = predict(rows, parts, constants(model), Split.of(model), model.p)

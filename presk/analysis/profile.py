@@ -96,6 +96,11 @@ class Model:
     math_op_f64: float = 0.0  # an operation of a math function's program, f64 and f32,
     math_op_f32: float = 0.0  # beside its call's `math` (without them: the call alone)
     panel_spill: float = 0.0  # what a spilled accumulator adds when its tile reads panels
+    # the share of a cache a contraction's re-read operand, with the strips a row of
+    # tiles streams beside it, may fill (presk/analysis/cost_model.py `reread_level`);
+    # 0, or absent from the artifact: the operand alone by the level's size, and a k
+    # block priced as its whole-k point (the frozen profile's prices)
+    reuse: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -221,7 +226,7 @@ _MACHINE = {"cpu": "string", "workers": "natural", "workers_from": "string",
             "cache_line": "natural"}
 _MODEL_NUMBERS = ("launch", "spawn", "step", "scalar_output", "efficiency", "p", "u", "u90", "rho")
 _MODEL_OPTIONAL = ("split_work", "split_bandwidth", "chain", "blocked", "spill",
-                   "math_op_f64", "math_op_f32", "panel_spill")
+                   "math_op_f64", "math_op_f32", "panel_spill", "reuse")
 _MODEL_TABLES = {"work": ("f64", "f32", "tile"), "math": ("f64", "f32"), "loads": (*TYPES, "tile", "line"),
                  "bandwidth": ("l2", "l3", "mem")}
 
@@ -313,7 +318,8 @@ def _newer_rows(k: Model) -> list[tuple[str, str]]:
         ("A spilled accumulator's load or store",
          f"{_seconds(k.loads['tile'] if k.spill is None else k.spill)}"
          f" (+ {_seconds(k.panel_spill)} when its tile reads panels)"),
-    ]
+    ] + ([("A re-read operand and its strips fill", f"{k.reuse:.2f} of a cache")]
+         if k.reuse > 0 else [])
 
 
 def profile_tables(profile: Profile) -> list[tuple[str, list[tuple[str, str]]]]:

@@ -66,6 +66,17 @@ tile's re-reads of the other operand then come from past L2, as the scaled Tower
 product at 64 rows, all in L2); the last sizes' element-wise nests (3 buffers of N·M elements: 6 and 24 MiB
 in f64) outgrow a 2 MiB L2; `large_sizes` adds sizes past the machine's own L2 and L3
 when those are larger."""
+GRAD_SIZES = [(1024, 256)]
+"""(N, M) at which `cal`'s gradient's products are timed (not with --quick): xᵀ·g
+([M, M] over k = N: both operands read down their columns) and g·wᵀ (w read
+transposed), which no forward nest has; at the scaled Tower's sizes — xᵀ·g's j operand
+is 2 MiB in f64, the size of a 2 MiB L2 (cost_model.py `reread_level`)."""
+LARGE_PRODUCTS = [(1024, 256)]
+"""(N, M) at which `cal`'s forward product is also timed past MAX_MACS·4 (not with
+--quick; 67M multiply-adds, the scaled Tower's): its tiles' re-reads pass a 512 KiB L2
+where the 16.7M ones' do not. These and GRAD_SIZES' products are timed in f64 only and
+at their tiles only (as written a launch takes 0.1-0.25 s): every timed point is
+compiled, and compiling is most of the calibration's two minutes."""
 CLOCK = time.thread_time  # what a point costs when nothing preempts it
 SPLIT_CLOCK = time.perf_counter
 """A split point's clock: its parts run on the pool's workers too, and the calling
@@ -77,6 +88,9 @@ a burst of other work spoils a pass, and more passes give the minimum more chanc
 timing takes ~30 s against ~25 s."""
 MAX_MACS = 1 << 22  # a contraction of more multiply-adds is not timed at every point
 P_GRID = (1.0, 1.05, 1.1, 1.2, 1.35, 1.5, 2.0)
+REUSE_GRID = (0.0, 1.0, 0.75, 0.5)
+"""The shares of a cache a contraction's re-read operand and its strips may fill
+(cost_model.py `reread_level`; 0: the operand alone, by the level's size)."""
 EFFICIENCY_GRID = tuple(i / 10 for i in range(11))
 SPLIT_WORK_GRID = (0.0, 0.5e-6, 2e-6, 8e-6, 32e-6)
 BANDWIDTH_GRID = (0.0, 0.5, 1.0)
@@ -106,8 +120,21 @@ def _all_f32(realize_module) -> str:
     return json.dumps({"format": "presk-realization/1", "sites": {s: "f32" for s in sites}})
 
 
+def _recordings(quick: bool) -> list[tuple[str, int, int, bool, bool]]:
+    """(entry, N, M, gradient, also in f32) of every recording the calibration takes its
+    nests from."""
+    out = [(entry, n, m, False, True) for n, m in (QUICK_SIZES if quick else FULL_SIZES)
+           for entry in ("cal", "ew", "ex")
+           if entry != "cal" or n * m * m <= MAX_MACS * 4]
+    if quick:
+        return out
+    return out + [("cal", n, m, False, False) for n, m in LARGE_PRODUCTS] + \
+        [("cal", n, m, True, False) for n, m in GRAD_SIZES]
+
+
 def calibration_kernels(quick: bool) -> list:
-    """The distinct kernels of the calibration programs at every size and type."""
+    """The distinct kernels of the calibration programs at every size and type (of a
+    gradient's recording, only its products with a transposed operand, `contract…`)."""
     from ..dialects import kernel as K
     from .load import load_core
     from .record import kernel_pipeline
@@ -116,18 +143,16 @@ def calibration_kernels(quick: bool) -> list:
         Path(path).write_text(CALIBRATION, encoding="utf-8")
         core, _ = load_core(path)
     seen: dict[str, object] = {}
-    for n, m in QUICK_SIZES if quick else FULL_SIZES:
-        for entry in ("cal", "ew", "ex"):
-            if entry == "cal" and n * m * m > MAX_MACS * 4:
-                continue
-            pipe = kernel_pipeline(core, entry, {"N": n, "M": m})
-            for real in (None, _all_f32(pipe.realize)):
-                if real is not None:
-                    pipe = kernel_pipeline(core, entry, {"N": n, "M": m}, real)
-                for k in pipe.kernel.ops:
-                    if isinstance(k, K.KernelOp):
-                        key = str(k.clone()).replace(k.sym_name.data, "k", 1)
-                        seen.setdefault(key, k)
+    for entry, n, m, grad, f32 in _recordings(quick):
+        pipe = kernel_pipeline(core, entry, {"N": n, "M": m}, grad=grad)
+        for real in (None, _all_f32(pipe.realize)) if f32 else (None,):
+            if real is not None:
+                pipe = kernel_pipeline(core, entry, {"N": n, "M": m}, real, grad=grad)
+            for k in pipe.kernel.ops:
+                if isinstance(k, K.KernelOp) and (not grad or
+                                                  k.title.data.startswith("contract")):
+                    key = str(k.clone()).replace(k.sym_name.data, "k", 1)
+                    seen.setdefault(key, k)
     return list(seen.values())
 
 
@@ -149,9 +174,12 @@ def calibration_points(kernel, workers: int, quick: bool) -> list:
     space = layout_space(kernel, workers)
     if quick and math.prod(kernel.arg_types[-1].shape) < 4096:
         space = [p for p in space if p.split == 1]  # the larger size prices a split
-    if count(kernel).sides is None:
+    sides = count(kernel).sides
+    if sides is None:
         return space
     keep = QUICK_TILES if quick else TILES
+    if math.prod(sides) > MAX_MACS * 4:
+        keep = keep - {()}  # as written, a launch takes a tenth of a second or more
     return [p for p in space if p.tile in keep and (p.split == 1 or p.tile in SPLIT_TILES)]
 
 
@@ -306,6 +334,7 @@ class Fit:
     width: int
     x: np.ndarray
     parts: np.ndarray
+    reuse: float = 0.0  # cost_model.py `reread_level`
 
     def predict(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         return _predict(self.x[rows], self.theta, self.p, self.parts[rows], self.split)
@@ -334,9 +363,9 @@ def fit_constants(samples: list[Sample], machine: Machine, fitted: np.ndarray) -
     parts = np.array([split_parts(s.counts, s.point) for s in samples], dtype=float)
     whole = fitted & (parts == 1)
 
-    def rows(width: int) -> np.ndarray:
+    def rows(width: int, reuse: float = 0.0) -> np.ndarray:
         """The features, and 1 / launches: the call's overhead's share of a launch."""
-        return np.array([[*features(s.counts, s.point, machine, 0, width),
+        return np.array([[*features(s.counts, s.point, machine, 0, width, reuse),
                           1 / s.repeats] for s in samples])
 
     def at_p1(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -345,6 +374,8 @@ def fit_constants(samples: list[Sample], machine: Machine, fitted: np.ndarray) -
     tries = [(w, rows(w)) for w in tile_widths(machine)]
     _, width, x = min(((_median_error(_predict(x[whole], at_p1(x, whole), 1.0), y[whole]),
                         w, x) for w, x in tries), key=lambda t: t[0])
+    reuse, x = _fit_reuse(x, [(r, rows(width, r)) for r in REUSE_GRID if r > 0], y, whole,
+                          at_p1)
     work = _part_work(x, at_p1(x, whole), parts)
     best = None
     for split in _split_grid(bool((fitted & (parts > 1)).any())):
@@ -361,7 +392,18 @@ def fit_constants(samples: list[Sample], machine: Machine, fitted: np.ndarray) -
         if best is None or u_fit < best[0]:
             best = (u_fit, p, theta)
     _, p, theta = best
-    return Fit(theta, p, split, width, x, parts)
+    return Fit(theta, p, split, width, x, parts, reuse)
+
+
+def _fit_reuse(x0: np.ndarray, tries: list[tuple[float, np.ndarray]], y: np.ndarray,
+               whole: np.ndarray, at_p1) -> tuple[float, np.ndarray]:
+    """(reuse, its feature rows): the share of REUSE_GRID (`x0`: the rows at 0) whose
+    NNLS fit of the whole points has the least sum of squared relative residuals — the
+    fit's own objective, not the median: only the few products whose re-read operand
+    sits near a cache's size move with it, and the median would not see them."""
+    def cost(x: np.ndarray) -> float:
+        return float(np.sum((_predict(x[whole], at_p1(x, whole), 1.0) / y[whole] - 1) ** 2))
+    return min([(0.0, x0), *tries], key=lambda t: cost(t[1]))
 
 
 def _split_grid(any_split: bool):
@@ -442,7 +484,7 @@ def fit_model(samples: list[Sample], machine: Machine, seed: int = 0,
                  split_bandwidth=float(f.split.bandwidth), chain=float(theta[17]),
                  blocked=float(theta[18]), spill=float(theta[19]),
                  math_op_f64=float(theta[20]), math_op_f32=float(theta[21]),
-                 panel_spill=float(theta[22]))
+                 panel_spill=float(theta[22]), reuse=float(f.reuse))
 
 
 def _mib(n: int) -> str:
