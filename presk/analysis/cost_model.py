@@ -64,8 +64,8 @@ TERMS = ("λ", "spawn", "work", "loads", "L2", "L3", "mem")
 FEATURES = ("launch", "spawn", "arith_f64", "arith_f32", "math_f64", "math_f32",
             "steps", "load_f64", "load_f32", "load_bf16", "tile_loads", "scalar_outputs",
             "bytes_l2", "bytes_l3", "bytes_mem", "lines", "tile_ops", "chain", "blocked",
-            "spills", "math_ops_f64", "math_ops_f32", "panel_spills")
-TERM_OF = (0, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 2, 4, 5, 6, 3, 2, 2, 2, 3, 2, 2, 2)
+            "spills", "math_ops_f64", "math_ops_f32", "panel_spills", "copied")
+TERM_OF = (0, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 2, 4, 5, 6, 3, 2, 2, 2, 3, 2, 2, 2, 3)
 
 UNROLLED = 16
 """A loop carrying a sum over at most this many iterations is unrolled whole by LLVM, so
@@ -94,6 +94,9 @@ class Counts:
     chain: float = 0.0  # steps of carried loops in order (not blocked) longer than UNROLLED
     blocked: float = 0.0  # a blocked sum's runs × its partials (their start and tree)
     math_ops: dict[str, float] | None = None  # compute type → math calls' program ops
+    # a tiled launch's bytes copied into memory it allocates: (unpanelled: the operands
+    # read along j where j is not their last axis, copied j-last; panelled)
+    copied: tuple[float, float] = (0.0, 0.0)
 
 
 def _type(t) -> str:
@@ -179,7 +182,22 @@ def count(kernel: K.KernelOp, line: int = 64) -> Counts:
     loops = [op for op in kernel.body.block.ops if isinstance(op, K.ForOp)]
     outer = loops[0].trip if len(loops) == 1 and not loops[0].inits else 1
     return Counts(c["arith"], c["math"], c["steps"], c["loads"], tuple(sizes), sides, outer,
-                  tuple(c["strided"]), c["chain"], c["blocked"], c["math_ops"])
+                  tuple(c["strided"]), c["chain"], c["blocked"], c["math_ops"],
+                  _copied(kernel) if sides is not None else (0.0, 0.0))
+
+
+def _copied(kernel: K.KernelOp) -> tuple[float, float]:
+    """The bytes a tiled launch of the contraction copies into memory it allocates
+    (tile_contraction.py), unpanelled and panelled: the whole operands (the tiles' share
+    of them is all but a remainder). Which operands does not depend on the tile."""
+    from presk.kernel_abi.tiles import find_nest, packed_loads, panel_loads
+    nest = find_nest(kernel.body.block, K.LayoutAttr.tiled((1, 2), 2))
+    if nest is None:
+        return 0.0, 0.0
+    def size(ops) -> float:
+        return float(sum(op.buffer.type.bytes for op in ops))
+    return (size(packed_loads(nest)),
+            size(packed_loads(nest, True)) + size(op for op, _, _ in panel_loads(nest)))
 
 
 def _level(nbytes: float, machine: Machine) -> int:
@@ -334,6 +352,11 @@ def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
     mops = counts.math_ops or {}
     x[20], x[21] = mops.get("f64", 0.0), mops.get("f32", 0.0)
     x[22] = spills if tiled and point.panels else 0.0
+    # the copies' bytes, into memory the launch allocates (its first touch faults pages
+    # in): besides their loads and stores, priced apart — on a 2 MiB-L2 Xeon the
+    # residual stack's 64 × 64 xᵀ·g over k = 1024 ran 1.28× slower from panels (1 MiB
+    # copied a launch) than unpacked, which their loads' price alone does not see
+    x[23] = counts.copied[point.panels] if tiled else 0.0
     return x
 
 
@@ -347,7 +370,7 @@ def constants(model: Model) -> np.ndarray:
                      1 / model.bandwidth["mem"], model.loads["line"], model.work["tile"],
                      model.step if model.chain is None else model.chain, model.blocked,
                      model.loads["tile"] if model.spill is None else model.spill,
-                     model.math_op_f64, model.math_op_f32, model.panel_spill])
+                     model.math_op_f64, model.math_op_f32, model.panel_spill, model.copy])
 
 
 def terms(x: np.ndarray, theta: np.ndarray) -> np.ndarray:

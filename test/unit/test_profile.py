@@ -246,3 +246,36 @@ def test_newer_terms_optional():
     text = render_profile(profile)
     assert "A step of a sum in order                   0.5 ns" in text
     assert "0.2 ns (+ 0.04 ns when its tile reads panels)" in text
+
+
+def test_reread_sweep_and_copies(tmp_path):
+    """xᵀ·g of the scaled Tower's size (a 256 × 256 output over k = 1024, f64): its j
+    operand is 2 MiB, a 2 MiB L2's size. Without `reuse` (the frozen profile) its re-reads
+    come from L2 and a k block prices as its whole-k point; with reuse 1 the strips beside
+    it push them to L3, a k block of 256 keeps them in L2 and pays its accumulators'
+    reloads. A tile's copies are counted (its panels: both operands), priced by `copy`."""
+    from dataclasses import replace
+    from presk.analysis.cost_model import FEATURES, constants, count, features, reread_level
+    from presk.dialects import kernel as K
+    from presk.pipeline import kernel_pipeline, load_core
+    from presk.pipeline.profile import CALIBRATION
+    from presk.transforms.plan_layout import Point
+    (tmp_path / "cal.psk").write_text(CALIBRATION, encoding="utf-8")
+    core, _ = load_core(str(tmp_path / "cal.psk"))
+    pipe = kernel_pipeline(core, "cal", {"N": 1024, "M": 256}, grad=True)
+    [xg] = [k for k in pipe.kernel.ops if isinstance(k, K.KernelOp)
+            and k.title.data == "contract" and k.arg_types[-1].shape == (256, 256)]
+    machine = replace(load_profile(str(FROZEN)).machine, l1=48 << 10, l2=2 << 20, l3=32 << 20)
+    c = count(xg, 64)
+    assert c.buffer_bytes[1] == machine.l2 and c.copied == (0.0, 2 * machine.l2)
+    whole, blocked = Point((8, 16), 1, True), Point((8, 16), 1, True, 256)
+    assert reread_level(c, whole, machine, 0.0) == reread_level(c, blocked, machine, 0.0) == 1
+    assert reread_level(c, whole, machine, 1.0) == 2
+    assert reread_level(c, blocked, machine, 1.0) == 1
+    assert (features(c, whole, machine) == features(c, blocked, machine)).all()
+    loads = FEATURES.index("tile_loads")
+    extra = features(c, blocked, machine, 0, 32, 1.0)[loads] - \
+        features(c, whole, machine, 0, 32, 1.0)[loads]
+    assert extra == (256 // 8) * (256 // 16) * 2 * 8 * 4 * 3  # R·v accumulators, 3 seams
+    theta = dict(zip(FEATURES, constants(load_profile(str(FROZEN)).model)))
+    assert theta["copied"] == 0
