@@ -3,7 +3,9 @@
 The calibration's nests are Presk's own: three small programs (`CALIBRATION`: a
 contraction with an element-wise group and a row reduction, an element-wise group of
 arithmetic, a math function over a tensor) recorded at a grid of sizes, in f64 and in f32,
-converted to PSK-Kernel like any program. Each distinct nest is taken at points of its
+converted to PSK-Kernel like any program; and `cal` at the scaled Tower's size, its
+forward product past MAX_MACS·4 (LARGE_PRODUCTS) and its gradient's products with a
+transposed operand (xᵀ·g, g·wᵀ: GRAD_SIZES). Each distinct nest is taken at points of its
 layout space (every split; for a contraction, tiles across the space) and timed natively
 (presk/runtime/kernel_timing.py, all in one compiled module, the minimum of samples).
 
@@ -164,6 +166,10 @@ most of the calibration's time): a few across the space's rows and columns, and 
 default layout's [8, 16] and [8, 32] (presk/conversion/realize_to_kernel/nests.py
 `default_layout`), panels or not; split at fewer of them (a split's price is what it
 divides, whatever the tile)."""
+LARGE_TILES = {(4, 16), (8, 16), (8, 32)}
+"""The tiles a product past MAX_MACS·4 is timed at: those the space offers panels (and
+k blocks) at, whose re-reads `reuse` prices — not as written (0.1-0.25 s a launch), nor
+the small tiles (5-8 ms a launch at the scaled Tower's size)."""
 
 
 def calibration_points(kernel, workers: int, quick: bool) -> list:
@@ -179,7 +185,7 @@ def calibration_points(kernel, workers: int, quick: bool) -> list:
         return space
     keep = QUICK_TILES if quick else TILES
     if math.prod(sides) > MAX_MACS * 4:
-        keep = keep - {()}  # as written, a launch takes a tenth of a second or more
+        keep = LARGE_TILES
     return [p for p in space if p.tile in keep and (p.split == 1 or p.tile in SPLIT_TILES)]
 
 
