@@ -46,8 +46,8 @@ a budget relative to its output, checked against the exact reference.
 - **Greedy.** Moves f64 → f32 and f32 → bf16 (bf16 is stored, computed in f32) of a
   decision, a launch or a joint group, the best saving per unit of estimate added first (a
   move adding nothing first of all), taken while the estimate stays under the absolute
-  budget (budget · |L|, L measured in MPFR) and the move saves something. A lazy greedy: a move's saving is recomputed at the current
-  realization before it is taken.
+  budget (budget · |L|, L measured in MPFR) and the move saves something. A lazy greedy:
+  a move's saving is recomputed at the current realization before it is taken.
 - **Measure.** The kernel interpreter under the candidate against the MPFR value; while
   the error exceeds the absolute budget, the decision with the largest share of the
   estimate is widened by one type.
