@@ -11,7 +11,8 @@
 `native_program(kernel_module)` goes through the on-disk cache (presk/runtime/cache.py):
 the key is the PSK-Kernel module's text and `lowering_version()`, a hash of the source of
 every file above, so that a change to the lowering can never load stale code — and, when
-a kernel splits, how its parts start (`spawn()`: the worker pool, or a thread per part).
+a kernel splits, how its parts start (`spawn()`: the worker pool, or a thread per part),
+and where a tile's packed operands live (`scratch()`: the runtime's blocks, or malloc).
 """
 
 from __future__ import annotations
@@ -87,6 +88,15 @@ def spawn() -> str:
     return "pool" if pool.available() else "threads"
 
 
+def scratch() -> str:
+    """Where a register tile's packed operands live: `pool` — the runtime library's
+    per-thread blocks, kept between launches (presk_pool.c `presk_scratch`) — when the
+    library can be had, else `malloc` (each launch mallocs and frees them). A part of the
+    lowering's version."""
+    from . import pool
+    return "pool" if pool.available() else "malloc"
+
+
 def splits(kernel_module: ModuleOp) -> bool:
     """Whether psk-kernel-split gives any kernel of the module parts."""
     from ..dialects import kernel as K
@@ -98,7 +108,8 @@ def lowering_passes(threads: str | None = None) -> list[ModulePass]:
     """PSK-Kernel → the llvm dialect: the passes of the docstring, in order; split kernels'
     parts started by `threads` (`pool`/`threads`, default `spawn()`)."""
     from ..transforms.kernel_split import KernelSplitPass
-    return [KernelSplitPass(), ConvertKernelToStdPass(threads or spawn()), *std_passes()]
+    return [KernelSplitPass(), ConvertKernelToStdPass(threads or spawn(), scratch()),
+            *std_passes()]
 
 
 def llvm_dialect_module(kernel_module: ModuleOp, threads: str | None = None
@@ -120,10 +131,9 @@ def native_program(kernel_module: ModuleOp, cache: bool | NativeCache = True,
                    threads: str | None = None) -> NativeProgram:
     """Compile (or load from the cache) every entry host of a PSK-Kernel module; split
     kernels' parts started by `threads` (`pool`/`threads`; default `spawn()`)."""
+    version = f"{lowering_version()}+scratch-{scratch()}"
     if splits(kernel_module):
         threads = threads or spawn()
-        version = f"{lowering_version()}+{threads}"
-    else:
-        version = lowering_version()
+        version = f"{version}+{threads}"
     return load_native(lambda: llvm_dialect_module(kernel_module, threads),
                        str(kernel_module), version, cache=cache)

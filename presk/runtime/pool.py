@@ -1,6 +1,7 @@
 """The worker pool in this process: presk_pool.c compiled once into a shared library and
 loaded so that native code resolves `presk_pool_run` (a split kernel's spawner calls it,
-presk/conversion/kernel_to_std/threads.py).
+presk/conversion/kernel_to_std/threads.py) and `presk_scratch` (a register tile's packed
+operands, presk/conversion/kernel_to_std/tile_contraction.py).
 
 The library is built by the C compiler (`$CC`, else `cc`) at most once per source: it is
 kept beside the native cache (`<cache dir>/runtime/presk_pool-<sha>.so`, written to a
@@ -28,6 +29,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 SOURCES = ("presk_pool.h", "presk_pool.c")
 SYMBOL = "presk_pool_run"
+CALLED = (SYMBOL, "presk_scratch")  # the library's functions native code may call
 CFLAGS = ["-O2", "-std=c99", "-fPIC", "-shared", "-pthread"]
 
 
@@ -102,8 +104,9 @@ def available() -> bool:
 
 
 def provide(object_code: bytes) -> None:
-    """Load the pool before MCJIT links code that calls it."""
-    if SYMBOL.encode() in object_code:
+    """Load the pool's library before MCJIT links code that calls it (a split launch,
+    or a tile's scratch blocks)."""
+    if any(name.encode() in object_code for name in CALLED):
         load()
 
 

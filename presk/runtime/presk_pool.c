@@ -230,3 +230,42 @@ void presk_pool_stop(void)
     }
     pthread_mutex_unlock(&pool.launch);
 }
+
+/* ---- a thread's scratch blocks (presk_scratch) ---- */
+
+typedef struct {
+    void *block[PRESK_SCRATCH_SLOTS];
+    int64_t bytes[PRESK_SCRATCH_SLOTS];
+} scratch_blocks;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_release(void *p)
+{
+    scratch_blocks *s = p;
+    for (int i = 0; i < PRESK_SCRATCH_SLOTS; i++)
+        free(s->block[i]);
+    free(s);
+}
+
+static void scratch_key_once(void) { pthread_key_create(&scratch_key, scratch_release); }
+
+void *presk_scratch(int32_t slot, int64_t bytes)
+{
+    pthread_once(&scratch_once, scratch_key_once);
+    scratch_blocks *s = pthread_getspecific(scratch_key);
+    if (s == NULL) {
+        s = calloc(1, sizeof *s);
+        if (s == NULL || pthread_setspecific(scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s->bytes[slot] < bytes) {
+        free(s->block[slot]);  /* a packed operand is rewritten whole: nothing to keep */
+        s->block[slot] = malloc((size_t)bytes);
+        s->bytes[slot] = s->block[slot] != NULL ? bytes : 0;
+    }
+    return s->block[slot];
+}

@@ -20,6 +20,14 @@ void presk_pool_run(int32_t parts, presk_part const *fns, void *args);
 /* The workers running now (0 before the first split launch and after a stop). */
 int32_t presk_pool_workers(void);
 
+/* Scratch memory for a launch (a register tile's packed operands, which a launch writes
+ * before it reads them): at least `bytes` bytes, the calling thread's own block number
+ * `slot` (0 … PRESK_SCRATCH_SLOTS − 1). The block is kept for the thread's next launch
+ * (grown when a launch wants more) and freed when the thread exits, so back-to-back
+ * launches neither call malloc nor fault in fresh pages. NULL when out of memory. */
+#define PRESK_SCRATCH_SLOTS 4
+void *presk_scratch(int32_t slot, int64_t bytes);
+
 /* Stop and join every worker (registered with atexit on the first start; a later launch
  * starts them again). */
 void presk_pool_stop(void);

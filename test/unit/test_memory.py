@@ -104,13 +104,14 @@ def test_usage_errors_are_one_line():
 
 
 def malloc_bytes(kernel_module) -> int:
-    """What the lowered module mallocs in one run of each kernel function, read off the
-    llvm dialect (every `malloc` there packs an operand; nothing else allocates)."""
+    """What the lowered module packs in one run of each kernel function, read off the
+    llvm dialect: its `malloc`s and its `presk_scratch` blocks (each packs an operand;
+    nothing else allocates), by the constant size each asks for (the last operand)."""
     from presk.runtime.compile import llvm_dialect_module
     module, _ = llvm_dialect_module(kernel_module.clone())
-    return sum(op.operands[0].owner.properties["value"].value.data for op in module.walk()
+    return sum(op.operands[-1].owner.properties["value"].value.data for op in module.walk()
                if op.name == "llvm.call"
-               and op.properties["callee"].string_value() == "malloc")
+               and op.properties["callee"].string_value() in ("malloc", "presk_scratch"))
 
 
 @pytest.mark.slow

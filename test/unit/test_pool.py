@@ -124,3 +124,29 @@ def test_split_launch_seconds_is_measured(way: str) -> None:
         pytest.skip("no C compiler for the pool")
     seconds = split_launch_seconds(2, repeats=4, samples=2, threads=way, cache=False)
     assert np.isfinite(seconds) and seconds >= 0.0
+
+
+def test_scratch_blocks_are_kept_per_thread_and_slot() -> None:
+    """presk_scratch (a tile's packed operands): a slot's block is the same one at the
+    thread's next ask of no more bytes, holds what was written to it, grows when asked
+    for more (then writable to its last byte), and another slot or another thread has a
+    block of its own."""
+    import ctypes
+    import threading
+    lib = pool.load()
+    if lib is None:
+        pytest.skip("no C compiler for the pool")
+    get = lib.presk_scratch
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.c_int32, ctypes.c_int64]
+    first = get(0, 1 << 20)
+    ctypes.memset(first, 7, 1 << 20)
+    assert get(0, 1000) == first and ctypes.string_at(first + (1 << 20) - 1, 1) == b"\x07"
+    other = get(1, 1 << 20)
+    assert other not in (None, first)
+    grown = get(0, 3 << 20)
+    ctypes.memset(grown, 1, 3 << 20)
+    seen: list[int | None] = []
+    worker = threading.Thread(target=lambda: seen.append(get(0, 1 << 20)))
+    worker.start()
+    worker.join()
+    assert seen[0] is not None and seen[0] not in (grown, other)

@@ -41,7 +41,7 @@ it implements is presk/kernel_abi/calling.py.
 * Each host marked `entry` gets `presk_entry_H(argv, arena)`, which loads the buffer
   pointers from `argv` and calls the host.
 * The functions the module calls and does not define are declared (the math library's,
-  `malloc`/`free` for a tile's packed operand, `presk_pool_run` or
+  `presk_scratch` or `malloc`/`free` for a tile's packed operand, `presk_pool_run` or
   `pthread_create`/`pthread_join`).
 
 `entry_signatures(module)` (the PSK-Kernel module, before the pass) describes those
@@ -110,6 +110,7 @@ class KernelToFunc(RewritePattern):
     `aliased` names it."""
 
     aliased: frozenset[str]
+    scratch: str = "malloc"  # where a tile's packed operands live (tile_contraction.py)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: K.KernelOp, rewriter: PatternRewriter, /):
@@ -120,7 +121,7 @@ class KernelToFunc(RewritePattern):
             attrs = ArrayAttr([DictionaryAttr({"llvm.noalias": UnitAttr()})] * len(op.args))
         new = _function(op, kernel_symbol(name), False, attrs, rewriter)
         if op.layout.kind.data == "tiled":
-            tile_kernel(new.body.block, op.layout, rewriter)
+            tile_kernel(new.body.block, op.layout, rewriter, self.scratch)
         rewriter.replace(op, new, [])
 
 
@@ -422,14 +423,20 @@ class ConvertKernelToStdPass(ModulePass):
     spawn: str = "pool"
     """How a split kernel's parts start: `pool` or `threads` (threads.py)."""
 
+    scratch: str = "malloc"
+    """Where a tile's packed operands live: `pool` (the runtime's per-thread blocks,
+    `presk_scratch`) or `malloc` (malloc'd and freed by each launch: no runtime library)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.spawn not in ("pool", "threads"):
             raise ValueError(f"spawn is `pool` or `threads`, not `{self.spawn}`")
+        if self.scratch not in ("pool", "malloc"):
+            raise ValueError(f"scratch is `pool` or `malloc`, not `{self.scratch}`")
         plan = ArenaPlan(op)
         offsets, calls = _layouts_as_hosts(op, plan)
         aliased = aliased_kernels(op)
         threads = spawners(op, kernel_symbol, self.spawn)
-        _walk([KernelToFunc(aliased), HostToFunc()], op)
+        _walk([KernelToFunc(aliased, self.scratch), HostToFunc()], op)
         op.body.block.add_ops(threads)
         lower_blocked_sums(op)
         _walk([ForToScf(), YieldToScf(), LoadToLLVM(), StoreToLLVM(), ScalarToArith(),

@@ -13,8 +13,15 @@ changes which outputs run together.
   and loop-carried values). A value that depends on j is a vector of C lanes; one that
   depends on i has R copies; a scalar meeting a vector is broadcast.
 * A load whose last index is j is a vector load (contiguous). A load that has j at another
-  position reads a transposed copy of its buffer (packed once per launch, into memory from
-  `malloc`, freed at the end), in which j is the last axis. Loads without j are scalars.
+  position reads a transposed copy of its buffer (packed once per launch), in which j is
+  the last axis. Loads without j are scalars.
+* Where a launch packs (a transposed copy, panels): under `scratch = "pool"` in the
+  calling thread's scratch blocks of the runtime (`presk_scratch(slot, bytes)`,
+  presk/runtime/presk_pool.c), kept from one launch to the next — a fresh `malloc` of a
+  packed operand (256 KiB to MBs) came from new pages every launch, their faults ~7 % of
+  the scaled Tower's gradient; under `scratch = "malloc"` (no runtime library: presk-opt,
+  the pool not built) `malloc` at the start and `free` at the end. The copy is written
+  whole before it is read, so where it lives changes no bits.
 * Under `pack = "panels"` the product's operands are copied once per launch into panels
   (kernel_abi/tiles.py `panel_loads`): the j operand as [J/C, the other axes, C], so a
   tile's k sweep reads C columns contiguously, one row after the other (no stride of a
@@ -32,7 +39,7 @@ changes which outputs run together.
 * The tiles cover [0, R·⌊I/R⌋) × [0, C·⌊J/C⌋); the rest runs the nest as it is (copies of
   the original loops with narrowed bounds), lowered by the scalar patterns.
 
-`tile_kernel(block, kernel_layout)` rewrites a kernel function's block in place and
+`tile_kernel(block, kernel_layout, rewriter, scratch)` rewrites a kernel function's block in place and
 reports whether it did; a nest of another shape is left to the scalar lowering.
 """
 
@@ -402,13 +409,36 @@ def pack_order(nest: Nest, op: K.LoadOp) -> list[int]:
     return [a for a in range(len(op.indices)) if a != p] + [p]
 
 
-def emit_pack(e, buf: SSAValue, order: list[int]) -> tuple[SSAValue, SSAValue]:
-    """malloc a copy of `buf` with its axes in `order`, fill it; (the copy as a buffer
-    value, the pointer to free)."""
+@dataclass
+class Scratch:
+    """Where a launch's packed copies live: the runtime's per-thread blocks
+    (`presk_scratch`, a slot per copy while slots last) or malloc'd and freed at the end."""
+
+    mode: str  # "pool" or "malloc"
+    used: int = 0  # slots taken
+    frees: list[SSAValue] = field(default_factory=list)  # pointers to free at the end
+
+    def alloc(self, e, nbytes: int) -> SSAValue:
+        size = e(arith.ConstantOp(IntegerAttr(max(nbytes, 1), i64)))
+        if self.mode == "pool" and self.used < SCRATCH_SLOTS:
+            slot = e(arith.ConstantOp(IntegerAttr(self.used, i32)))
+            self.used += 1
+            return e(llvm.CallOp(SCRATCH, slot, size, return_type=PTR))
+        mem = e(llvm.CallOp("malloc", size, return_type=PTR))
+        self.frees.append(mem)
+        return mem
+
+
+SCRATCH = "presk_scratch"
+SCRATCH_SLOTS = 4  # PRESK_SCRATCH_SLOTS of presk/runtime/presk_pool.h
+
+
+def emit_pack(e, buf: SSAValue, order: list[int], scratch: Scratch) -> SSAValue:
+    """A copy of `buf` with its axes in `order` in `scratch`, filled; the copy as a
+    buffer value."""
     t = buf.type
     assert isinstance(t, K.BufferType)
-    size = e(arith.ConstantOp(IntegerAttr(max(t.bytes, 1), i64)))
-    mem = e(llvm.CallOp("malloc", size, return_type=PTR))
+    mem = scratch.alloc(e, t.bytes)
     copy = as_buffer(e, mem, _permuted(t, order))
     shape = t.shape
 
@@ -421,7 +451,7 @@ def emit_pack(e, buf: SSAValue, order: list[int]) -> tuple[SSAValue, SSAValue]:
         b.loop(shape[level], lambda inner, i: nest_level(inner, idx + [i], level + 1))
 
     nest_level(e, [], 0)
-    return copy, mem
+    return copy
 
 
 @dataclass(frozen=True)
@@ -438,15 +468,14 @@ class Panels:
     origin: int  # the loop's lower bound
 
 
-def emit_panels(e, buf: SSAValue, loop: K.ForOp, axis: int, width: int) -> tuple[Panels, SSAValue]:
-    """malloc the panels of `buf` over the full tiles of `loop` and fill them; (the
-    panels, the pointer to free)."""
+def emit_panels(e, buf: SSAValue, loop: K.ForOp, axis: int, width: int,
+                scratch: Scratch) -> Panels:
+    """The panels of `buf` over the full tiles of `loop` in `scratch`, filled."""
     t = buf.type
     assert isinstance(t, K.BufferType)
     origin = loop.lower.data
     pt = K.BufferType.get(t.element, *panel_shape(t, loop, axis, width))
-    size = e(arith.ConstantOp(IntegerAttr(max(pt.bytes, 1), i64)))
-    mem = e(llvm.CallOp("malloc", size, return_type=PTR))
+    mem = scratch.alloc(e, pt.bytes)
     copy = as_buffer(e, mem, pt)
     shape = pt.shape
 
@@ -461,7 +490,7 @@ def emit_panels(e, buf: SSAValue, loop: K.ForOp, axis: int, width: int) -> tuple
         b.loop(shape[level], lambda inner, i: nest_level(inner, idx + [i], level + 1))
 
     nest_level(e, [], 0)
-    return Panels(copy, loop, axis, width, origin), mem
+    return Panels(copy, loop, axis, width, origin)
 
 
 def _stored(t: K.BufferType) -> Attribute:
@@ -473,9 +502,11 @@ def _stored(t: K.BufferType) -> Attribute:
 # --------------------------------------------------------------------------------------
 
 
-def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter) -> bool:
+def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter,
+                scratch: str = "malloc") -> bool:
     """Replace the nest in `block` (a kernel function's body, its buffers already views of
-    pointers) by the tiled loops and the remainder nests."""
+    pointers) by the tiled loops and the remainder nests; packed copies where `scratch`
+    (`pool` or `malloc`) says."""
     make_emit = lambda at: Emitter(rewriter, at)  # noqa: E731
     nest = find_nest(block, layout)
     if nest is None:
@@ -488,21 +519,18 @@ def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter) -
     top = make_emit(InsertPoint.before(outermost))
     packed: dict[SSAValue, tuple[SSAValue, list[int]]] = {}
     panels: dict[SSAValue, Panels] = {}
-    frees: list[SSAValue] = []
+    memory = Scratch(scratch)
     for op, loop, width in (panel_loads(nest) if layout.panels else []):
-        panels[op.buffer], mem = emit_panels(top, op.buffer, loop,
-                                             list(op.indices).index(loop.induction), width)
-        frees.append(mem)
+        panels[op.buffer] = emit_panels(top, op.buffer, loop,
+                                        list(op.indices).index(loop.induction), width, memory)
     for op in packed_loads(nest, layout.panels):
         order = pack_order(nest, op)
-        copy, mem = emit_pack(top, op.buffer, order)
-        packed[op.buffer] = (copy, order)
-        frees.append(mem)
+        packed[op.buffer] = (emit_pack(top, op.buffer, order, memory), order)
     for kb in k_blocks(nest, layout.kblock.data):
         _emit_tiles(nest, deps, packed, make_emit, panels, kb)
     _remainders(nest, rewriter)
     end = make_emit(InsertPoint.before(ret))
-    for mem in frees:
+    for mem in memory.frees:
         end(llvm.CallOp("free", mem))
     return True
 
