@@ -62,10 +62,24 @@ def host_target() -> HostTarget:
     binding.initialize_native_asmprinter()
     triple = binding.get_default_triple()
     cpu = binding.get_host_cpu_name()
-    features = binding.get_host_cpu_features().flatten()
+    features = widest_vectors(binding.get_host_cpu_features().flatten())
     tm = binding.Target.from_triple(triple).create_target_machine(
         cpu=cpu, features=features, opt=2)
     return HostTarget(triple, cpu, features, str(tm.target_data))
+
+
+def widest_vectors(features: str) -> str:
+    """The host's features, and on an AVX-512 machine `-prefer-256-bit`: LLVM's tuning of
+    many Intel CPUs vectorizes loops in 256-bit vectors (against the clock drop of the
+    first AVX-512 parts), which halves the lanes of every element-wise kernel. In the
+    machine's 512-bit vectors each lane runs the same IEEE operations, so the bits stay;
+    measured on a 2-CPU Xeon (LLVM's `rocketlake`, load 4.7-4.8), the scaled Tower's
+    gradient at B = 1024 all-f32, one thread: gelu 332 -> 244 µs a launch, its slope
+    889 -> 765 µs, a call 32.0 -> 31.0 ms CPU (3 interleaved pairs)."""
+    flags = features.split(",")
+    if "+avx512f" in flags and "-prefer-256-bit" not in flags:
+        return ",".join([*flags, "-prefer-256-bit"])
+    return features
 
 
 @lru_cache(maxsize=1)

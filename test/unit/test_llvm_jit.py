@@ -272,3 +272,15 @@ def test_host_target() -> None:
     host = native.host_target()
     assert host.cpu and host.triple and host.data_layout
     assert native.host_target() is host
+
+
+def test_avx512_hosts_vectorize_in_512_bits() -> None:
+    """On an AVX-512 host the target drops LLVM's 256-bit preference (every lane computes
+    the same IEEE operations, so no bits move); elsewhere the features are the host's, and
+    a preference the features already state is left as it is."""
+    assert native.widest_vectors("+avx2,+avx512f,+fma") == "+avx2,+avx512f,+fma,-prefer-256-bit"
+    assert native.widest_vectors("+avx2,-avx512f,+fma") == "+avx2,-avx512f,+fma"
+    assert native.widest_vectors("+avx512f,-prefer-256-bit") == "+avx512f,-prefer-256-bit"
+    host = native.host_target()
+    assert ("-prefer-256-bit" in host.features.split(",")) == \
+        ("+avx512f" in host.features.split(","))
