@@ -21,7 +21,8 @@ From a `Program`, `evaluate` computes it with numpy in the type (f32 in np.float
 promoted; no FMA exists in numpy's elementwise loops), and `to_c` writes C99 (to be
 compiled with `-ffp-contract=off`, no fast-math) that computes the same bits; the LLVM
 emitter of the native backend will be the same walk (fadd/fsub/fmul/fdiv, fcmp o*/une,
-select, bitcast/shl/lshr/and/or for the bit operations, fptosi after the clamp).
+select, bitcast/shl/lshr/and/or for the bit operations; pow2's integer after the clamp
+by trunc, an exact add of 1.5·2^mbits and the bits: presk/emit/mathlib_llvm.py).
 
 Algorithms (docs/mathlib.md has the measured accuracy):
 - exp: k = rint(x/ln2), r = (x − k·ln2hi) − k·ln2lo (Cody–Waite), fdlibm/musl's rational

@@ -12,7 +12,7 @@ flags anywhere, so LLVM may not contract (no fma/fmuladd), reassociate or assume
 | neg, abs | fneg, `llvm.fabs.f32/f64` (by `llvm.call_intrinsic`: xDSL translates `llvm.intr.fabs` unmangled) |
 | lt le gt ge eq ne | fcmp olt ole ogt oge oeq une |
 | select | select |
-| pow2 k | fcmp oge + select and fcmp ogt + select (the clamp to [emin, emax], NaN → emin), `llvm.fptosi.sat` to the same-width integer (xDSL's llvm dialect has no plain fptosi; equal on the clamped, in-range values), add bias, shl mbits, bitcast |
+| pow2 k | fcmp oge + select and fcmp ogt + select (the clamp to [emin, emax], NaN → emin), to the same-width integer by `llvm.trunc`, fadd 1.5·2^mbits, bitcast, sub (xDSL's llvm dialect has no plain fptosi, and `llvm.fptosi.sat` does not vectorize on x86; equal on the clamped values), add bias, shl mbits, bitcast |
 | exponent x | bitcast, lshr mbits, and (2·bias+1), sub bias, sitofp |
 | mantissa x | bitcast, and (2^mbits − 1), or (bias << mbits), bitcast |
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     FloatAttr,
@@ -102,8 +103,7 @@ def to_llvm(fn: str | mathlib.Program, ty: str,
             lo, hi = fconst(float(ti.emin)), fconst(float(ti.emax))
             k = add(llvm.SelectOp(add(llvm.FCmpOp(a[0], lo, "oge")), a[0], lo))
             k = add(llvm.SelectOp(add(llvm.FCmpOp(k, hi, "ogt")), hi, k))
-            name = f"llvm.fptosi.sat.i{I.width.data}.{p.ty}"
-            ki = add(llvm.CallIntrinsicOp(name, [k], [I]))
+            ki = _to_int(add, k, ti, F, I, fconst, iconst)
             e = add(llvm.AddOp(ki, iconst(ti.bias)))
             v = add(llvm.BitcastOp(add(llvm.ShlOp(e, iconst(ti.mbits))), F))
         elif op == "exponent":
@@ -124,6 +124,19 @@ def to_llvm(fn: str | mathlib.Program, ty: str,
     block.add_ops(ops)
     return llvm.FuncOp(symbol(p.name, p.ty), llvm.LLVMFunctionType([F] * p.arity, F),
                        linkage=llvm.LinkageAttr(linkage), body=Region(block))
+
+
+def _to_int(add, k: SSAValue, ti: mathlib.TypeInfo, F, I, fconst, iconst) -> SSAValue:
+    """The clamped k (|k| ≤ emax) truncated toward zero to the same-width integer, as the
+    C `(int)k` and numpy's astype: `llvm.trunc`, then + 1.5·2^mbits (exact: the sum
+    stays in [2^mbits, 2^(mbits+1)), where one unit is one ulp) and the sum's bits less
+    those of 1.5·2^mbits. Every step vectorizes; `llvm.fptosi.sat` (xDSL's llvm dialect
+    has no plain fptosi) was scalarized by the x86 backend — 16 scalar conversions with
+    their NaN and range checks per 16 lanes, ~40 % of the instructions of gelu's slope."""
+    magic = 1.5 * 2.0 ** ti.mbits
+    whole = add(llvm.CallIntrinsicOp(f"llvm.trunc.{ti.name}", [k], [F]))
+    bits = add(llvm.BitcastOp(add(llvm.FAddOp(whole, fconst(magic))), I))
+    return add(llvm.SubOp(bits, iconst(int(np.array(magic, ti.dtype).view(ti.uint)))))
 
 
 SYMBOL = re.compile(r"presk_(\w+)_(f32|f64)")
