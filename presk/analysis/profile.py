@@ -102,6 +102,8 @@ class Model:
     # block priced as its whole-k point (the frozen profile's prices)
     reuse: float = 0.0
     copy: float = 0.0  # a byte a tiled launch copies into memory it allocates (0: free)
+    # a byte an unpanelled tile sweeps from its copy of an operand read transposed (0: free)
+    swept_copy: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ _MACHINE = {"cpu": "string", "workers": "natural", "workers_from": "string",
             "cache_line": "natural"}
 _MODEL_NUMBERS = ("launch", "spawn", "step", "scalar_output", "efficiency", "p", "u", "u90", "rho")
 _MODEL_OPTIONAL = ("split_work", "split_bandwidth", "chain", "blocked", "spill",
-                   "math_op_f64", "math_op_f32", "panel_spill", "reuse", "copy")
+                   "math_op_f64", "math_op_f32", "panel_spill", "reuse", "copy", "swept_copy")
 _MODEL_TABLES = {"work": ("f64", "f32", "tile"), "math": ("f64", "f32"), "loads": (*TYPES, "tile", "line"),
                  "bandwidth": ("l2", "l3", "mem")}
 
@@ -320,8 +322,9 @@ def _newer_rows(k: Model) -> list[tuple[str, str]]:
          f"{_seconds(k.loads['tile'] if k.spill is None else k.spill)}"
          f" (+ {_seconds(k.panel_spill)} when its tile reads panels)"),
     ] + ([("A re-read operand and its strips fill", f"{k.reuse:.2f} of a cache"),
-          ("A byte a tile copies into memory it allocates", _seconds(k.copy))]
-         if k.reuse > 0 or k.copy > 0 else [])
+          ("A byte a tile copies into memory it allocates", _seconds(k.copy)),
+          ("A byte a tile sweeps from a transposed copy", _seconds(k.swept_copy))]
+         if k.reuse > 0 or k.copy > 0 or k.swept_copy > 0 else [])
 
 
 def profile_tables(profile: Profile) -> list[tuple[str, list[tuple[str, str]]]]:

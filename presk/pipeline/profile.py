@@ -491,7 +491,7 @@ def fit_model(samples: list[Sample], machine: Machine, seed: int = 0,
                  blocked=float(theta[18]), spill=float(theta[19]),
                  math_op_f64=float(theta[20]), math_op_f32=float(theta[21]),
                  panel_spill=float(theta[22]), reuse=float(f.reuse),
-                 copy=float(theta[23]))
+                 copy=float(theta[23]), swept_copy=float(theta[24]))
 
 
 def _mib(n: int) -> str:

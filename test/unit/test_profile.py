@@ -279,3 +279,28 @@ def test_reread_sweep_and_copies(tmp_path):
     assert extra == (256 // 8) * (256 // 16) * 2 * 8 * 4 * 3  # R·v accumulators, 3 seams
     theta = dict(zip(FEATURES, constants(load_profile(str(FROZEN)).model)))
     assert theta["copied"] == 0
+
+
+def test_a_transposed_copy_swept_unpanelled(tmp_path):
+    """g·wᵀ (the calibration's gradient at N = 1024, M = 256, f64): its j operand w is
+    read transposed, so an unpanelled tile sweeps its j-last copy (512 KiB) once per row
+    of tiles — `swept_copy` counts those bytes; its panelled twin and x·w (w read in
+    place, nothing copied unpanelled) count none. The frozen profile prices it 0."""
+    from presk.analysis.cost_model import FEATURES, constants, count, features
+    from presk.dialects import kernel as K
+    from presk.pipeline import kernel_pipeline, load_core
+    from presk.pipeline.profile import CALIBRATION
+    from presk.transforms.plan_layout import Point
+    (tmp_path / "cal.psk").write_text(CALIBRATION, encoding="utf-8")
+    core, _ = load_core(str(tmp_path / "cal.psk"))
+    pipe = kernel_pipeline(core, "cal", {"N": 1024, "M": 256}, grad=True)
+    products = [count(k, 64) for k in pipe.kernel.ops if isinstance(k, K.KernelOp)
+                and k.title.data.startswith(("dot", "contract"))]
+    machine = load_profile(str(FROZEN)).machine
+    swept = FEATURES.index("swept_copy")
+    rows = sorted([features(c, Point((8, 16), 1, p), machine)[swept] for p in (False, True)]
+                  for c in products)
+    w = 256 * 256 * 8
+    assert rows == [[0.0, 0.0], [0.0, 0.0], [w * 1024 / 8, 0.0]], rows
+    theta = dict(zip(FEATURES, constants(load_profile(str(FROZEN)).model)))
+    assert theta["swept_copy"] == 0
