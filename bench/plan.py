@@ -44,7 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 
 DECIDING = 1.25  # a point measured within this of its nest's best is timed again
-RETIMES = 2  # how many more times (each a time_points: interleaved rounds, the minimum)
+RETIMES = 4  # how many more times (each a time_points: interleaved rounds, the minimum);
+# 2 left a split point's minimum ±6 % from run to run on a 2-CPU machine (docs/plan.md)
 
 
 def regret(report) -> list[tuple[str, float, float, float, str, str]]:
