@@ -4,7 +4,7 @@ broadcasts), the data movers (convert, constant, slice, stack), and the fusion g
 
 from __future__ import annotations
 
-from abc import ABC
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -452,8 +452,10 @@ class FusedOp(RealizeOp, ABC):
                                   f"{owner.attributes['site'].data}")  # type: ignore[attr-defined]
         self._verify_steps()
 
+    @abstractmethod
     def _verify_steps(self) -> None:
-        raise NotImplementedError
+        """What each kind admits as a step (element-wise ops over one shape; a reduction
+        with its producers and consumers)."""
 
     def print(self, printer: Printer) -> None:
         if self.inputs:
