@@ -32,11 +32,7 @@ class ConvertedRead:
     kind: str  # "site", "param", "input" or "" (not traced)
     source: str
     to: str
-
-    @property
-    def narrows(self) -> bool:
-        order = {"bf16": 0, "f32": 1, "f64": 2}
-        return order[self.to] < order[self.source]
+    narrows: bool  # the convert's direction (psk_realize.convert's `widening`, negated)
 
 
 def element(t) -> str:
@@ -70,7 +66,7 @@ def converted_reads(module, param_paths: set[str],
                 if kind == "site" and value == reader:
                     continue  # a bf16 value's own store: the value's rounding, not a read
                 read = ConvertedRead(reader, value, kind, element(op.operand.type),
-                                     element(op.result.type))
+                                     element(op.result.type), not op.widening)
                 out.setdefault((reader, value, read.to, read.narrows), read)
     return list(out.values())
 
