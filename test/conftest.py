@@ -14,7 +14,11 @@ it waited for: os.times) of each test file's tests, their count and the part spe
 Under xdist each worker sends its own sums to the controller, which merges and writes
 them; `python test/cpu_table.py path` prints the table, heaviest first. It counts, too,
 the native cache's hits and stores (compiles) made in the test processes themselves (a
-subprocess's are not seen): both workers share one cache directory (`cache_dir`)."""
+subprocess's are not seen): both workers share one cache directory (`cache_dir`).
+
+After collection, each test process is set up as the commands set up theirs
+(presk/gc_pause.py `tune_process`): the modules and tests collected are frozen out of the
+cyclic collector's walks, and its youngest generation is collected less often."""
 
 from __future__ import annotations
 
@@ -102,6 +106,11 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
     yield
     if report is not None:
         report.add(item, _cpu_now() - start)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    from presk.gc_pause import tune_process
+    tune_process()
 
 
 def pytest_testnodedown(node, error) -> None:  # xdist's controller: a worker's sums

@@ -10,6 +10,7 @@ import argparse
 import sys
 from typing import Any, Callable, NoReturn
 
+from ..gc_pause import tune_process
 from . import (
     bounds_cmds, core_cmds, data_cmd, export_cmds, fpcore_cmd, precision_cmds, realize_cmds,
     sensitivity_cmds, solve_cmds, train_cmds,
@@ -153,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     printable_streams()
+    tune_process()  # presk/gc_pause.py: this process is ours
 
     def run() -> int:
         args = build_parser().parse_args(argv)

@@ -17,6 +17,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from presk import __version__
 from presk.cli.common import printable_streams
+from presk.gc_pause import tune_process
 from presk.pipeline.errors import InvalidInput
 from presk.pipeline.load import parse_error_text, read_mlir_text, verify_error_text
 from presk.pipeline.mlir_guard import MLIRTextError, check_mlir_text
@@ -114,6 +115,7 @@ class PreskOptMain(xDSLOptMain):
 
 def main(args: Sequence[str] | None = None) -> int:
     printable_streams()
+    tune_process()  # presk/gc_pause.py: this process is ours
     try:
         PreskOptMain(description="Presk's modular optimizer driver", args=args).run()
     except OptFailure as exc:

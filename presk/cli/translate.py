@@ -27,6 +27,7 @@ import os
 import sys
 from typing import Callable, NoReturn
 
+from ..gc_pause import tune_process
 from ..pipeline import kernel_pipeline, load_core, output_names, parse_dims, parse_mlir
 from .common import (
     ProgramError, UsageError, add_plan_argument, add_recording_arguments, exit_code, printable_streams, reported,
@@ -165,6 +166,7 @@ def _translate(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     printable_streams()
+    tune_process()  # presk/gc_pause.py: this process is ours
     parser = _Parser(prog="presk-translate", description=__doc__.split("\n")[0])
     parser.add_argument("file", help="a .psk program or a PSK-Core .mlir file")
     parser.add_argument("--to", required=True, choices=sorted(TARGETS),

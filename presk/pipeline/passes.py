@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from ..gc_pause import paused
+
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Dialect
@@ -171,6 +173,7 @@ def run_passes(module: ModuleOp, passes: Sequence[ModulePass]) -> ModuleOp:
     from xdsl.context import Context
 
     ctx = Context()
-    for p in passes:
-        p.apply(ctx, module)
+    with paused():  # presk/gc_pause.py
+        for p in passes:
+            p.apply(ctx, module)
     return module

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..gc_pause import paused
 from .errors import InvalidInput, InvalidProgram
 from .passes import make_pass, run_passes
 
@@ -172,13 +173,14 @@ def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=N
     `@path` or inline JSON), fuse, and convert to PSK-Kernel (`kernel_passes`); `plan` (a
     Plan, `@path`) sets the kernels' layouts (psk-plan-layout)."""
     from ..conversion.realize_to_kernel import KernelConversionError, realize_to_kernel
-    realize, real = record_entry(core_module, entry, dims, realization, fuse, grad, remat,
-                                 fuse_reductions=fuse_reductions)
-    try:
-        # What convert-psk-realize-to-kernel and psk-kernel-dedup apply, into a new module:
-        # the Realize one is kept (the listing, the inputs' names read it) without a copy.
-        kernel = realize_to_kernel(realize)
-    except KernelConversionError as exc:
-        raise InvalidProgram(f"presk: error: {exc}") from None
-    pipe = Pipeline(realize, kernel, realization_name(real, kernel))
-    return planned(pipe, plan, entry, dims, grad, real)
+    with paused():  # presk/gc_pause.py
+        realize, real = record_entry(core_module, entry, dims, realization, fuse, grad, remat,
+                                     fuse_reductions=fuse_reductions)
+        try:
+            # What convert-psk-realize-to-kernel and psk-kernel-dedup apply, into a new
+            # module: the Realize one is kept (the listing, the inputs' names read it).
+            kernel = realize_to_kernel(realize)
+        except KernelConversionError as exc:
+            raise InvalidProgram(f"presk: error: {exc}") from None
+        pipe = Pipeline(realize, kernel, realization_name(real, kernel))
+        return planned(pipe, plan, entry, dims, grad, real)

@@ -17,6 +17,7 @@ from typing import Callable, Iterator, Sequence
 
 from xdsl.dialects.builtin import ModuleOp
 
+from ..gc_pause import paused
 from ..kernel_abi.calling import EntrySig, entry_symbol
 from ..emit.llvm import (JitModule, NativeCompileError, emit_object, llvm_ir, load_object,
                          optimize)
@@ -99,13 +100,14 @@ def load_native(llvm_module_factory: LlvmModuleFactory, key_text: str,
         hit = _load_cached(store, key, entries, timings)
         if hit is not None:
             return NativeProgram(hit[0], hit[1], timings, cached=True)
-    with _phase(timings, "lower"):
-        module, sigs = llvm_module_factory()
-    if entries is not None and list(entries) != list(sigs):
-        raise NativeCompileError("the lowering produced other entries than expected: "
-                                 f"{[s.symbol for s in sigs]} vs "
-                                 f"{[s.symbol for s in entries]}")
-    jit = _compile(module, sigs, timings)
+    with paused():  # presk/gc_pause.py: a lowering builds a large graph of cyclic objects
+        with _phase(timings, "lower"):
+            module, sigs = llvm_module_factory()
+        if entries is not None and list(entries) != list(sigs):
+            raise NativeCompileError("the lowering produced other entries than expected: "
+                                     f"{[s.symbol for s in sigs]} vs "
+                                     f"{[s.symbol for s in entries]}")
+        jit = _compile(module, sigs, timings)
     if store is not None:
         with _phase(timings, "store"):
             store.store(key, jit.object_code, list(sigs))
