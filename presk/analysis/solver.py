@@ -63,7 +63,7 @@ import math
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -126,7 +126,9 @@ def _block_traffic(block, times: int, kernels, K, conversions: bool) -> int:
 
 class Recordings:
     """The entry recorded down to PSK-Kernel under each realization the solver tries, once
-    each (the cost and the estimate read the same recording)."""
+    each (the cost and the estimate read the same recording). The first recording is
+    verified, the others not (`unverified`: they differ from it in types only, and are
+    priced and read, never run)."""
 
     def __init__(self, core_module, entry: str, dims: dict[str, int]):
         self.core, self.entry, self.dims = core_module, entry, dict(dims)
@@ -138,8 +140,11 @@ class Recordings:
     def get(self, realization: Realization):
         key = _key(realization)
         if key not in self._cache:
+            from ..dialects.common import unverified
             from ..pipeline import kernel_pipeline
-            self._cache[key] = kernel_pipeline(self.core, self.entry, self.dims, realization)
+            with unverified() if self._cache else nullcontext():
+                self._cache[key] = kernel_pipeline(self.core, self.entry, self.dims,
+                                                   realization)
         return self._cache[key]
 
 

@@ -53,7 +53,7 @@ from presk import ops, shapes
 from presk.analysis.realization import Realization, RealizationError, load_realization
 from presk.dialects import core as C
 from presk.dialects import realize as R
-from presk.dialects.common import replace_module_body
+from presk.dialects.common import replace_module_body, verify_built
 from presk.shapes import Axis, TensorType
 from presk.limits import parse_size
 
@@ -856,7 +856,7 @@ def record(core_module: ModuleOp, entry: str, dims: dict[str, int],
     """The entry recorded at `dims` under `realization` (None: all f64), as a new
     module of psk_realize instances, verified."""
     module = Recorder(core_module, realization or Realization()).record(entry, dims)
-    module.verify()
+    verify_built(module)
     return module
 
 
@@ -884,7 +884,7 @@ def record_value_and_gradient(core_module: ModuleOp, entry: str, dims: dict[str,
     grad_names = [f"grad.{n[len(first) + 1:]}" if tree else f"grad.{n}" for n in grads]
     value_names = ["result"] if n_value == 1 else [f"result.{i}" for i in range(n_value)]
     _keep_results(inst, n_value + len(grads), value_names + grad_names)
-    module.verify()
+    verify_built(module)
     return module
 
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import ClassVar, NamedTuple, TypeVar
 
 from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, FunctionType, IntAttr, ModuleOp,
@@ -497,3 +499,31 @@ def replace_module_body(module: ModuleOp, new: ModuleOp) -> None:
     for op in list(new.ops):
         op.detach()
         module.body.block.add_op(op)
+
+
+# --------------------------------------------------------------------------------------
+# Verifying what a conversion built
+# --------------------------------------------------------------------------------------
+
+_VERIFYING: ContextVar[bool] = ContextVar("presk_verifying", default=True)
+
+
+def verify_built(module: ModuleOp) -> None:
+    """`module.verify()` — what every conversion does to the module it built — unless the
+    caller is inside `unverified()`."""
+    if _VERIFYING.get():
+        module.verify()
+
+
+@contextmanager
+def unverified() -> Iterator[None]:
+    """The conversions inside skip `verify_built`: for a caller that records one program
+    many times under realizations that differ only in types, after one verified recording
+    (the solver's candidates: a third of a candidate's recording was its verification),
+    and that never runs what it recorded unverified. Like MLIR's
+    `PassManager::enableVerifier(false)`."""
+    token = _VERIFYING.set(False)
+    try:
+        yield
+    finally:
+        _VERIFYING.reset(token)

@@ -49,7 +49,7 @@ from xdsl.passes import ModulePass
 
 from presk import ops
 from presk.dialects import kernel as K, realize as R
-from presk.dialects.common import replace_module_body
+from presk.dialects.common import replace_module_body, verify_built
 from presk.transforms.kernel_dedup import dedup_kernels
 
 from .nests import (KernelConversionError, NestBuilder, _Input, _compute,
@@ -529,7 +529,7 @@ def realize_to_kernel(module: ModuleOp, epilogues: bool = True) -> ModuleOp:
     no contraction takes its reader as its epilogue (the tests' unfused reference)."""
     out = RealizeToKernel(module, epilogues).convert()
     dedup_kernels(out)
-    out.verify()
+    verify_built(out)
     return out
 
 
