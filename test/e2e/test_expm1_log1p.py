@@ -20,6 +20,13 @@ from test_sinh import (  # noqa: F401  (pytest runs them here, on this program)
     test_value_and_gradient_against_mpfr_and_finite_differences,
 )
 
+# make test-fast leaves these cases out (test/conftest.py); make test runs them
+# (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
+SLOW_CASES = {
+    "test_the_pytorch_export_matches_the_f64_interpreter",
+    "test_native_kernel_interpreter_and_c_compute_the_same_bits[grad-f64]",
+}
+
 SOURCE = """\
 dim B
 const D : nat = 4

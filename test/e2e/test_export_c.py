@@ -40,6 +40,13 @@ DTYPE = {"f64": "<f8", "f32": "<f4", "bf16": "<u2"}
 pytestmark = pytest.mark.skipif(CC is None or shutil.which("make") is None,
                                 reason="needs cc and make on PATH")
 
+# make test-fast leaves these cases out (test/conftest.py); make test runs them
+# (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
+SLOW_CASES = {
+    "test_make_check_is_bit_for_bit_with_native_and_the_interpreter[07-mixed-fma-grad]",
+    "test_make_check_is_bit_for_bit_with_native_and_the_interpreter[07-mixed-grad]",
+}
+
 CASES = {
     "07-f64": ("07_train", None, False),
     "07-f64-grad": ("07_train", None, True),

@@ -90,13 +90,16 @@ def kinds(tmp_path_factory: pytest.TempPathFactory):
     return core
 
 
-# make test-fast leaves these cases out (test/conftest.py); make test runs them. The fast
+# make test-fast leaves these cases out (test/conftest.py); make test runs them
+# (each over 2 s of CPU; a lighter case of the same feature stays in the fast set). The fast
 # set keeps every kind short in both types, blocked in f64, and the short gradient in f64.
 SLOW_CASES = {
     "test_every_reduction_kind_keeps_its_bits[value-blocked-f32]",
     "test_every_reduction_kind_keeps_its_bits[gradient-short-f32]",
     "test_every_reduction_kind_keeps_its_bits[gradient-blocked-f64]",
     "test_every_reduction_kind_keeps_its_bits[gradient-blocked-f32]",
+    "test_c_is_native[f32]",
+    "test_c_is_native[f64]",
 }
 
 

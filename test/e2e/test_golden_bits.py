@@ -32,6 +32,13 @@ import pytest
 
 import golden_bits as G
 
+# make test-fast leaves these cases out (test/conftest.py); make test runs them
+# (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
+SLOW_CASES = {
+    "test_native_kernel_and_c_give_the_recorded_bits[07_train-mixed-B4-grad]",
+}
+
+
 STORED = json.loads(G.GOLDEN.read_text())
 
 

@@ -15,6 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# make test-fast leaves these cases out (test/conftest.py); make test runs them
+# (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
+SLOW_CASES = {
+    "test_run_with_the_plan",
+    "test_run_measure",
+}
+
+
 ROOT = Path(__file__).resolve().parents[2]
 PRESK = str(ROOT / ".venv" / "bin" / "presk")
 FROZEN = "test/fixtures/profile-frozen.json"

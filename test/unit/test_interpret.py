@@ -28,6 +28,13 @@ from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
 from programs import LOSSES, TUTORIAL, program as core
 
+# make test-fast leaves these cases out (test/conftest.py); make test runs them
+# (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
+SLOW_CASES = {
+    "test_init_then_run_weights_is_the_seeded_run",
+}
+
+
 BIN = Path(sys.executable).parent
 PRESK = str(BIN / "presk")
 
