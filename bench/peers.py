@@ -5,6 +5,7 @@ Usage, from anywhere (paths are the repository's):
     .venv/bin/python bench/peers.py [--quick] [--case tutorial|scaled|all]
                                     [--dtype f32|f64|all] [--threads N]
                                     [--peers eager,compile,jax] [--no-solve]
+                                    [--step native|python]
 
 The peers come from the `bench` extra (`pip install -e '.[bench]'`: jax for the CPU, torch
 2.13.0 CPU); a peer that is not installed (or, for torch.compile, that cannot compile: no C
@@ -30,9 +31,15 @@ Implementations:
   contraction fused (its `fma` field, bench/native.py `with_fma`: llvm.fma, one rounding
   per multiply-add, docs/precision.md); `f32+fma fused`: the same realization under
   `--fuse-reductions` (psk-inline, psk-fuse-reduce, the contractions' epilogues: the same
-  bits as `f32+fma`, fewer launches). The AdamW step: `NativeObjective` (the value and
-  gradient written straight into the optimizer's arrays) and `NativeAdamW`'s update, as
-  `presk train` steps, the batch already in memory.
+  bits as `f32+fma`, fewer launches). The AdamW step: the training step in one native
+  call that `presk train` makes (presk/train/native_step.py), one step a call: the batch
+  gathered from a `.psk.d` file holding it (memory-mapped, read in file order), the value
+  and gradient, the constant schedule and AdamW's update of the f64 master copies `presk
+  train` keeps (under an f32 realization the step rounds them into the objective's f32
+  buffers and widens its f32 gradient, in the same call); the step count goes on from
+  call to call. `--step python`: as before it, `NativeObjective` (the value and gradient
+  written straight into the optimizer's arrays, of the realization's parameter type) and
+  `NativeAdamW`'s update driven from Python, the batch already in memory.
 - PyTorch eager: the same Tower by hand (bench/native.py `torch_loss`), `torch.autograd.grad`
   for the gradient, `torch.optim.AdamW` (its default CPU path) for the step.
 - torch.compile: `torch.compile(torch_loss)` (inductor, C++ on the CPU) for the forward and
@@ -159,7 +166,7 @@ def problem(case: Case, batch: int) -> Problem:
 # --------------------------------------------------------------------------------------
 
 def presk_impl(pb: Problem, label: str, dtype: str, realization: Callable[[bool], Any] | None,
-               note: str = "", fused: bool = False) -> Impl:
+               note: str = "", fused: bool = False, native: bool = True) -> Impl:
     from presk.pipeline import run_native
     from presk.train.native_optim import NativeAdamW
     from presk.train.objective import NativeObjective
@@ -169,11 +176,20 @@ def presk_impl(pb: Problem, label: str, dtype: str, realization: Callable[[bool]
     store = np.float32 if dtype == "f32" else np.float64
     batch = [pb.x, pb.y]
 
+    def parts():
+        return (NativeObjective(pb.module, "loss", pb.prepared.dims, real(True),
+                                fuse_reductions=fused),
+                NativeAdamW(lr=LR, beta1=BETAS[0], beta2=BETAS[1], eps=ADAM_EPS,
+                            weight_decay=DECAY))
+
     def stepper() -> Callable[[], float]:
-        objective = NativeObjective(pb.module, "loss", pb.prepared.dims, real(True),
-                                    fuse_reductions=fused)
-        opt = NativeAdamW(lr=LR, beta1=BETAS[0], beta2=BETAS[1], eps=ADAM_EPS,
-                          weight_decay=DECAY)
+        if native:
+            step = native_stepper(pb, *parts())
+            if step is not None:
+                return step
+            print(f"  ({label}: no native step for this realization; its AdamW step is "
+                  "driven from Python)")
+        objective, opt = parts()
         params = {k: v.astype(store) for k, v in pb.params.items()}
         groups = opt.prepare(params)
         if len(groups) == 1 and objective.can_bind(groups[0].p.dtype):
@@ -204,6 +220,47 @@ def presk_impl(pb: Problem, label: str, dtype: str, realization: Callable[[bool]
              "value+gradient": runs[1].entry.bind(runs[1].call.inputs),
              "AdamW step": stepper()}
     return Impl(label, dtype, calls, results, note)
+
+
+def native_stepper(pb: Problem, objective, opt) -> Callable[[], float] | None:
+    """The AdamW step as `presk train` makes it (presk/train/native_step.py): one native
+    call a step — the batch gathered from a data file's memory map (the problem's batch
+    written to a `.psk.d` file, read in file order), the value and gradient, the constant
+    schedule and AdamW's update of the f64 master copies (rounded into the objective's own
+    buffers where it computes in f32). The step count goes on call after call, as a run's
+    does. None when the realization gives no native step (`native_step`'s None)."""
+    import tempfile
+
+    from presk.datafile import write_stream
+    from presk.train.data import Stream
+    from presk.train.native_step import native_step
+    directory = tempfile.TemporaryDirectory(prefix="presk-bench-peers-")  # gone with
+    path = os.path.join(directory.name, "batch.psk.d")  # the step (the map stays valid)
+    width = pb.x.shape[-1]
+    write_stream(path, f"(ℝ[model: {width}], ℝ[model: {width}])", [(width,), (width,)],
+                 [pb.x, pb.y])
+    stream = Stream.open_as_declared(path, pb.x.shape[0])
+    params = {k: np.array(v, dtype=np.float64) for k, v in pb.params.items()}
+    groups = opt.prepare(params)
+    laid_out = len(groups) == 1 and objective.can_bind(groups[0].p.dtype)
+    if laid_out:
+        objective.bind(groups[0].views, opt.grad_views(groups[0]))
+    step_program = native_step(objective, opt, groups, stream, 1, rounded=not laid_out)
+    if step_program is None:
+        stream.close()
+        directory.cleanup()
+        return None
+    for name in step_program.geometry.buffers:  # AdamW's fresh moments: zeros, as made
+        opt._made(groups[0], name)
+    order = np.arange(stream.header.count, dtype=np.int64)
+
+    def step() -> float:
+        losses, _ = step_program.run(1, opt.steps, 0, order)
+        opt.steps += 1
+        return float(losses[0])
+    step.params = dict(groups[0].views)  # type: ignore[attr-defined]
+    step.keep = (stream, objective, directory)  # type: ignore[attr-defined]
+    return step
 
 
 def solved(pb: Problem) -> tuple[Any, str]:
@@ -527,7 +584,7 @@ def threads_line(n: int) -> str:
 
 
 def run_case(case: Case, dtype: str, peers: dict[str, str | None], settings: Settings,
-             solve_it: bool) -> bool:
+             solve_it: bool, native: bool = True) -> bool:
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"\n== {case.title()}, {dtype}; load average {load} (the machine is shared: "
           "times are inflated alike, ratios less so)")
@@ -535,19 +592,25 @@ def run_case(case: Case, dtype: str, peers: dict[str, str | None], settings: Set
     sys.path.insert(0, str(ROOT / "bench"))
     from native import all_f32, with_fma
     if dtype == "f64":
-        presk = presk_impl(pb, "Presk native f64", "f64", None)
+        presk = presk_impl(pb, "Presk native f64", "f64", None, native=native)
         impls = [presk]
     else:
         reals = {g: all_f32(pb.module, pb.prepared, g) for g in (False, True)}
-        presk = presk_impl(pb, "Presk native f32", "f32", reals.get)
+        presk = presk_impl(pb, "Presk native f32", "f32", reals.get, native=native)
         fma = {g: with_fma(pb.module, r, g) for g, r in reals.items()}
-        impls = [presk, presk_impl(pb, "Presk f32+fma", "f32", fma.get),
-                 presk_impl(pb, "Presk f32+fma fused", "f32", fma.get, fused=True)]
+        impls = [presk, presk_impl(pb, "Presk f32+fma", "f32", fma.get, native=native),
+                 presk_impl(pb, "Presk f32+fma fused", "f32", fma.get, fused=True,
+                            native=native)]
+    print("  Presk's AdamW step: " + (
+        "one native call a step (presk train's: the batch gathered from a data file's "
+        "memory map, value and gradient, AdamW on f64 master copies)" if native else
+        "the objective's native call and AdamW's native update, driven from Python "
+        "(--step python)"))
     if solve_it and dtype == "f32":
         realization, line = solved(pb)
         print(f"  solved: {line}")
         impls.append(presk_impl(pb, f"Presk solved {BUDGET:g}", "budget",
-                                lambda grad: realization))
+                                lambda grad: realization, native=native))
     ref = torch_impl(pb, "f64", compiled=False)
     if dtype == "f64":
         impls.append(ref)
@@ -575,6 +638,10 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated, of {', '.join(PEERS)} (eager always runs)")
     parser.add_argument("--no-solve", action="store_true",
                         help="leave out Presk under the solved realization")
+    parser.add_argument("--step", choices=["native", "python"], default="native",
+                        help="Presk's AdamW step: one native call (presk train's, the "
+                        "default) or the objective's call and the update's driven from "
+                        "Python")
     args = parser.parse_args(argv)
     wanted = [p for p in args.peers.split(",") if p]
     if bad := [p for p in wanted if p not in PEERS]:
@@ -600,7 +667,8 @@ def main(argv: list[str] | None = None) -> int:
     dtypes = ["f32", "f64"] if args.dtype == "all" else [args.dtype]
     for c in cases:
         for dt in dtypes:
-            ok &= run_case(CASES[c], dt, peers, settings, not args.no_solve)
+            ok &= run_case(CASES[c], dt, peers, settings, not args.no_solve,
+                           args.step == "native")
     print(f"\n(bench/peers.py took {time.perf_counter() - started:.1f} s)")
     if not ok:
         print("bench/peers.py: an implementation disagrees (see above); it was not timed",

@@ -151,6 +151,13 @@ class Stream:
         return cls(header, fd, seed, batch_size, isinstance(sample_type, TupleT))
 
     @classmethod
+    def open_as_declared(cls, path: str, batch_size: int, *, seed: int | None = None
+                         ) -> Stream:
+        """A stream of the file at `path`, its samples of the type its header declares
+        (no training run's type to check it against: a benchmark's batch file)."""
+        return cls.open(path, _declared_type(_header(path)), batch_size, seed=seed)
+
+    @classmethod
     def from_state(cls, info: DataInfo, sample_type: Type, batch_type: Type,
                    state: Mapping[str, Any]) -> Stream:
         """The stream of `from_info`, moved to the position a checkpoint saved (`state()`)."""

@@ -384,7 +384,15 @@ class NativeStep:
         self._own = (self.losses.ctypes.data, self.lrs.ctypes.data)
         self._argv = (ctypes.c_void_p * len(names))(*pointers)
         self._argv_at = ctypes.addressof(self._argv)
-        self._order: tuple[np.ndarray, np.ndarray] | None = None  # (given, as bound)
+        self._out = self._own  # the addresses argv's losses and lrs hold now
+        # A call's per-call work is a few stores and the ctypes call: the control words
+        # written through a ctypes view of `ctl` (cheaper than numpy's item assignment),
+        # the returned slices made once per n.
+        self._ctl = (ctypes.c_int64 * len(CTL)).from_buffer(self.ctl)
+        self._views: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._batch = geometry.batch
+        self._given: np.ndarray | None = None  # the order last given
+        self._bound: np.ndarray | None = None  # and as bound (int64, contiguous)
 
     def run(self, n: int, t0: int, first: int, order: np.ndarray,
             into: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -393,16 +401,29 @@ class NativeStep:
         rates go to `into` (the addresses of n f64s each, `History.reserve`'s), else to
         this step's own buffers; returns the buffers' first n (what `into` got, if given,
         is not there)."""
-        assert 1 <= n <= self.k and first + n * self.geometry.batch <= order.size
-        if self._order is None or order is not self._order[0]:
-            bound = np.ascontiguousarray(order, np.int64)
-            self._order = (order, bound)
-            self._argv[self._order_slot] = bound.ctypes.data
-        argv = self._argv
-        argv[self._out_slot], argv[self._out_slot + 1] = into or self._own
-        self.ctl[0], self.ctl[1], self.ctl[2] = n, t0, first
+        if not 1 <= n <= self.k or first < 0 or first + n * self._batch > order.size:
+            raise ValueError(f"{n} steps from place {first} of an order of {order.size} "
+                             f"(batch {self._batch}, at most {self.k} steps a call)")
+        if order is not self._given:
+            self._bind_order(order)
+        out = into or self._own
+        if out != self._out:
+            self._argv[self._out_slot], self._argv[self._out_slot + 1] = self._out = out
+        ctl = self._ctl
+        ctl[0] = n
+        ctl[1] = t0
+        ctl[2] = first
         self._function(self._argv_at, 0)
-        return self.losses[:n], self.lrs[:n]
+        views = self._views.get(n)
+        if views is None:
+            views = self._views[n] = (self.losses[:n], self.lrs[:n])
+        return views
+
+    def _bind_order(self, order: np.ndarray) -> None:
+        """Point argv's order at `order` (a contiguous int64 copy when it is not one)."""
+        self._bound = np.ascontiguousarray(order, np.int64)
+        self._given = order
+        self._argv[self._order_slot] = self._bound.ctypes.data
 
 
 def _rounded_arrays(objective, group) -> dict[str, np.ndarray]:
