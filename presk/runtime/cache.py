@@ -18,7 +18,8 @@ not match) is a miss, and the recompiled entry replaces it.
 
 Directory: `$PRESK_CACHE_DIR`, else `$XDG_CACHE_HOME/presk`, else `~/.cache/presk`.
 `PRESK_CACHE=off` disables it. The directory holds nothing else but `runtime/`, the worker
-pool's library built once (presk/runtime/pool.py, rebuilt when missing), so `rm -rf` of it
+pool's library and the epoch order's built once (presk/runtime/pool.py,
+presk/train/native_order.py; rebuilt when missing), so `rm -rf` of it
 clears it; it is bounded by `$PRESK_CACHE_MAX_MB` (default 512): after a store, the least
 recently used entries go until it fits.
 """

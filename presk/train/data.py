@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Mapping, TypeAlias
 
 import numpy as np
 
+from . import native_order
 from ..datafile import DataFileError, Header, read_header
 from ..frontend.training import _same_sample as same_sample
 from ..frontend.types import TupleT
@@ -83,6 +84,14 @@ def epoch_order(count: int, seed: int | None, epoch: int) -> np.ndarray:
     """
     if seed is None:
         return np.arange(count, dtype=np.int64)
+    native = native_order.epoch_order(count, seed, epoch)  # the same bits, in C
+    if native is not None:
+        return native
+    return numpy_epoch_order(count, seed, epoch)
+
+
+def numpy_epoch_order(count: int, seed: int, epoch: int) -> np.ndarray:
+    """`epoch_order` of a shuffled stream, drawn by numpy itself."""
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, epoch])))
     return rng.permutation(count)
 

@@ -1,0 +1,109 @@
+"""An epoch's order computed in C, the same permutation numpy computes (docs/training.md):
+`np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, epoch])))
+.permutation(count)`, bit for bit (presk/train/epoch_order.c says how).
+
+Why: numpy's three objects and the permutation cost about 11 µs an epoch, most of it
+Python-level set-up around 256 draws; the tutorial's epoch of 32 native steps takes about
+90 µs, so the order was an eighth of an epoch (and evicted the step's code from the
+caches). The C function does the same arithmetic in under 2 µs.
+
+The library is built by the C compiler once per source, as the worker pool's is
+(presk/runtime/pool.py: `$CC` or `cc`, kept beside the native cache). Without a compiler,
+or where it fails, `epoch_order` returns None and the caller uses numpy: the same order
+either way (test/unit/test_native_order.py compares them over many seeds, epochs and
+counts). `PRESK_NATIVE_ORDER=off` asks for numpy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+SOURCE = Path(__file__).with_name("epoch_order.c")
+CFLAGS = ["-O2", "-std=gnu99", "-fPIC", "-shared"]
+_MASK32 = 0xFFFFFFFF
+
+
+def _digest() -> str:
+    h = hashlib.sha256(SOURCE.read_bytes())
+    h.update(" ".join(CFLAGS).encode())
+    return h.hexdigest()[:16]
+
+
+def _build(cc: str, target: Path) -> bool:
+    """Compile the library into `target` (written to a temporary name, then renamed)."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        done = subprocess.run([cc, *CFLAGS, "-o", str(tmp), str(SOURCE)],
+                              capture_output=True)
+    except OSError:
+        return False
+    if done.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        return False
+    os.replace(tmp, target)
+    return True
+
+
+@lru_cache(maxsize=1)
+def _function():
+    """`presk_epoch_order`, built if needed and loaded once; None without it."""
+    from ..runtime.pool import _compiler, _library_dir
+    if os.environ.get("PRESK_NATIVE_ORDER", "").strip().lower() in ("off", "0", "no",
+                                                                    "false"):
+        return None
+    target = _library_dir() / f"presk_epoch_order-{_digest()}.so"
+    if not target.exists():
+        cc = _compiler()
+        if cc is None or not _build(cc, target):
+            return None
+    try:
+        fn = ctypes.CDLL(str(target)).presk_epoch_order
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+    fn.restype = None
+    return fn
+
+
+def entropy_words(*values: int) -> list[int]:
+    """numpy's SeedSequence entropy of a list of non-negative ints: each value as its
+    little-endian 32-bit words (0 as one word), concatenated (`_coerce_to_uint32_array`)."""
+    out: list[int] = []
+    for v in values:
+        if v < 0:
+            raise ValueError(f"a seed's entropy is a non-negative int, not {v}")
+        if v == 0:
+            out.append(0)
+        while v > 0:
+            out.append(v & _MASK32)
+            v >>= 32
+    return out
+
+
+def epoch_order(count: int, seed: int, epoch: int) -> np.ndarray | None:
+    """The permutation of `count` samples numpy draws for (seed, epoch), as int64; None
+    when the C library is not available, or for more than 2³² samples (numpy's 64-bit
+    draws, which the tests cannot compare at that size): the caller then asks numpy."""
+    fn = _function()
+    if fn is None or count > _MASK32:  # beyond, numpy draws 64-bit words: its path here
+        return None
+    words = entropy_words(seed, epoch)
+    entropy = (ctypes.c_uint32 * len(words))(*words)
+    out = (ctypes.c_int64 * count)()  # numpy's `.ctypes.data` alone costs about 1 µs
+    fn(entropy, len(words), count, out)
+    return np.frombuffer(out, np.int64)  # a writable int64 array over `out` (its base)
+
+
+def available() -> bool:
+    """Whether the C epoch order can be had in this process."""
+    return _function() is not None
+
+
+__all__ = ["available", "entropy_words", "epoch_order"]
