@@ -51,8 +51,8 @@ from typing import Callable
 import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, llvm, scf
-from xdsl.dialects.builtin import (IndexType, ModuleOp, UnrealizedConversionCastOp, f32,
-                                   f64, i8, i64)
+from xdsl.dialects.builtin import (IndexType, IntegerAttr, ModuleOp,
+                                   UnrealizedConversionCastOp, f32, f64, i8, i64)
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -292,9 +292,40 @@ def argument_names(g: Geometry) -> list[str]:
             *rounded]
 
 
+def bound_names(g: Geometry) -> tuple[str, str]:
+    """The host names of the step's argument-free entry and of the entry that tells
+    where its argv's address is kept (`presk_entry_<g.name>_bound`, `…_slot`)."""
+    return g.name + "_bound", g.name + "_slot"
+
+
+ARGV_GLOBAL = "presk_step_argv"
+"""The step module's i64 global (internal: each loaded copy of the module has its own)
+holding the address of the argv its argument-free entry calls the step with."""
+
+
+def _bound_entry(g: Geometry) -> list:
+    """`presk_entry_<g.name>_bound()`: the step on the argv whose address `ARGV_GLOBAL`
+    holds (the arena unused: null); `presk_entry_<g.name>_slot()`: that global's address,
+    for the caller to write once. ctypes converts each argument of a call (about 65 ns
+    apiece here): a call without any costs about 80 ns, the two-argument one 210 ns —
+    a tenth of a tutorial step made one a call."""
+    bound, slot = Block(), Block()
+    e = Emitter(Builder(InsertPoint.at_end(bound)), InsertPoint.at_end(bound))
+    argv = e(llvm.IntToPtrOp(e(llvm.LoadOp(e(llvm.AddressOfOp(ARGV_GLOBAL, PTR)), i64))))
+    e(func.CallOp(entry_symbol(g.name), [argv, e(llvm.IntToPtrOp(e.int(0, i64)))], []))
+    e(func.ReturnOp())
+    s = Emitter(Builder(InsertPoint.at_end(slot)), InsertPoint.at_end(slot))
+    s(func.ReturnOp(s(llvm.AddressOfOp(ARGV_GLOBAL, PTR))))
+    names = bound_names(g)
+    return [llvm.GlobalOp(i64, ARGV_GLOBAL, "internal", value=IntegerAttr(0, i64)),
+            func.FuncOp(entry_symbol(names[0]), ([], []), Region(bound)),
+            func.FuncOp(entry_symbol(names[1]), ([], [PTR]), Region(slot))]
+
+
 def build_step(g: Geometry) -> tuple[ModuleOp, list[EntrySig]]:
     """The llvm-dialect module of the step (`presk_entry_<g.name>`): as many steps a call
-    as `ctl[0]` says (the caller's losses and lrs hold that many)."""
+    as `ctl[0]` says (the caller's losses and lrs hold that many); and its argument-free
+    twin (`_bound_entry`)."""
     from ..runtime.compile import llvm_module_from_std
     names = argument_names(g)
     block = Block(arg_types=[PTR, PTR])
@@ -310,11 +341,12 @@ def build_step(g: Geometry) -> tuple[ModuleOp, list[EntrySig]]:
                  [f64] * (2 if n == "pow" else 1), f64), linkage=llvm.LinkageAttr("external"))
                for n in LIBM)]
     module = ModuleOp([*decls, func.FuncOp(entry_symbol(g.name), ([PTR, PTR], []),
-                                           Region(block))])
+                                           Region(block)), *_bound_entry(g)])
     raw = lambda n, t="f64", shape=(1,): BufferSig(n, t, shape)  # noqa: E731
     inputs = tuple(raw(n) for n in names)  # raw pointers: the step binds them itself
-    return llvm_module_from_std(module), [EntrySig(g.name, entry_symbol(g.name), inputs,
-                                                   (), 0)]
+    return llvm_module_from_std(module), [
+        EntrySig(g.name, entry_symbol(g.name), inputs, (), 0),
+        *(EntrySig(n, entry_symbol(n), (), (), 0) for n in bound_names(g))]
 
 
 # --------------------------------------------------------------------------------------
@@ -363,6 +395,10 @@ class NativeStep:
         symbol = entry_symbol(geometry.name)
         self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
             self.program.jit.address(symbol))
+        bound, slot = (self.program.jit.address(entry_symbol(n))
+                       for n in bound_names(geometry))
+        self._bound_call = ctypes.CFUNCTYPE(None)(bound)
+        self._argv_slot = ctypes.CFUNCTYPE(ctypes.c_void_p)(slot)()  # ARGV_GLOBAL's address
         self.ctl = np.zeros(len(CTL), np.int64)
         self.ctl[3], self.ctl[4] = optimizer.schedule.total, optimizer.schedule.warmup
         self.hyper = np.array([getattr(optimizer, f) for f in HYPER[geometry.optimizer]],
@@ -384,6 +420,8 @@ class NativeStep:
         self._own = (self.losses.ctypes.data, self.lrs.ctypes.data)
         self._argv = (ctypes.c_void_p * len(names))(*pointers)
         self._argv_at = ctypes.addressof(self._argv)
+        ctypes.c_int64.from_address(self._argv_slot).value = self._argv_at  # what the
+        # argument-free entry reads
         self._out = self._own  # the addresses argv's losses and lrs hold now
         # A call's per-call work is a few stores and the ctypes call: the control words
         # written through a ctypes view of `ctl` (cheaper than numpy's item assignment),
@@ -413,7 +451,7 @@ class NativeStep:
         ctl[0] = n
         ctl[1] = t0
         ctl[2] = first
-        self._function(self._argv_at, 0)
+        self._bound_call()  # the step on self._argv (ARGV_GLOBAL)
         views = self._views.get(n)
         if views is None:
             views = self._views[n] = (self.losses[:n], self.lrs[:n])

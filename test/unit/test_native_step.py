@@ -180,3 +180,25 @@ def test_adamw_decay_wide_w1_constant_native_equals_the_python_step(tmp_path: Pa
     _run(python, 60, False)
     assert native.history[-1].epoch == 1 and {r.lr for r in native.history} == {0.02}
     _same(native, python)
+
+
+def test_two_steps_of_one_geometry_keep_their_own_arguments(tmp_path: Path) -> None:
+    """Each loaded step module has its own argv global (the argument-free entry's): two
+    trainers of one geometry in one process, stepped in turns by different amounts, each
+    end where a lone Python-driven run of its length ends."""
+    from presk.train.loop import Trainer
+    core, training = _load(ROOT / "tutorial" / "07_train.psk")
+    a = Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=5)
+    b = Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=5)
+    assert a.native.geometry == b.native.geometry
+    assert a.native._argv_slot != b.native._argv_slot
+    for _ in range(4):
+        a.advance(3)
+        b.advance(5)
+    ref_a = Trainer.create(core, training, str(tmp_path / "c"), steps_per_call=0)
+    ref_b = Trainer.create(core, training, str(tmp_path / "d"), steps_per_call=0)
+    _run(ref_a, a.step, False)
+    _run(ref_b, b.step, False)
+    assert (a.step, b.step) == (12, 20)
+    _same(a, ref_a)
+    _same(b, ref_b)
