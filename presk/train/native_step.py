@@ -32,6 +32,11 @@ The module depends on the geometry only (B, the sample's tensors and their buffe
 types, the group's size, the optimizer's form, the schedule's kind); the hyperparameters and the run's
 length come in buffers, so one compiled step serves every run of that shape.
 
+`NativeStep.run` calls it through its argument-free twin `presk_entry_<step>_bound()`,
+which reads the argv's address from an internal global of the loaded module (written once
+through `presk_entry_<step>_slot()`, which returns the global's address): ctypes converts
+every argument of a call, so the argument-free call costs a third of the two-argument one.
+
 argv: ctl (i64: steps, t0, first, total, warmup), hyper (f64: lr and the optimizer's
 fields), order (i64), data (the first sample's byte), losses (f64), lrs (f64), the
 objective's argv and arena, its result buffer, the batch buffers, then g, p and the
