@@ -3,10 +3,10 @@ loaded so that native code resolves `presk_pool_run` (a split kernel's spawner c
 presk/conversion/kernel_to_std/threads.py) and `presk_scratch` (a register tile's packed
 operands, presk/conversion/kernel_to_std/tile_contraction.py).
 
-The library is built by the C compiler (`$CC`, else `cc`) at most once per source: it is
-kept beside the native cache (`<cache dir>/runtime/presk_pool-<sha>.so`, written to a
-temporary name and renamed), or in a temporary directory of this process when the cache is
-off or unwritable. Without a C compiler there is no pool: `available()` says so and the
+The library is built by the C compiler (`$CC`, else `cc`) at most once per source
+(presk/runtime/c_library.py): it is kept beside the native cache
+(`<cache dir>/runtime/presk_pool-<sha>.so`), or in a temporary directory of this process
+when the cache is off or unwritable. Without a C compiler there is no pool: `available()` says so and the
 lowering runs a split kernel's nest on the caller's thread (the same bits).
 
   source_files() -> {name: text}     presk_pool.h / presk_pool.c (also the C export's)
@@ -18,13 +18,10 @@ lowering runs a split kernel's nest on the caller's thread (the same bits).
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from functools import lru_cache
 from pathlib import Path
+
+from .c_library import built
 
 _HERE = Path(__file__).resolve().parent
 SOURCES = ("presk_pool.h", "presk_pool.c")
@@ -38,59 +35,13 @@ def source_files() -> dict[str, str]:
     return {name: (_HERE / name).read_text(encoding="utf-8") for name in SOURCES}
 
 
-def _digest() -> str:
-    h = hashlib.sha256()
-    for name, text in source_files().items():
-        h.update(name.encode() + b"\0" + text.encode())
-    h.update(" ".join(CFLAGS).encode())
-    return h.hexdigest()[:16]
-
-
-def _compiler() -> str | None:
-    cc = os.environ.get("CC", "").strip() or "cc"
-    return shutil.which(cc)
-
-
-def _library_dir() -> Path:
-    """Where the built library is kept: beside the native cache when it is on and
-    writable, else a fresh temporary directory."""
-    from .cache import cache_dir, cache_enabled
-    if cache_enabled():
-        d = cache_dir() / "runtime"
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-            if os.access(d, os.W_OK):
-                return d
-        except OSError:
-            pass
-    return Path(tempfile.mkdtemp(prefix="presk-pool-"))
-
-
-def _build(cc: str, target: Path) -> bool:
-    """Compile the pool into `target` (atomically). False when the compiler fails."""
-    with tempfile.TemporaryDirectory(prefix="presk-pool-src-") as src:
-        for name, text in source_files().items():
-            Path(src, name).write_text(text, encoding="utf-8")
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        done = subprocess.run([cc, *CFLAGS, "-o", str(tmp), str(Path(src, "presk_pool.c"))],
-                              capture_output=True)
-        if done.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            return False
-        os.replace(tmp, target)
-    return True
-
-
 @lru_cache(maxsize=1)
 def load() -> ctypes.CDLL | None:
     """The pool's library, built if needed and loaded into this process (its symbols
     visible to MCJIT), or None without a working C compiler."""
     from llvmlite import binding
-    cc = _compiler()
-    if cc is None:
-        return None
-    target = _library_dir() / f"presk_pool-{_digest()}.so"
-    if not target.exists() and not _build(cc, target):
+    target = built("presk_pool", source_files(), "presk_pool.c", CFLAGS)
+    if target is None:
         return None
     binding.load_library_permanently(str(target))
     lib = ctypes.CDLL(str(target))

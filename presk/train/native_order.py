@@ -8,7 +8,7 @@ Python-level set-up around 256 draws; the tutorial's epoch of 32 native steps ta
 caches). The C function does the same arithmetic in under 2 µs.
 
 The library is built by the C compiler once per source, as the worker pool's is
-(presk/runtime/pool.py: `$CC` or `cc`, kept beside the native cache). Without a compiler,
+(presk/runtime/c_library.py: `$CC` or `cc`, kept beside the native cache). Without a compiler,
 or where it fails, `epoch_order` returns None and the caller uses numpy: the same order
 either way (test/unit/test_native_order.py compares them over many seeds, epochs and
 counts). `PRESK_NATIVE_ORDER=off` asks for numpy.
@@ -17,9 +17,7 @@ counts). `PRESK_NATIVE_ORDER=off` asks for numpy.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,39 +28,17 @@ CFLAGS = ["-O2", "-std=gnu99", "-fPIC", "-shared"]
 _MASK32 = 0xFFFFFFFF
 
 
-def _digest() -> str:
-    h = hashlib.sha256(SOURCE.read_bytes())
-    h.update(" ".join(CFLAGS).encode())
-    return h.hexdigest()[:16]
-
-
-def _build(cc: str, target: Path) -> bool:
-    """Compile the library into `target` (written to a temporary name, then renamed)."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        done = subprocess.run([cc, *CFLAGS, "-o", str(tmp), str(SOURCE)],
-                              capture_output=True)
-    except OSError:
-        return False
-    if done.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        return False
-    os.replace(tmp, target)
-    return True
-
-
 @lru_cache(maxsize=1)
 def _function():
     """`presk_epoch_order`, built if needed and loaded once; None without it."""
-    from ..runtime.pool import _compiler, _library_dir
+    from ..runtime.c_library import built
     if os.environ.get("PRESK_NATIVE_ORDER", "").strip().lower() in ("off", "0", "no",
                                                                     "false"):
         return None
-    target = _library_dir() / f"presk_epoch_order-{_digest()}.so"
-    if not target.exists():
-        cc = _compiler()
-        if cc is None or not _build(cc, target):
-            return None
+    target = built("presk_epoch_order", {SOURCE.name: SOURCE.read_text(encoding="utf-8")},
+                   SOURCE.name, CFLAGS)
+    if target is None:
+        return None
     try:
         fn = ctypes.CDLL(str(target)).presk_epoch_order
     except (OSError, AttributeError):
