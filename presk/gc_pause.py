@@ -47,9 +47,18 @@ def paused() -> Iterator[None]:
         gc.enable()
 
 
+_tuned = False
+
+
 def tune_process() -> None:
     """Freeze what is alive now out of later collections and collect the youngest
-    generation less often (see the module docstring). Call once, after the imports."""
+    generation less often (see the module docstring). Only the first call in a process
+    acts: a test session calls the commands' `main` many times, and a later freeze would
+    keep whatever garbage the tests before it left, for good."""
+    global _tuned
+    if _tuned:
+        return
+    _tuned = True
     gc.freeze()
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
