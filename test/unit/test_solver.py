@@ -174,3 +174,23 @@ def test_solve_with_fma_fuses_the_contraction_within_budget(module, envelope, so
     run = run_kernel(module, "loss", DIMS, params, values, fused.realization)
     exact = sensitivities(module, "loss", DIMS, params, values).value
     assert measure_error(run.result, exact) == fused.measured
+
+
+def test_only_the_first_recording_is_verified(module, monkeypatch):
+    """The solver's candidates after the first skip verification (presk/dialects/common.py
+    `unverified`); outside the solver every conversion still verifies what it built."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from presk.analysis.realization import Realization
+    from presk.analysis.solver import Recordings
+    from presk.pipeline import kernel_pipeline
+    calls = []
+    verify = ModuleOp.verify
+    monkeypatch.setattr(ModuleOp, "verify", lambda self, *a: calls.append(1) or verify(self, *a))
+    rec = Recordings(module, "loss", DIMS)
+    rec.get(Realization(entry="loss"))
+    first = len(calls)
+    rec.get(Realization(entry="loss", sites={"loss/%5": "f32"}))
+    assert first >= 2 and len(calls) == first  # the Realize and the Kernel module, once
+    kernel_pipeline(module, "loss", DIMS, Realization(entry="loss", sites={"loss/%5": "f32"}))
+    assert len(calls) >= 2 * first
