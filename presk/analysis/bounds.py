@@ -775,7 +775,7 @@ def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization:
     """Every rule's bound on |L̂ − L|. `k` and `normwise` are run at each input sample
     (given `values`: those alone; otherwise the envelope's samples, seed + i) and hold for
     each of them; `cond` and `rss` and the measurement are at the first sample."""
-    from ..pipeline import kernel_pipeline
+    from ..pipeline import record_entry
     from . import entry as E
     from .conversions import input_sites, narrowing_reads
     from .sensitivity import sensitivities
@@ -809,10 +809,11 @@ def bounds(core_module, entry: str, dims: dict[str, int], envelope, realization:
             for k, v in err.items():
                 errs[rule][k] = max(errs[rule].get(k, 0.0), v)
         out[rule] = max(each[rule], default=0.0)
+    # the reads that narrow, from the entry's recording (its Realize module: the kernels
+    # the pipeline would lower it to are not read)
+    recorded, _ = record_entry(core_module, entry, dims, realization)
     local = local_bounds(envelope, sens, types, site_roundings, realization, core_module,
-                         narrowing_reads(kernel_pipeline(core_module, entry, dims,
-                                                         realization).realize,
-                                         {f.path for f in prepared.fields}),
+                         narrowing_reads(recorded, {f.path for f in prepared.fields}),
                          input_sites(core_module, entry))
     # cond and rss per output element j, from ‖∂L_j/∂v‖₁ (one element: the figures are it)
     per = sens.components or [{**sens.sites, **sens.params}]
