@@ -169,3 +169,43 @@ def test_panels_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, i: in
     got = native_program(kernel).entry(call.host)(call.inputs)
     for name, g, w in zip(call.output_names, got, want):
         assert g.tobytes() == w.tobytes(), (name, g, w)
+
+
+@pytest.mark.parametrize("kind", ["f64", "f32", "bf16"])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_blocked_xtg_reads_its_j_operand_in_place(tmp_path: Path, monkeypatch, kind: str,
+                                                  workers: int) -> None:
+    """dw = xᵀ·dy over a batch of 600 (K ≥ 2·KBLOCK, 32 rows of tiles' worth): its default
+    layout packs x into panels and sweeps k in blocks of KBLOCK (the last one short), its
+    j operand dy read where it is (`panel_loads`: no copy of it); the value and gradient,
+    split among `workers` or not, compute the interpreter's bits."""
+    from presk.conversion import realize_to_kernel
+    from presk.kernel_abi.tiles import KBLOCK, find_nest, panel_loads
+    from presk.transforms.kernel_split import KernelSplitPass
+    from xdsl.context import Context
+    monkeypatch.setenv("PRESK_CACHE", "off")
+    monkeypatch.setattr(realize_to_kernel.nests, "workers", lambda: workers)
+    monkeypatch.setattr(realize_to_kernel.nests, "SPLIT_WORK", 1)
+    core = lower_program(elaborate(str(dot_program(tmp_path, 600, 32, 40))))
+    prepared = E.prepare(core, "loss", {})
+    rng = np.random.default_rng(600 + workers)
+    params = {f.path: rng.standard_normal(f.shape) for f in prepared.fields}
+    values = {n: rng.standard_normal(s) for n, s in prepared.inputs.items()}
+    call = entry_call(core, "loss", {}, params, values, _realization(kind), True, True)
+    kernel = call.pipeline.kernel
+    blocked = [k for k in K.kernels(kernel).values() if k.layout.kind.data == "tiled"
+               and k.layout.kblock.data]
+    assert len(blocked) == 1 and blocked[0].layout.kblock.data == KBLOCK
+    (k,) = blocked
+    assert k.layout.panels and bool(k.layout.split.data) == (workers > 1)
+    nest = find_nest(k.body.block, k.layout)
+    assert nest is not None
+    held = panel_loads(nest, KBLOCK)
+    assert [loop for _, loop, _ in held] == [nest.i_loop]  # x in panels, dy in place
+    assert len(panel_loads(nest)) == 2  # unblocked: both in panels, as before
+    want = KernelInterpreter(kernel).run(call.host, call.inputs)
+    if workers > 1:
+        KernelSplitPass().apply(Context(), kernel)
+    got = native_program(kernel).entry(call.host)(call.inputs)
+    for name, g, w in zip(call.output_names, got, want):
+        assert g.tobytes() == w.tobytes(), (name, kind, workers)
