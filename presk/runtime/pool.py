@@ -1,7 +1,8 @@
 """The worker pool in this process: presk_pool.c compiled once into a shared library and
 loaded so that native code resolves `presk_pool_run` (a split kernel's spawner calls it,
-presk/conversion/kernel_to_std/threads.py) and `presk_scratch` (a register tile's packed
-operands, presk/conversion/kernel_to_std/tile_contraction.py).
+presk/conversion/kernel_to_std/threads.py), `presk_scratch` (a register tile's packed
+operands, presk/conversion/kernel_to_std/tile_contraction.py) and `presk_host_copy` (a
+host's large copy or f64 → f32 conversion divided among the pool, convert.py).
 
 The library is built by the C compiler (`$CC`, else `cc`) at most once per source
 (presk/runtime/c_library.py): it is kept beside the native cache
@@ -26,7 +27,7 @@ from .c_library import built
 _HERE = Path(__file__).resolve().parent
 SOURCES = ("presk_pool.h", "presk_pool.c")
 SYMBOL = "presk_pool_run"
-CALLED = (SYMBOL, "presk_scratch")  # the library's functions native code may call
+CALLED = (SYMBOL, "presk_scratch", "presk_host_copy")  # the library's functions native code may call
 CFLAGS = ["-O2", "-std=c99", "-fPIC", "-shared", "-pthread"]
 
 

@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define POOL_MAX 64        /* workers besides the caller */
 #define POOL_STOP 0xFFu    /* the parts field of the word that stops every worker */
@@ -268,4 +269,52 @@ void *presk_scratch(int32_t slot, int64_t bytes)
         s->bytes[slot] = s->block[slot] != NULL ? bytes : 0;
     }
     return s->block[slot];
+}
+
+/* ---- a host's large copy or f64 → f32 conversion on the pool (presk_host_copy) ---- */
+
+#define HOST_PARTS 8 /* parts a host copy divides into at most */
+
+typedef struct {
+    char *dst;
+    const char *src;
+    int64_t n;      /* elements */
+    int32_t size;   /* bytes an element (a copy) */
+    int32_t narrow; /* 1: double → float, rounded to nearest (C's conversion, as fptrunc) */
+    int32_t parts;
+} host_job;
+
+/* Part p's elements, [lo, hi): the parts' shares in whole 64-byte lines of f32. */
+static void host_part(void *args, int32_t p)
+{
+    const host_job *j = args;
+    int64_t lines = (j->n + 15) / 16;
+    int64_t lo = lines * p / j->parts * 16, hi = lines * (p + 1) / j->parts * 16;
+    if (hi > j->n)
+        hi = j->n;
+    if (lo >= hi)
+        return;
+    if (j->narrow) {
+        float *d = (float *)j->dst;
+        const double *s = (const double *)j->src;
+        for (int64_t i = lo; i < hi; i++)
+            d[i] = (float)s[i];
+    } else {
+        memcpy(j->dst + lo * j->size, j->src + lo * j->size, (size_t)((hi - lo) * j->size));
+    }
+}
+
+#define HOST_PART(k) static void host_part##k(void *args) { host_part(args, k); }
+HOST_PART(0) HOST_PART(1) HOST_PART(2) HOST_PART(3)
+HOST_PART(4) HOST_PART(5) HOST_PART(6) HOST_PART(7)
+static presk_part const host_parts[HOST_PARTS] = {host_part0, host_part1, host_part2,
+                                                  host_part3, host_part4, host_part5,
+                                                  host_part6, host_part7};
+
+void presk_host_copy(void *dst, const void *src, int64_t n, int32_t size, int32_t narrow,
+                     int32_t parts)
+{
+    host_job j = {dst, src, n, size, narrow,
+                  parts < 1 ? 1 : parts > HOST_PARTS ? HOST_PARTS : parts};
+    presk_pool_run(j.parts, host_parts, &j);
 }

@@ -28,6 +28,12 @@ int32_t presk_pool_workers(void);
 #define PRESK_SCRATCH_SLOTS 4
 void *presk_scratch(int32_t slot, int64_t bytes);
 
+/* A host's copy of n elements of `size` bytes (narrow = 0) or conversion of n doubles to
+ * floats, each rounded to nearest (narrow = 1), from src to dst, divided among `parts`
+ * (at most 8) of the pool: each element is written once, as one thread's loop would. */
+void presk_host_copy(void *dst, const void *src, int64_t n, int32_t size, int32_t narrow,
+                     int32_t parts);
+
 /* Stop and join every worker (registered with atexit on the first start; a later launch
  * starts them again). */
 void presk_pool_stop(void);

@@ -217,3 +217,39 @@ def test_export_c_threads(tmp_path: Path) -> None:
                           capture_output=True, text=True, env=env, timeout=600)
     assert zero.returncode == 2
     assert zero.stderr == "presk export: --threads is 1 or more, not 0\n", zero.stderr
+
+
+@pytest.mark.parametrize("realization", [None, MIXED], ids=["f64", "mixed"])
+def test_host_copies_on_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 realization) -> None:
+    """A host's copies and f64 → f32 conversions run on the worker pool
+    (`presk_host_copy`, divided among as many parts as the kernels split in) when the
+    module's kernels split and the runtime is there — here every one of them
+    (HOST_SPLIT_BYTES lowered to 1): the tutorial's value and gradient at B = 4, split
+    among 2 and 3, gives the unsplit program's bits, natively and in the interpreter."""
+    from presk.conversion.kernel_to_std import convert
+    if not pool.available():
+        pytest.skip("no worker pool (no C compiler)")
+    monkeypatch.setenv("PRESK_CACHE", "off")  # the threshold is not in the cache's key
+    monkeypatch.setattr(convert, "HOST_SPLIT_BYTES", 1)
+    core, _ = load_core(str(ROOT / "tutorial" / "07_train.psk"))
+    pipe = kernel_pipeline(core, "loss", {"B": 4}, realization, grad=True)
+    ops = [op for op in pipe.kernel.walk() if isinstance(op, (K.CopyOp, K.ConvertOp))]
+    assert any(isinstance(op, K.CopyOp) for op in ops)
+    if realization is not None:  # the batch's f64 → f32 conversions
+        assert any(isinstance(op, K.ConvertOp) and K.type_name(op.source.type.element)
+                   == "f64" and K.type_name(op.dest.type.element) == "f32" for op in ops)
+    (sig,) = entry_signatures(pipe.kernel)
+    rng = np.random.default_rng(13)
+    inputs = [to_storage(rng.uniform(0.5, 1.5, b.shape), b.element) for b in sig.inputs]
+    whole = native_program(pipe.kernel)
+    assert b"presk_host_copy" not in whole.jit.object_code  # nothing split: loops
+    want = [o.tobytes() for o in whole.entry(sig.host)(inputs)]
+    for n in (2, 3):
+        split, _ = split_everywhere(pipe.kernel, n)
+        program = native_program(split)
+        assert b"presk_host_copy" in program.jit.object_code
+        got = program.entry(sig.host)(inputs)
+        assert [o.tobytes() for o in got] == want, n
+        interp = KernelInterpreter(split).run(sig.host, inputs)
+        assert [np.asarray(o).tobytes() for o in interp] == want, (n, "interpreter")

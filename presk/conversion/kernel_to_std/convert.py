@@ -26,7 +26,10 @@ it implements is presk/kernel_abi/calling.py.
   (64-byte aligned), a `call` passes the callee the arena at its base: the buffers placed
   by their lives (presk/kernel_abi/placement.py), not a stack of frames.
   `convert`, `copy` and `fill` are loops over the flat elements (f64 → bf16 rounds to odd
-  in f32 first, so that the bf16 rounding is a single correct one); `at` is a GEP;
+  in f32 first, so that the bf16 rounding is a single correct one) — a copy or an f64 →
+  f32 conversion of HOST_SPLIT_BYTES or more, when the kernels split and the runtime is
+  there, one call of `presk_host_copy` instead, its elements divided among the pool's
+  parts (presk/runtime/presk_pool.c; the same conversion, the same bits); `at` is a GEP;
   `launch`/`call` are `func.call`s; `fold` is an `scf.for` carrying the accumulator's
   pointer, its destination alternating between the two scratch buffers.
 * A blocked sum (`for … {partials = P}`, presk/summation.py) keeps its partials in a
@@ -42,7 +45,7 @@ it implements is presk/kernel_abi/calling.py.
   pointers from `argv` and calls the host.
 * The functions the module calls and does not define are declared (the math library's,
   `presk_scratch` or `malloc`/`free` for a tile's packed operand, `presk_pool_run` or
-  `pthread_create`/`pthread_join`).
+  `pthread_create`/`pthread_join`, `presk_host_copy`).
 
 `entry_signatures(module)` (the PSK-Kernel module, before the pass) describes those
 entries for the runtime.
@@ -57,7 +60,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func, llvm, scf
 from xdsl.dialects.builtin import (ArrayAttr, DictionaryAttr, Float32Type, Float64Type,
-    IntegerType, ModuleOp, StringAttr, UnitAttr, UnrealizedConversionCastOp, i16, i64)
+    IntegerType, ModuleOp, StringAttr, UnitAttr, UnrealizedConversionCastOp, i16, i32, i64)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (GreedyRewritePatternApplier, PatternRewriteWalker,
@@ -69,6 +72,7 @@ from presk.dialects import kernel as K
 from presk.kernel_abi.arena import ArenaPlan, aliased_kernels
 from presk.kernel_abi.placement import Layout, Target
 from presk.kernel_abi.calling import entry_symbol, host_symbol, kernel_symbol
+from presk.transforms.kernel_split import threads_of
 
 from .blocked_sum import lower_blocked_sums
 from .threads import spawners
@@ -293,12 +297,31 @@ class LaunchToCall(RewritePattern):
         rewriter.replace(op, func.CallOp(kernel_symbol(op.callee_name), args, []))
 
 
+HOST_COPY = "presk_host_copy"
+"""The runtime's copy or f64 → f32 conversion divided among the pool's parts
+(presk/runtime/presk_pool.c)."""
+
+HOST_SPLIT_BYTES = 1 << 18
+"""Bytes a host's `copy` or f64 → f32 `convert` writes from which it runs on the pool
+when the module's kernels split (`ElementwiseHostOps.parts` > 1): on the scaled Tower's
+value and gradient (B = 1024) the host's copies of saved values (17 MB) and conversions of
+the batch were 2-3 ms a call on the calling thread alone while the workers waited."""
+
+
+@dataclass
 class ElementwiseHostOps(RewritePattern):
-    """`convert`, `copy` and `fill`: one loop over the flat elements."""
+    """`convert`, `copy` and `fill`: one loop over the flat elements — or, for a copy or
+    an f64 → f32 conversion of HOST_SPLIT_BYTES or more when `parts` > 1, one call of the
+    runtime's `presk_host_copy`, the elements divided among `parts` of the worker pool
+    (each element written once, by the same conversion: the same bits)."""
+
+    parts: int = 1
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         e = emit_before(op, rewriter)
-        if isinstance(op, K.ConvertOp):
+        if self._on_pool(op):
+            self._host_copy(e, op)
+        elif isinstance(op, K.ConvertOp):
             src, dst = op.source, op.dest
             e.loop(buffer_type_of(dst).size,
                    lambda b, i: b.store(_converted(b, b.load(src, i), buffer_type_of(src),
@@ -315,6 +338,22 @@ class ElementwiseHostOps(RewritePattern):
         else:
             return
         rewriter.erase(op)
+
+    def _on_pool(self, op: Operation) -> bool:
+        if self.parts < 2 or not isinstance(op, (K.ConvertOp, K.CopyOp)):
+            return False
+        src, dst = buffer_type_of(op.source), buffer_type_of(op.dest)
+        if isinstance(op, K.ConvertOp) and not (
+                K.type_name(src.element) == "f64" and K.type_name(dst.element) == "f32"):
+            return False
+        return dst.bytes >= HOST_SPLIT_BYTES
+
+    def _host_copy(self, e: Emitter, op: Operation) -> None:
+        dst = buffer_type_of(op.dest)
+        narrow = int(isinstance(op, K.ConvertOp))
+        size = dst.bytes // max(1, dst.size)
+        e(llvm.CallOp(HOST_COPY, e.ptr(op.dest), e.ptr(op.source), e.int(dst.size, i64),
+                      e.int(size, i32), e.int(narrow, i32), e.int(self.parts, i32)))
 
 
 def _converted(e: Emitter, x: SSAValue, src: K.BufferType, dst: K.BufferType) -> SSAValue:
@@ -433,6 +472,8 @@ class ConvertKernelToStdPass(ModulePass):
         if self.scratch not in ("pool", "malloc"):
             raise ValueError(f"scratch is `pool` or `malloc`, not `{self.scratch}`")
         plan = ArenaPlan(op)
+        # host copies join the pool when the runtime is there and the kernels split
+        parts = threads_of(op) if self.scratch == "pool" and self.spawn == "pool" else 1
         offsets, calls = _layouts_as_hosts(op, plan)
         aliased = aliased_kernels(op)
         threads = spawners(op, kernel_symbol, self.spawn)
@@ -441,5 +482,5 @@ class ConvertKernelToStdPass(ModulePass):
         lower_blocked_sums(op)
         _walk([ForToScf(), YieldToScf(), LoadToLLVM(), StoreToLLVM(), ScalarToArith(),
                LaunchToCall(), ArenaToPointers(offsets, calls),
-               ElementwiseHostOps(), AtToGEP(), FoldToScf()], op)
+               ElementwiseHostOps(parts), AtToGEP(), FoldToScf()], op)
         declare_external_callees(op)
