@@ -615,9 +615,7 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     [8, 32] f32, [8, 16] f64 — on the scaled Tower's products (bench/contractions.py)
     [8, 32] ran 1.3× [4, 32] in f32 and [8, 16] 1.1-2.7× [4, 16] in f64. AVX2 (16 × 32
     bytes, znver2 here): [4, 16] f32, [4, 8] f64 — [8, 16]'s 16 accumulators spill there,
-    and xᵀ·g ran 15 GFLOP/s at [8, 16] with panels against 55 at [4, 16]. A panelled xᵀ·g
-    (the i operand's last axis i) whose k loop is 2·KBLOCK or longer sweeps k in blocks of
-    KBLOCK, its j operand read in place (presk/kernel_abi/tiles.py `blocks_k`)."""
+    and xᵀ·g ran 15 GFLOP/s at [8, 16] with panels against 55 at [4, 16]."""
     i_size = 1
     for a in range(lhs.rank):
         if a not in lhs_axes:
@@ -646,7 +644,7 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     n = workers()
     pack = "panels" if tile[1] >= 16 and i_size >= PANEL_TILES * rows else ""
     # xᵀ·g: the i operand's last axis is i (its contracted axes come first)
-    i_last = bool(lhs_axes) and max(lhs_axes) < lhs.rank - 1
+    i_last = bool(lhs_axes) and lhs.rank - 1 not in lhs_axes and max(lhs_axes) < lhs.rank - 1
     kblock = blocks_k(i_last, k_size, bool(pack))
     if n > 1 and i_size * j_size * k_size >= SPLIT_WORK and i_size >= 2 * rows:
         return K.LayoutAttr.tiled(tile, lanes, "IJ", split=(0, n), pack=pack, kblock=kblock)
