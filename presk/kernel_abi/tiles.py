@@ -85,25 +85,12 @@ def _runnable(nest: Nest) -> bool:
     return True
 
 
-KBLOCK = 256
-"""The k block of a blocked sweep (`kblock = 256`) that the plan's space offers to a
-panelled tile whose k loop is at least twice as long, and the default layout gives xᵀ·g
-(`blocks_k`)."""
-
-
-def panel_loads(nest: Nest, kblock: int = 0) -> list[tuple[K.LoadOp, K.ForOp, int]]:
+def panel_loads(nest: Nest) -> list[tuple[K.LoadOp, K.ForOp, int]]:
     """Under `pack = "panels"`: the product's operands laid out in panels, each by its
     first load in the k loop, with the tile loop the panels follow and their width. The
     j operand (read along j) in panels of C columns; the i operand in panels of R rows
     when i is its last axis (xᵀ·g; an operand indexed [i, k] already has each row
-    contiguous along k).
-
-    Under a k block (`kblock` > 0) with the i operand in panels (xᵀ·g), a j operand whose
-    last axis is j stays where it is: its rows are contiguous along j already, a block's
-    rows of it stay in L2 while every tile reads them, and each part of a split would
-    copy the whole of it (its rows are every part's). On the scaled Tower (f32, 2
-    threads) this made a value and gradient 3-4 % faster than both operands in panels
-    (docs/plan.md, issue 16); without the block (f64) reading it in place was slower."""
+    contiguous along k)."""
     out: dict[SSAValue, tuple[K.LoadOp, K.ForOp, int]] = {}
     for loop in nest.j_loop.body.block.ops:
         if not isinstance(loop, K.ForOp):
@@ -115,20 +102,7 @@ def panel_loads(nest: Nest, kblock: int = 0) -> list[tuple[K.LoadOp, K.ForOp, in
                 out[op.buffer] = (op, nest.j_loop, nest.cols)
             elif op.indices and op.indices[-1] is nest.i:
                 out[op.buffer] = (op, nest.i_loop, nest.rows)
-    panels = list(out.values())
-    if kblock and any(loop is nest.i_loop for _, loop, _ in panels):
-        panels = [(op, loop, w) for op, loop, w in panels
-                  if not (loop is nest.j_loop and op.indices[-1] is nest.j)]
-    return panels
-
-
-def blocks_k(i_last: bool, k_trip: int, panels: bool) -> int:
-    """The k block a contraction's default layout sweeps in: KBLOCK for a panelled
-    product whose i operand has i last (xᵀ·g) and whose k loop is at least 2·KBLOCK long,
-    else 0 (the k loop whole). On the scaled Tower's xᵀ·g (K = 1024) with its j operand
-    read in place (`panel_loads`) a value and gradient took 19.3 against 20.1 ms (f32, 2
-    threads), 28.1 against 28.5 (1 thread), 47.0 against 48.8 (f64, 2 threads)."""
-    return KBLOCK if panels and i_last and k_trip >= 2 * KBLOCK else 0
+    return list(out.values())
 
 
 def panel_shape(t: K.BufferType, loop: K.ForOp, axis: int, width: int) -> list[int]:
@@ -160,7 +134,7 @@ def packed_bytes(kernel: K.KernelOp) -> int:
         return 0
     panels = kernel.layout.panels
     total = sum(op.buffer.type.bytes for op in packed_loads(nest, panels))
-    for op, loop, width in (panel_loads(nest, kernel.layout.kblock.data) if panels else []):
+    for op, loop, width in (panel_loads(nest) if panels else []):
         t = op.buffer.type
         n = 1
         for d in panel_shape(t, loop, list(op.indices).index(loop.induction), width):

@@ -28,9 +28,7 @@ changes which outputs run together.
   whole row between k and k + 1, which at 1-2 KiB rows maps every k to the same few cache
   sets); the i operand whose last axis is i (xᵀ·g) as [I/R, the other axes, R]. Only
   the full tiles' rows and columns are copied (the remainder nests read the operand as
-  it is). Under a k block, xᵀ·g's j operand (j its last axis) is read where it is, only
-  its i operand in panels (`panel_loads`). The same values in the same order: the same
-  bits.
+  it is). The same values in the same order: the same bits.
 * Math functions on vectors run lane by lane (the library's scalar functions).
 * Under `kblock = N` the tiles sweep k in blocks of N: all tiles over k in [0, N), then
   all over [N, 2N), …; between blocks each tile's accumulators are stored to its output
@@ -522,7 +520,7 @@ def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter,
     packed: dict[SSAValue, tuple[SSAValue, list[int]]] = {}
     panels: dict[SSAValue, Panels] = {}
     memory = Scratch(scratch)
-    for op, loop, width in (panel_loads(nest, layout.kblock.data) if layout.panels else []):
+    for op, loop, width in (panel_loads(nest) if layout.panels else []):
         panels[op.buffer] = emit_panels(top, op.buffer, loop,
                                         list(op.indices).index(loop.induction), width, memory)
     for op in packed_loads(nest, layout.panels):

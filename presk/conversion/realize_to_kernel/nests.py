@@ -17,7 +17,6 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from presk import ops
 from presk.dialects import kernel as K, realize as R
 from presk.dialects.realize.ops import _operand_places
-from presk.kernel_abi.tiles import blocks_k
 from presk.powers import power
 from presk.summation import partials_for
 
@@ -643,9 +642,6 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
         k_size *= lhs.sizes[a]
     n = workers()
     pack = "panels" if tile[1] >= 16 and i_size >= PANEL_TILES * rows else ""
-    # xᵀ·g: the i operand's last axis is i (its contracted axes come first)
-    i_last = bool(lhs_axes) and lhs.rank - 1 not in lhs_axes and max(lhs_axes) < lhs.rank - 1
-    kblock = blocks_k(i_last, k_size, bool(pack))
     if n > 1 and i_size * j_size * k_size >= SPLIT_WORK and i_size >= 2 * rows:
-        return K.LayoutAttr.tiled(tile, lanes, "IJ", split=(0, n), pack=pack, kblock=kblock)
-    return K.LayoutAttr.tiled(tile, lanes, "IJ", pack=pack, kblock=kblock)
+        return K.LayoutAttr.tiled(tile, lanes, "IJ", split=(0, n), pack=pack)
+    return K.LayoutAttr.tiled(tile, lanes, "IJ", pack=pack)
