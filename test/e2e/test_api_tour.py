@@ -18,6 +18,8 @@ from presk.cli.main import main
 from solved_tutorial import tutorial_solved
 from programs import AT_MIXED, TRAIN
 
+pytestmark = pytest.mark.early(0.41)  # CPU minutes (test/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def prog() -> presk.Program:

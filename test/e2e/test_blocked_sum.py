@@ -33,6 +33,8 @@ from presk.runtime.compile import native_program
 from presk.summation import PARTIALS, roundings
 from programs import blocked_last_axis, program
 
+pytestmark = pytest.mark.early(0.58)  # CPU minutes (test/conftest.py)
+
 # make test-fast leaves these cases out (test/conftest.py); make test runs them
 # (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
 SLOW_CASES = {

@@ -35,6 +35,8 @@ from presk.runtime.compile import native_program
 
 from test_fuse_reduce_bits import all_f32
 
+pytestmark = pytest.mark.early(0.43)  # CPU minutes (test/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 CAN_C = shutil.which("cc") is not None and shutil.which("make") is not None
 

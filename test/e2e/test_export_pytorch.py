@@ -33,6 +33,8 @@ from presk.frontend.lower import lower_program
 from presk.transforms.differentiate import Differentiator
 from programs import ROOT, TUTORIAL, program
 
+pytestmark = pytest.mark.early(0.62)  # CPU minutes (test/conftest.py)
+
 BOUND = 1e-13
 # The entry's parameter module: (generated module, class).
 ENTRIES = {"03_activations": ("_03_activations", "Act"), "04_mlp": ("_04_mlp", "MLP"),

@@ -29,6 +29,8 @@ from presk.pipeline.export import _little_endian, write_into
 from presk.runtime import pool
 from presk.runtime.compile import native_program
 
+pytestmark = pytest.mark.early(0.47)  # CPU minutes (test/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 MIXED = "@" + str(ROOT / "test" / "fixtures" / "realization_mixed.json")
 CAN_C = shutil.which("cc") is not None and shutil.which("make") is not None

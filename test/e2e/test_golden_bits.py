@@ -32,6 +32,8 @@ import pytest
 
 import golden_bits as G
 
+pytestmark = pytest.mark.early(0.37)  # CPU minutes (test/conftest.py)
+
 # make test-fast leaves these cases out (test/conftest.py); make test runs them
 # (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
 SLOW_CASES = {

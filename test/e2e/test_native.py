@@ -40,7 +40,7 @@ from presk.pipeline import entry_call, run_kernel, run_native
 from presk.runtime.compile import native_program
 from programs import FIXTURES, PRESK, TUTORIAL, program
 
-pytestmark = pytest.mark.early(1.4)  # CPU minutes (test/conftest.py)
+pytestmark = pytest.mark.early(0.67)  # CPU minutes (test/conftest.py)
 
 # make test-fast leaves these cases out (test/conftest.py); make test runs them
 # (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).

@@ -16,7 +16,7 @@ from presk.pipeline import kernel_pipeline, load_core
 from presk.transforms.plan_layout import Point, layout_space
 from programs import AT_MIXED, MIXED_FMA, ROOT, TRAIN, dot_program
 
-pytestmark = pytest.mark.early(2.7)  # CPU minutes (test/conftest.py)
+pytestmark = pytest.mark.early(0.81)  # CPU minutes (test/conftest.py)
 
 
 def _every_point_same_bits(pipe, workers: int = 2, kblocked: bool = False) -> int:

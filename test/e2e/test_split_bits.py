@@ -34,6 +34,8 @@ from presk.runtime.compile import native_program
 from presk.transforms.kernel_split import split_kernels, split_of
 from presk.transforms.plan_layout import _split_trip
 
+pytestmark = pytest.mark.early(0.71)  # CPU minutes (test/conftest.py)
+
 # make test-fast leaves these cases out (test/conftest.py); make test runs them
 # (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
 SLOW_CASES = {

@@ -18,7 +18,7 @@ from presk.cli import bounds_cmds
 from presk.cli.common import UsageError
 from presk.pipeline import load_core
 
-pytestmark = pytest.mark.early(2.3)  # CPU minutes (test/conftest.py)
+pytestmark = pytest.mark.early(0.71)  # CPU minutes (test/conftest.py)
 
 TUTORIAL = "tutorial/07_train.psk"
 MIXED = "test/fixtures/realization_mixed.json"

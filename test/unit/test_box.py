@@ -24,7 +24,7 @@ from presk.cli.main import main
 from presk.frontend.fpcore import FPCoreError, to_psk, translate
 from presk.pipeline import load_core
 
-pytestmark = pytest.mark.early(2.0)  # CPU minutes (test/conftest.py)
+pytestmark = pytest.mark.early(0.71)  # CPU minutes (test/conftest.py)
 
 FPBENCH = os.path.join(os.path.dirname(__file__), "..", "fpbench")
 

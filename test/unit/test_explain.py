@@ -17,7 +17,7 @@ import pytest
 
 from programs import PRESK, ROOT
 
-pytestmark = pytest.mark.early(2.7)  # CPU minutes (test/conftest.py)
+pytestmark = pytest.mark.early(1.26)  # CPU minutes (test/conftest.py)
 
 TUTORIAL_ARGS = ["tutorial/07_train.psk", "--entry", "loss", "--dim", "B=4", "--budget", "1e-3",
                  "--profile", "test/fixtures/profile-frozen.json", "--threads", "2",

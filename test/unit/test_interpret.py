@@ -28,6 +28,8 @@ from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
 from programs import LOSSES, TUTORIAL, program as core
 
+pytestmark = pytest.mark.early(0.49)  # CPU minutes (test/conftest.py)
+
 # make test-fast leaves these cases out (test/conftest.py); make test runs them
 # (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
 SLOW_CASES = {

@@ -16,7 +16,7 @@ from solver_acceptance import (BUDGETS, DIMS, budget_id, check_loose_budget_narr
                                check_measured_error_inside_the_budget, calibrated, solved)
 
 TUTORIAL = "tutorial/07_train.psk"
-pytestmark = pytest.mark.early(1.3)
+pytestmark = pytest.mark.early(0.44)
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,8 @@ from presk.frontend.lower import lower_program
 from presk.runtime.compile import native_program
 from programs import dot_program
 
+pytestmark = pytest.mark.early(0.48)  # CPU minutes (test/conftest.py)
+
 SIZES = [(5, 3, 6), (9, 5, 37), (4, 7, 16), (7, 2, 70), (1, 4, 33)]
 """(I, K, J): rows, the contracted size, columns."""
 
