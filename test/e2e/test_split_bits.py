@@ -39,6 +39,7 @@ pytestmark = pytest.mark.early(0.71)  # CPU minutes (test/conftest.py)
 # make test-fast leaves these cases out (test/conftest.py); make test runs them
 # (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
 SLOW_CASES = {
+    "test_host_copies_on_the_pool[mixed]",
     "test_exported_split_program_under_sanitizers[address,undefined]",
     "test_exported_split_program_under_sanitizers[thread]",
 }
