@@ -56,11 +56,15 @@ def cache_dir() -> Path:
     return base / "presk"
 
 
+def switched_off(variable: str) -> bool:
+    """Whether the environment variable says `off`, `0`, `no` or `false` (any case)."""
+    return os.environ.get(variable, "").strip().lower() in ("off", "0", "no", "false")
+
+
 def cache_enabled(requested: bool = True) -> bool:
     """Whether to use the cache: the caller asked for it and `PRESK_CACHE` is not
     `off`/`0`/`no`/`false`."""
-    env = os.environ.get("PRESK_CACHE", "").strip().lower()
-    return requested and env not in ("off", "0", "no", "false")
+    return requested and not switched_off("PRESK_CACHE")
 
 
 def max_bytes() -> int:

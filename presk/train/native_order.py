@@ -17,7 +17,6 @@ counts). `PRESK_NATIVE_ORDER=off` asks for numpy.
 from __future__ import annotations
 
 import ctypes
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -32,8 +31,8 @@ _MASK32 = 0xFFFFFFFF
 def _function():
     """`presk_epoch_order`, built if needed and loaded once; None without it."""
     from ..runtime.c_library import built
-    if os.environ.get("PRESK_NATIVE_ORDER", "").strip().lower() in ("off", "0", "no",
-                                                                    "false"):
+    from ..runtime.cache import switched_off
+    if switched_off("PRESK_NATIVE_ORDER"):
         return None
     target = built("presk_epoch_order", {SOURCE.name: SOURCE.read_text(encoding="utf-8")},
                    SOURCE.name, CFLAGS)
