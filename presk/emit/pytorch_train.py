@@ -261,7 +261,14 @@ def main() -> int:
 
 if __name__ == "__main__":
     try:
-        sys.exit(main())
+        code = main()
     except (CheckpointError, ValueError) as exc:
         raise SystemExit(f"train.py: {{exc}}") from None
+    # Everything is saved and the group destroyed: leave without torch's C++ teardown at
+    # interpreter exit, which can abort a finished run under load (a gloo thread still
+    # joinable when its std::thread is destroyed: "terminate called without an active
+    # exception", SIGABRT, and torchrun then reports the rank failed).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 '''
