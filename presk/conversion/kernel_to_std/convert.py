@@ -75,6 +75,7 @@ from presk.kernel_abi.calling import entry_symbol, host_symbol, kernel_symbol
 from presk.transforms.kernel_split import threads_of
 
 from .blocked_sum import lower_blocked_sums
+from .collapse_nest import collapse_elementwise_nests
 from .threads import spawners
 from .emitter import (ARITH_OPS, Emitter, INDEX, PTR, as_buffer, buffer_type_of,
     emit_before, lower_scalar_op, storage_type)
@@ -480,6 +481,7 @@ class ConvertKernelToStdPass(ModulePass):
         _walk([KernelToFunc(aliased, self.scratch), HostToFunc()], op)
         op.body.block.add_ops(threads)
         lower_blocked_sums(op)
+        collapse_elementwise_nests(op)
         _walk([ForToScf(), YieldToScf(), LoadToLLVM(), StoreToLLVM(), ScalarToArith(),
                LaunchToCall(), ArenaToPointers(offsets, calls),
                ElementwiseHostOps(parts), AtToGEP(), FoldToScf()], op)

@@ -1,5 +1,6 @@
 // convert-psk-kernel-to-std on a module that holds every PSK-Kernel op: buffers become
-// pointers (noalias in kernels), loads and stores GEPs at Σ index·stride, bf16 widened by
+// pointers (noalias in kernels), loads and stores GEPs at Σ index·stride (an element-wise
+// nest first collapsed to one loop), bf16 widened by
 // bits and rounded to nearest even by bits, min/max as numpy's compare + select, math as
 // ops of the math dialect (sqrt, exp: convert-math-to-llvm makes them an exact intrinsic
 // and a call of the math library) or selects (heaviside); the host's
@@ -55,13 +56,11 @@ builtin.module {
   }
 }
 
+// The 2 × 3 nest is one loop over its 6 elements (collapse_nest.py; collapse_nest.mlir).
 // CHECK:      func.func private @presk_kernel_k0(%0: !llvm.ptr {llvm.noalias}, %1: !llvm.ptr {llvm.noalias}) {
-// CHECK:        scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK:          scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK:            %[[S:.*]] = arith.constant 3 : index
-// CHECK-NEXT:       %[[IS:.*]] = arith.muli %{{.*}}, %[[S]] : index
-// CHECK-NEXT:       %[[OFF:.*]] = arith.addi %[[IS]], %[[J]] : index
-// CHECK-NEXT:       %[[OFF64:.*]] = arith.index_cast %[[OFF]] : index to i64
+// CHECK:        %[[SIX:.*]] = arith.constant 6 : index
+// CHECK:        scf.for %[[K:.*]] = %{{.*}} to %[[SIX]] step %{{.*}} {
+// CHECK-NEXT:       %[[OFF64:.*]] = arith.index_cast %[[K]] : index to i64
 // CHECK-NEXT:       %[[P:.*]] = llvm.getelementptr inbounds %0[%[[OFF64]]] : (!llvm.ptr, i64) -> !llvm.ptr, i16
 // CHECK-NEXT:       %[[BITS:.*]] = llvm.load %[[P]] : !llvm.ptr -> i16
 // CHECK-NEXT:       %[[W:.*]] = arith.extui %[[BITS]] : i16 to i32
