@@ -26,7 +26,11 @@ from llvmlite import ir
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects.builtin import ModuleOp
 
+from xdsl.dialects import llvm as llvm_dialect
+
+from presk.emit import mathlib
 from presk.emit.mathlib_llvm import SYMBOL as MATH_SYMBOL
+from presk.emit.mathlib_llvm import VECTOR_SYMBOL, has_wide_pick, to_llvm
 
 FAST_MATH_FLAGS = frozenset({"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn",
                              "reassoc"})
@@ -50,7 +54,8 @@ class HostTarget:
         """A new target machine at opt=2 for this host. MCJIT takes ownership of the
         machine it is given, so every engine gets its own."""
         target = binding.Target.from_triple(self.triple)
-        return target.create_target_machine(cpu=self.cpu, features=self.features, opt=2)
+        return target.create_target_machine(cpu=self.cpu, features=self.features, opt=2,
+                                            reloc="pic", codemodel="small")
 
 
 @lru_cache(maxsize=1)
@@ -105,8 +110,15 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
     whose name is not in `entries` gets internal linkage; entries stay external."""
     wanted = set(entries)
     host = host_target()
-    mod = convert_module(module, fallback_target_triple=host.triple,
-                         data_layout=host.data_layout)
+    variants = _vector_variants(module, host)
+    for variant, _ in variants.values():
+        module.body.block.add_op(variant)
+    try:
+        mod = convert_module(module, fallback_target_triple=host.triple,
+                             data_layout=host.data_layout)
+    finally:
+        for variant, _ in variants.values():
+            variant.detach()
     defined = set()
     for fn in mod.functions:
         if fn.is_declaration:
@@ -114,13 +126,49 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
         defined.add(fn.name)
         _check_no_fast_math(fn)
         fn.linkage = "" if fn.name in wanted else "internal"
-        if MATH_SYMBOL.fullmatch(fn.name):
+        if fn.name in variants:
+            _map_to_vector_variant(fn, *variants[fn.name])
+        elif VECTOR_SYMBOL.fullmatch(fn.name):
+            fn.linkage = ""  # kept until the vectorizer has mapped the calls to it
+        elif MATH_SYMBOL.fullmatch(fn.name):
             # Straight-line code with selects: inlined, a loop calling it vectorizes.
             fn.attributes.add("alwaysinline")
     missing = wanted - defined
     if missing:
         raise NativeCompileError(f"the module defines no entry {', '.join(sorted(missing))}")
     return str(mod)
+
+
+def _vector_variants(module: ModuleOp,
+                     host: HostTarget) -> dict[str, tuple[llvm_dialect.FuncOp, int]]:
+    """On an AVX-512 host, the 512-bit vector variant of each math function the module
+    defines that picks among several constants (erf's pieces), and its lanes, by the
+    scalar function's name."""
+    if "+avx512f" not in host.features.split(","):
+        return {}
+    out = {}
+    for op in module.ops:
+        m = isinstance(op, llvm_dialect.FuncOp) and op.body.blocks and \
+            MATH_SYMBOL.fullmatch(op.sym_name.data)
+        if m and m.group(1) in mathlib.FUNCTIONS and has_wide_pick(*m.groups()):
+            fn, ty = m.groups()
+            lanes = 8 if ty == "f64" else 16
+            out[op.sym_name.data] = to_llvm(fn, ty, lanes=lanes), lanes
+    return out
+
+
+def _map_to_vector_variant(fn: ir.Function, variant: llvm_dialect.FuncOp, lanes: int) -> None:
+    """Tell LLVM's loop vectorizer that a call of `fn` over N lanes is a call of the
+    variant (the vector function ABI's `vector-function-abi-variant`, which the vectorizer
+    reads from the callee), and keep the call until then: not inlined, and known to read
+    and write no memory (so a loop calling it vectorizes)."""
+    args = "v" * len(fn.args)
+    mapping = f"_ZGV_LLVM_N{lanes}{args}_{fn.name}({variant.sym_name.data})"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    # llvmlite's attribute set takes only its known names; a string attribute is a
+    # `"key"="value"` item, written as it is
+    set.add(fn.attributes, f'"vector-function-abi-variant"="{mapping}"')
 
 
 def parse(ir_text: str) -> binding.ModuleRef:

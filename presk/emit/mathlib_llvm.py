@@ -30,10 +30,12 @@ from collections.abc import Iterable
 import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    VectorType,
     f32,
     f64,
 )
@@ -52,18 +54,29 @@ def symbol(fn: str, ty: str) -> str:
     return f"presk_{fn}_{ty}"
 
 
+def vector_symbol(fn: str, ty: str, lanes: int) -> str:
+    """Its vector variant's: presk_<fn>_<ty>_v<lanes>."""
+    return f"presk_{fn}_{ty}_v{lanes}"
+
+
 def _const_float(text: str, ty: str) -> FloatAttr:
     v = mathlib._const_value(text, mathlib.TI[ty])  # checks exactness
     return FloatAttr(float(v), _FLOAT[ty])
 
 
-def to_llvm(fn: str | mathlib.Program, ty: str,
-            linkage: str = "external") -> llvm.FuncOp:
+def to_llvm(fn: str | mathlib.Program, ty: str, linkage: str = "external",
+            lanes: int | None = None) -> llvm.FuncOp:
     """`llvm.func @presk_<fn>_<ty>(T) -> T` (`(T, T) -> T` for pow): the program, one
-    LLVM instruction per op."""
+    LLVM instruction per op. With `lanes`, its vector variant `@presk_<fn>_<ty>_v<lanes>`
+    over `<lanes x T>` — the same ops lane by lane, and each pick among four or more
+    constants (a chain of selects by `mathlib.Builder.pick`) one AVX-512 `permvar` of a
+    table of them by the piece's index (`_Picks`): the same value, one instruction
+    instead of a select per constant."""
     p = fn if isinstance(fn, mathlib.Program) else mathlib.program(fn, ty)
     ti = mathlib.TI[p.ty]
-    F, I = _FLOAT[p.ty], _INT[p.ty]
+    S, I0 = _FLOAT[p.ty], _INT[p.ty]
+    F = S if lanes is None else VectorType(S, [lanes])
+    I = I0 if lanes is None else VectorType(I0, [lanes])
     block = Block(arg_types=[F] * p.arity)
     n_arg = 0
     ops: list[Operation] = []
@@ -72,21 +85,29 @@ def to_llvm(fn: str | mathlib.Program, ty: str,
         ops.append(op)
         return op.results[0]
 
+    def constant(v: float | int, scalar, typ) -> SSAValue:
+        attr = FloatAttr(v, scalar) if scalar in (f32, f64) else IntegerAttr(v, scalar)
+        if lanes is None:
+            return add(llvm.ConstantOp(attr, typ))
+        return add(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(typ, [v] * lanes), typ))
+
     def iconst(v: int) -> SSAValue:
-        return add(llvm.ConstantOp(IntegerAttr(v, I), I))
+        return constant(v, I0, I)
 
     def fconst(v: float) -> SSAValue:
-        return add(llvm.ConstantOp(FloatAttr(v, F), F))
+        return constant(v, S, F)
 
+    suffix = p.ty if lanes is None else f"v{lanes}{p.ty}"
+    picks = _Picks(p, lanes, add) if lanes is not None else None
     vals: list[SSAValue] = []
-    for ins in p.instrs:
+    for n, ins in enumerate(p.instrs):
         a = [vals[i] for i in ins.args]
         op = ins.op
         if op == "arg":  # the n-th `arg` is the n-th argument
             v = block.args[n_arg]
             n_arg += 1
         elif op == "const":
-            v = add(llvm.ConstantOp(_const_float(ins.const, p.ty), F))
+            v = fconst(float(_const_float(ins.const, p.ty).value.data))
         elif op in _ARITH:
             v = add(_ARITH[op](a[0], a[1]))
         elif op == "neg":
@@ -94,16 +115,18 @@ def to_llvm(fn: str | mathlib.Program, ty: str,
         elif op == "abs":
             # llvm.FAbsOp would be translated to an unmangled `llvm.fabs`, one
             # declaration for f32 and f64 alike (xDSL 0.75): call the mangled name
-            v = add(llvm.CallIntrinsicOp(f"llvm.fabs.{p.ty}", [a[0]], [F]))
+            v = add(llvm.CallIntrinsicOp(f"llvm.fabs.{suffix}", [a[0]], [F]))
         elif op in _FCMP:
             v = add(llvm.FCmpOp(a[0], a[1], _FCMP[op]))
         elif op == "select":
-            v = add(llvm.SelectOp(a[0], a[1], a[2]))
+            v = picks.permuted(n, vals) if picks is not None else None
+            if v is None:
+                v = add(llvm.SelectOp(a[0], a[1], a[2]))
         elif op == "pow2":
             lo, hi = fconst(float(ti.emin)), fconst(float(ti.emax))
             k = add(llvm.SelectOp(add(llvm.FCmpOp(a[0], lo, "oge")), a[0], lo))
             k = add(llvm.SelectOp(add(llvm.FCmpOp(k, hi, "ogt")), hi, k))
-            ki = _to_int(add, k, ti, F, I, fconst, iconst)
+            ki = _to_int(add, k, ti, F, I, fconst, iconst, suffix)
             e = add(llvm.AddOp(ki, iconst(ti.bias)))
             v = add(llvm.BitcastOp(add(llvm.ShlOp(e, iconst(ti.mbits))), F))
         elif op == "exponent":
@@ -122,11 +145,90 @@ def to_llvm(fn: str | mathlib.Program, ty: str,
         vals.append(v)
     ops.append(llvm.ReturnOp(vals[p.result]))
     block.add_ops(ops)
-    return llvm.FuncOp(symbol(p.name, p.ty), llvm.LLVMFunctionType([F] * p.arity, F),
+    name = symbol(p.name, p.ty) if lanes is None else vector_symbol(p.name, p.ty, lanes)
+    return llvm.FuncOp(name, llvm.LLVMFunctionType([F] * p.arity, F),
                        linkage=llvm.LinkageAttr(linkage), body=Region(block))
 
 
-def _to_int(add, k: SSAValue, ti: mathlib.TypeInfo, F, I, fconst, iconst) -> SSAValue:
+WIDE_PICK = 4
+"""A pick among this many constants or more permutes (its index, a chain of selects, is
+made once and shared by every pick on the same conds: erf's 23 coefficients and centre);
+a shorter one stays selects (exp's scale factor among 3: no fewer instructions)."""
+
+
+class _Picks:
+    """The picks of a program among constants, as permutations of a table.
+
+    `Builder.pick(conds, values)` is the chain select(c0, v0, select(c1, v1, … v_m)): a
+    select whose taken value is a constant and whose other is a constant or such a
+    chain is a pick with conds (c, …) and values (v, …). Each pick of WIDE_PICK or more
+    values becomes `permvar(table, index)`: the table the values padded with the last to
+    the lanes, the index the first i whose c_i holds (m when none does), a chain of
+    integer selects made once per list of conds. The chain's inner selects are then
+    unused (LLVM drops them)."""
+
+    PERMVAR = {"f64": "llvm.x86.avx512.permvar.df.512", "f32": "llvm.x86.avx512.permvar.sf.512"}
+
+    def __init__(self, p: mathlib.Program, lanes: int, add) -> None:
+        self.p, self.lanes, self.add = p, lanes, add
+        self.forms: dict[int, tuple[tuple[int, ...], tuple[str, ...]]] = {}
+        self.indices: dict[tuple[int, ...], SSAValue] = {}
+        self.I = VectorType(_INT[p.ty], [lanes])
+        self.F = VectorType(_FLOAT[p.ty], [lanes])
+
+    def form(self, n: int) -> tuple[tuple[int, ...], tuple[str, ...]] | None:
+        """(conds, values) of instruction n when it is a constant or a pick of them."""
+        ins = self.p.instrs[n]
+        if ins.op == "const":
+            return (), (ins.const,)
+        return self.forms.get(n)
+
+    def permuted(self, n: int, vals: list[SSAValue]) -> SSAValue | None:
+        cond, taken, other = self.p.instrs[n].args
+        first, rest = self.form(taken), self.form(other)
+        if first is None or first[0] or rest is None:
+            return None
+        conds, values = (cond, *rest[0]), (*first[1], *rest[1])
+        self.forms[n] = conds, values
+        if len(values) < WIDE_PICK or len(values) > self.lanes:
+            return None
+        table = [float(_const_float(v, self.p.ty).value.data) for v in values]
+        table += [table[-1]] * (self.lanes - len(table))
+        t = self.add(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(self.F, table), self.F))
+        return self.add(llvm.CallIntrinsicOp(self.PERMVAR[self.p.ty],
+                                             [t, self._index(conds, vals)], [self.F]))
+
+    def _index(self, conds: tuple[int, ...], vals: list[SSAValue]) -> SSAValue:
+        if conds not in self.indices:
+            def const(i: int) -> SSAValue:
+                return self.add(llvm.ConstantOp(
+                    DenseIntOrFPElementsAttr.from_list(self.I, [i] * self.lanes), self.I))
+            index = const(len(conds))
+            for i in reversed(range(len(conds))):
+                index = self.add(llvm.SelectOp(vals[conds[i]], const(i), index))
+            self.indices[conds] = index
+        return self.indices[conds]
+
+
+def has_wide_pick(fn: str, ty: str) -> bool:
+    """Whether the program picks among WIDE_PICK or more constants (its vector variant
+    then permutes where the scalar function selects)."""
+    p = mathlib.program(fn, ty)
+    picks = _Picks(p, 64, lambda op: op.results[0])
+    return any(ins.op == "select" and _wide(picks, n) for n, ins in enumerate(p.instrs))
+
+
+def _wide(picks: _Picks, n: int) -> bool:
+    cond, taken, other = picks.p.instrs[n].args
+    first, rest = picks.form(taken), picks.form(other)
+    if first is None or first[0] or rest is None:
+        return False
+    picks.forms[n] = (cond, *rest[0]), (*first[1], *rest[1])
+    return len(picks.forms[n][1]) >= WIDE_PICK
+
+
+def _to_int(add, k: SSAValue, ti: mathlib.TypeInfo, F, I, fconst, iconst,
+            suffix: str) -> SSAValue:
     """The clamped k (|k| ≤ emax) truncated toward zero to the same-width integer, as the
     C `(int)k` and numpy's astype: `llvm.trunc`, then + 1.5·2^mbits (exact: the sum
     stays in [2^mbits, 2^(mbits+1)), where one unit is one ulp) and the sum's bits less
@@ -134,13 +236,16 @@ def _to_int(add, k: SSAValue, ti: mathlib.TypeInfo, F, I, fconst, iconst) -> SSA
     has no plain fptosi) was scalarized by the x86 backend — 16 scalar conversions with
     their NaN and range checks per 16 lanes, ~40 % of the instructions of gelu's slope."""
     magic = 1.5 * 2.0 ** ti.mbits
-    whole = add(llvm.CallIntrinsicOp(f"llvm.trunc.{ti.name}", [k], [F]))
+    whole = add(llvm.CallIntrinsicOp(f"llvm.trunc.{suffix}", [k], [F]))
     bits = add(llvm.BitcastOp(add(llvm.FAddOp(whole, fconst(magic))), I))
     return add(llvm.SubOp(bits, iconst(int(np.array(magic, ti.dtype).view(ti.uint)))))
 
 
 SYMBOL = re.compile(r"presk_(\w+)_(f32|f64)")
 """The name of a math library function: presk_<fn>_<ty>."""
+
+VECTOR_SYMBOL = re.compile(r"presk_(\w+)_(f32|f64)_v(\d+)")
+"""The name of its vector variant: presk_<fn>_<ty>_v<lanes>."""
 
 
 def _parse_use(use) -> tuple[str, str]:
@@ -184,4 +289,4 @@ def declare_all(module: ModuleOp,
     return added
 
 
-__all__ = ["to_llvm", "declare_all", "symbol"]
+__all__ = ["to_llvm", "declare_all", "has_wide_pick", "symbol", "vector_symbol"]

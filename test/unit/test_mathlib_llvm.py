@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, VectorType
 from xdsl.ir import Block, Region
 
 from presk.emit import llvm as native
 from presk.emit import mathlib
-from presk.emit.mathlib_llvm import declare_all, symbol, to_llvm
+from presk.emit.mathlib_llvm import declare_all, has_wide_pick, symbol, to_llvm, vector_symbol
 from test_mathlib import arguments
 
 CASES = [(f, t) for f in mathlib.FUNCTIONS for t in mathlib.TYPES]
@@ -167,3 +167,67 @@ def test_pow2_truncates_as_evaluate_and_c(ty: str) -> None:
     f = ctypes.CFUNCTYPE(ct, ct)(code.address(symbol("pow2probe", ty)))
     got = np.array([f(float(k)) for k in ks], dtype=ti.dtype)
     assert (got.view(ti.uint) == want.view(ti.uint)).all(), ks[got != want][:5]
+
+
+WIDE = [(f, t) for f, t in CASES if has_wide_pick(f, t)]
+
+
+def _vector_wrapper(fn: str, ty: str, lanes: int) -> llvm.FuncOp:
+    """`void wrapv_<fn>_<ty>(<lanes x T> *x, <lanes x T> *y) { *y = f_v(*x); }`."""
+    V = VectorType(to_llvm(fn, ty).function_type.output, [lanes])
+    block = Block(arg_types=[llvm.LLVMPointerType()] * 2)
+    x = llvm.LoadOp(block.args[0], V, alignment=4)  # numpy's arrays: not on 64 bytes
+    y = llvm.CallOp(vector_symbol(fn, ty, lanes), x, return_type=V)
+    block.add_ops([x, y, llvm.StoreOp(y, block.args[1], alignment=4), llvm.ReturnOp(None)])
+    return llvm.FuncOp(f"wrapv_{fn}_{ty}", llvm.LLVMFunctionType([llvm.LLVMPointerType()] * 2),
+                       linkage=llvm.LinkageAttr("external"), body=Region(block))
+
+
+def test_only_erf_picks_among_many_constants() -> None:
+    assert WIDE == [("erf", "f32"), ("erf", "f64")]
+
+
+@pytest.mark.skipif("+avx512f" not in native.host_target().features.split(","),
+                    reason="the vector variants are AVX-512's (permvar)")
+@pytest.mark.parametrize("fn,ty", WIDE)
+def test_the_vector_variant_computes_the_same_bits_as_evaluate(fn: str, ty: str) -> None:
+    """erf's 512-bit variant (its pieces' coefficients picked by `permvar`) on the
+    mathlib test's points and NaN payloads, `lanes` at a time, against `evaluate`; and a
+    loop calling the scalar function is vectorized into calls of the variant."""
+    lanes = 8 if ty == "f64" else 16
+    m = ModuleOp([_vector_wrapper(fn, ty, lanes), to_llvm(fn, ty, lanes=lanes)])
+    code = native.compile(native.llvm_ir(m, [f"wrapv_{fn}_{ty}"]))
+    ti = mathlib.TI[ty]
+    x = arguments(fn, ty, N_PER_PART)[0]
+    pieces = [0.75, 1.5, 2.25, 3.0, 4.0, 6.0]
+    edges = np.array([np.nextafter(ti.dtype(p), ti.dtype(d)) for p in pieces
+                      for d in (0, 10)] + pieces, dtype=ti.dtype)
+    nan = np.array([np.nan], dtype=ti.dtype)
+    x = np.concatenate([x, edges, -edges, nan])
+    x = np.concatenate([x, np.zeros(-len(x) % lanes, dtype=ti.dtype)])
+    want = mathlib.evaluate(fn, ty, x)
+    got = np.empty_like(x)
+    wrap = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
+        code.address(f"wrapv_{fn}_{ty}"))
+    for i in range(0, len(x), lanes):
+        wrap(x.ctypes.data + i * x.itemsize, got.ctypes.data + i * x.itemsize)
+    differ = want.view(ti.uint) != got.view(ti.uint)
+    assert not differ.any(), (fn, ty, x[differ][:5], want[differ][:5], got[differ][:5])
+    assert "permvar" in code.optimized_ir
+
+
+@pytest.mark.skipif("+avx512f" not in native.host_target().features.split(","),
+                    reason="the vector variants are AVX-512's (permvar)")
+def test_a_loop_calling_erf_calls_its_vector_variant() -> None:
+    _, ir, _ = jit()
+    assert f'"vector-function-abi-variant"="_ZGV_LLVM_N8v_presk_erf_f64(presk_erf_f64_v8)"' \
+        in native.llvm_ir(module(), [f"wrap_{fn}_{ty}" for fn, ty in CASES])
+    from presk.analysis import entry as E
+    from presk.pipeline import entry_call, load_core
+    from presk.runtime.compile import native_program
+    core, _ = load_core("tutorial/04_mlp.psk")
+    prepared = E.prepare(core, "loss", {"B": 16})
+    call = entry_call(core, "loss", prepared.dims, E.weights(prepared, 0, None),
+                      E.inputs(prepared, 0, None), None, True, False)
+    optimized = native_program(call.pipeline.kernel, cache=False).jit.optimized_ir
+    assert "call <8 x double> @presk_erf_f64_v8(" in optimized
