@@ -54,8 +54,7 @@ class HostTarget:
         """A new target machine at opt=2 for this host. MCJIT takes ownership of the
         machine it is given, so every engine gets its own."""
         target = binding.Target.from_triple(self.triple)
-        return target.create_target_machine(cpu=self.cpu, features=self.features, opt=2,
-                                            reloc="pic", codemodel="small")
+        return target.create_target_machine(cpu=self.cpu, features=self.features, opt=2)
 
 
 @lru_cache(maxsize=1)
