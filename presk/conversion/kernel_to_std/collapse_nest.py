@@ -11,7 +11,13 @@ same pointer: a buffer in the native lowering is a pointer and a shape). The out
 may be a split part's range of rows; the inner one must span its axis. The iterations
 are independent (no loop-carried value, no blocked sum), each computes what it did, so
 the bits stay: only the order of independent element-wise iterations changes. Applied
-until nothing matches, a deeper nest collapses a pair at a time, from the outside in.
+until nothing matches, a deeper nest collapses a pair at a time, from the inside out.
+
+A short inner loop (less than a 512-bit vector of its elements) also collapses with
+its broadcasts: a row's value read at [i] (RMSNorm's x / rms[i]) is read at k / n, a
+column's at [j] (its gain γ[j]) at k mod n — a gather in the vectorized loop, cheaper
+than the scalar code LLVM makes of a 4-iteration loop. A longer inner loop keeps its
+broadcasts as they are (contiguous reads, vectors filled).
 
 Runs after the kernels became functions (kernel arguments are pointer views) and before
 the loops become `scf.for`; the kernel interpreter and C keep the nest as written.
@@ -19,8 +25,11 @@ the loops become `scf.for`; the kernel interpreter and C keep the nest as writte
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ModuleOp, UnrealizedConversionCastOp
-from xdsl.ir import Block, Operation, SSAValue
+from dataclasses import dataclass
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, UnrealizedConversionCastOp
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.pattern_rewriter import (PatternRewriter, PatternRewriteWalker, RewritePattern,
                                    op_type_rewrite_pattern)
 from xdsl.rewriter import InsertPoint
@@ -39,31 +48,51 @@ def _simple(loop: K.ForOp) -> bool:
 
 
 def _only_child_loop(outer: K.ForOp) -> K.ForOp | None:
-    """The loop that is `outer`'s whole body (besides its yield), if it is one."""
+    """The loop that is `outer`'s whole body (besides its yield), if it is one and holds
+    no loop itself: element-wise work (a contraction's sum stays in its nest)."""
     ops = list(outer.body.block.ops)
     if len(ops) == 2 and isinstance(ops[0], K.ForOp) and isinstance(ops[1], K.YieldOp) \
-            and not ops[1].values:
+            and not ops[1].values and \
+            not any(isinstance(op, K.ForOp) for op in ops[0].body.block.ops):
         return ops[0]
     return None
 
 
-def _pair_position(access: Access, i: SSAValue, j: SSAValue, n: int) -> int | None:
-    """p when the access indexes `[…, i, j, …]` at p, p + 1, the axis at p + 1 of size n,
-    and neither index anywhere else."""
+@dataclass(frozen=True)
+class Rewrite:
+    """How one access takes the collapsed index k: the pair at `position` becomes k
+    (`kind` "pair", on the view with the two axes merged), or the one index there is
+    k / n ("row": the outer index alone, a value broadcast along the inner axis) or
+    k mod n ("column": the inner index alone, broadcast along the outer)."""
+
+    kind: str
+    position: int
+
+
+def _rewrite_of(access: Access, i: SSAValue, j: SSAValue, n: int,
+                broadcasts: bool) -> Rewrite | None:
+    """How the access takes k, if it can: each of i and j once at most, the pair
+    adjacent over an inner axis of size n, either alone only when `broadcasts`."""
     indices = list(access.indices)
+    if indices.count(i) > 1 or indices.count(j) > 1:
+        return None
     shape = access.buffer.type.shape  # type: ignore[attr-defined]
-    for p in range(len(indices) - 1):
-        if indices[p] is i and indices[p + 1] is j:
-            rest = indices[:p] + indices[p + 2:]
-            return p if shape[p + 1] == n and i not in rest and j not in rest else None
-    return None
+    if i in indices and j in indices:
+        p = indices.index(i)
+        ok = p + 1 < len(indices) and indices[p + 1] is j and shape[p + 1] == n
+        return Rewrite("pair", p) if ok else None
+    if not broadcasts:
+        return None
+    return Rewrite("row", indices.index(i)) if i in indices else \
+        Rewrite("column", indices.index(j))
 
 
-def _collapsible(outer: K.ForOp, inner: K.ForOp) -> dict[Access, int] | None:
-    """Each access of the two indices and where its pair stands, when every use of
-    either index is such an access, as an index, of a buffer defined outside the nest."""
+def _collapsible(outer: K.ForOp, inner: K.ForOp) -> dict[Access, Rewrite] | None:
+    """Each access of the two indices and how it takes k, when every use of either
+    index is an access, as an index, of a buffer defined outside the nest."""
     i, j = outer.body.block.args[0], inner.body.block.args[0]
-    found: dict[Access, int] = {}
+    n = inner.upper.data
+    found: dict[Access, Rewrite] = {}
     for index in (i, j):
         for use in index.uses:
             access = use.operation
@@ -73,11 +102,23 @@ def _collapsible(outer: K.ForOp, inner: K.ForOp) -> dict[Access, int] | None:
             owner = access.buffer.owner
             if isinstance(owner, Operation) and outer.is_ancestor(owner):
                 return None
-            p = _pair_position(access, i, j, inner.upper.data)
-            if p is None:
+            rewrite = _rewrite_of(access, i, j, n, _short(inner, access.buffer.type))
+            if rewrite is None:
                 return None
-            found[access] = p
+            found[access] = rewrite
     return found or None
+
+
+def _short(inner: K.ForOp, t: K.BufferType) -> bool:
+    """Whether the inner loop spans less than one 512-bit vector of the buffer's
+    elements: then a broadcast read (k / n, k mod n: a gather in the vectorized loop)
+    costs less than a vector loop that cannot fill its lanes. A longer inner loop keeps
+    its contiguous reads."""
+    return inner.upper.data * _BYTES[K.type_name(t.element)] < VECTOR_BYTES
+
+
+VECTOR_BYTES = 64
+_BYTES = {"f64": 8, "f32": 4, "bf16": 2}
 
 
 def _merged(t: K.BufferType, p: int) -> K.BufferType:
@@ -89,7 +130,8 @@ def _merged(t: K.BufferType, p: int) -> K.BufferType:
 
 class CollapseElementwiseNest(RewritePattern):
     """`for i in [a, b) { for j in [0, n) { … x[…, i, j, …] … } }` →
-    `for k in [a·n, b·n) { … x'[…, k, …] … }`, x' a view of x with the two axes merged."""
+    `for k in [a·n, b·n) { … x'[…, k, …] … }`, x' a view of x with the two axes merged;
+    a short inner loop's broadcasts `r[…, i, …]`, `g[…, j, …]` read at k / n, k mod n."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, outer: K.ForOp, rewriter: PatternRewriter, /):
@@ -103,23 +145,45 @@ class CollapseElementwiseNest(RewritePattern):
         block = Block(arg_types=[outer.body.block.args[0].type])
         k = block.args[0]
         views: dict[tuple[SSAValue, int], SSAValue] = {}
-        for access, p in accesses.items():
-            key = (access.buffer, p)
-            if key not in views:
-                pointer = _pointer(access.buffer, outer, rewriter)
-                view = UnrealizedConversionCastOp.get([pointer], [_merged(access.buffer.type, p)])
-                rewriter.insert(view, InsertPoint.before(outer))
-                views[key] = view.results[0]
-            indices = list(access.indices)
-            indices[p:p + 2] = [k]
-            if isinstance(access, K.LoadOp):
-                rewriter.replace(access, K.LoadOp(views[key], indices))
+        parts: dict[str, Operation] = {}
+        for access, rewrite in accesses.items():
+            buffer, indices, p = access.buffer, list(access.indices), rewrite.position
+            if rewrite.kind == "pair":
+                if (buffer, p) not in views:
+                    pointer = _pointer(buffer, outer, rewriter)
+                    view = UnrealizedConversionCastOp.get([pointer], [_merged(buffer.type, p)])
+                    rewriter.insert(view, _just_after(pointer))  # outside every loop
+                    views[buffer, p] = view.results[0]
+                buffer = views[buffer, p]
+                indices[p:p + 2] = [k]
             else:
-                rewriter.replace(access, K.StoreOp(access.value, views[key], indices))
+                indices[p] = _part(rewrite.kind, k, n, parts)
+            if isinstance(access, K.LoadOp):
+                rewriter.replace(access, K.LoadOp(buffer, indices))
+            else:
+                rewriter.replace(access, K.StoreOp(access.value, buffer, indices))
+        block.add_ops(parts.values())  # sizes before their divisions (insertion order)
         for op in list(inner.body.block.ops):
             op.detach()
             block.add_op(op)
         rewriter.replace(outer, K.ForOp(outer.lower.data * n, outer.upper.data * n, body=block))
+
+
+def _part(kind: str, k: SSAValue, n: int, parts: dict[str, Operation]) -> SSAValue:
+    """k / n (the row) or k mod n (the column), made once a loop (the ops are put first
+    in the loop's body once it is built)."""
+    if kind not in parts:
+        size = arith.ConstantOp(IntegerAttr(n, IndexType()))
+        parts[kind + " size"] = size
+        parts[kind] = (arith.DivUIOp if kind == "row" else arith.RemUIOp)(k, size)
+    return parts[kind].results[0]
+
+
+def _just_after(value: SSAValue) -> InsertPoint:
+    """Right after the value is defined (a block's start for an argument)."""
+    if isinstance(value, BlockArgument):
+        return InsertPoint.at_start(value.block)
+    return InsertPoint.after(value.owner)
 
 
 def _pointer(buffer: SSAValue, before: Operation, rewriter: PatternRewriter) -> SSAValue:
@@ -133,4 +197,6 @@ def _pointer(buffer: SSAValue, before: Operation, rewriter: PatternRewriter) -> 
 
 
 def collapse_elementwise_nests(module: ModuleOp) -> None:
-    PatternRewriteWalker(CollapseElementwiseNest(), apply_recursively=True).rewrite_module(module)
+    # innermost pairs first: a deeper nest's inner pair becomes one loop, then the next
+    PatternRewriteWalker(CollapseElementwiseNest(), apply_recursively=True,
+                         walk_regions_first=True).rewrite_module(module)
