@@ -17,7 +17,9 @@ order that is a pure function of the position `(epoch, index)`:
 - **Streaming.** Opening reads the header only. A batch is read with one positioned read
   per sample (`os.preadv`, at `data_offset + i · sample_bytes`) straight into the batch's
   arrays; nothing else of the file is read or kept, so a file larger than memory trains.
-  The memory a stream holds is one epoch's order (8 bytes a sample) and the batch.
+  The memory a stream holds is one epoch's order (8 bytes a sample) and the batch; a
+  native step that reads batches across an epoch's end adds the places its call spans
+  (`places`: 8 bytes a place, at most `steps per call × B`).
 - **Resume.** `state()` is a small JSON-able dict holding the position of the next batch
   and what the order depends on; `Stream.from_state` reopens the file there and refuses a
   state saved for another seed, batch size or sample count. Because the order is a pure
@@ -116,8 +118,10 @@ class Stream:
         self._fd = fd
         self._close = weakref.finalize(self, os.close, fd)
         self._tensor_bytes = [math.prod(s) * header.itemsize for s in header.shapes]
-        self._order_epoch = -1
-        self._order: np.ndarray = np.empty(0, np.int64)
+        self._order_epoch = -1  # the epoch whose order `_order` holds (-1: none yet)
+        self._order = np.empty(header.count, np.int64)  # refilled in place each epoch
+        self._order_at = self._order.ctypes.data  # its address (`.ctypes` costs ~1 µs)
+        self._seam = np.empty(0, np.int64)  # a call's places across epochs (`places`)
 
     # ---- opening ------------------------------------------------------------------------
 
@@ -237,11 +241,46 @@ class Stream:
         return batch
 
     def order(self, epoch: int) -> np.ndarray:
-        """The sample indices of an epoch in reading order (kept for the current epoch)."""
+        """The sample indices of an epoch in reading order, kept for the latest epoch
+        asked: the same array each time, refilled in place when another epoch is asked
+        for (so a native step that bound its address once reads the new epoch there; a
+        caller that keeps an epoch's order must copy it)."""
         if epoch != self._order_epoch:
-            self._order = epoch_order(self.header.count, self.seed, epoch)
-            self._order_epoch = epoch
+            self._fill_order(epoch)
         return self._order
+
+    def _fill_order(self, epoch: int) -> None:
+        """`epoch_order(count, seed, epoch)` written into `_order`, in C where it can be
+        (no array made); without a shuffle every epoch's order is the file's, written once."""
+        count = self.header.count
+        if self.seed is None:
+            if self._order_epoch < 0:
+                self._order[:] = np.arange(count, dtype=np.int64)
+        elif not native_order.fill(count, self.seed, epoch, self._order_at):
+            self._order[:] = numpy_epoch_order(count, self.seed, epoch)
+        self._order_epoch = epoch
+
+    def places(self, position: Position, steps: int) -> tuple[np.ndarray, int]:
+        """The sample indices of `steps` batches from `position` on, as one array the
+        native step reads them from: `(order, first)`, batch j's samples at places
+        `first + j·B …` of `order`. Within one epoch, that epoch's `order` itself (no
+        copy). Across epochs, the stream's seam: each epoch's places it covers, the
+        epoch's order cut to its whole batches (the dropped `count mod B` never read), one
+        after another; each epoch's order is computed once as the stream moves on, the
+        seam is the same array from call to call (it grows only for a longer call), and
+        the memory is that of one epoch's order and the seam (8 bytes a place), not of
+        every epoch a call spans."""
+        B, per_epoch = self.batch_size, self.steps_per_epoch
+        if position.index + steps <= per_epoch:
+            return self.order(position.epoch), position.index * B
+        if self._seam.size < steps * B:
+            self._seam = np.empty(steps * B, np.int64)
+        seam, at, index, epoch = self._seam, 0, position.index, position.epoch
+        while at < steps * B:  # the rest of this epoch, or of the steps, then the next
+            take = min(per_epoch - index, steps - at // B) * B
+            seam[at:at + take] = self.order(epoch)[index * B:index * B + take]
+            at, index, epoch = at + take, 0, epoch + 1
+        return seam, 0
 
     def indices(self, position: Position) -> list[int]:
         """The file's indices of the samples of the batch at `position`, in batch order."""
@@ -308,14 +347,12 @@ class Stream:
             self._truncated()
 
     def advance(self, steps: int) -> None:
-        """Move the position `steps` batches on, within its epoch or to the next's start
-        (what `steps` reads of `__next__` would do, without reading)."""
-        epoch, index = self.position.epoch, self.position.index + steps
-        if steps < 1 or index > self.steps_per_epoch:
+        """Move the position `steps` batches on, across epochs as `__next__` does (what
+        `steps` reads of `__next__` would do, without reading)."""
+        if steps < 1:
             raise ValueError(f"cannot advance {steps} batches from {self.position}")
-        if index == self.steps_per_epoch:
-            epoch, index = epoch + 1, 0
-        self.position = Position(epoch, index)
+        epochs, index = divmod(self.position.index + steps, self.steps_per_epoch)
+        self.position = Position(self.position.epoch + epochs, index)
 
     def _truncated(self) -> None:
         """A read came back short: the file shrank after it was opened. Say where it now

@@ -5,7 +5,8 @@ Why columns: the native step (presk/train/native_step.py) makes up to 64 steps a
 a few microseconds each; building a Python tuple per step cost about as much again. It
 now writes each step's loss and learning rate straight into the columns (`reserve` gives
 their addresses), and `commit` fills the step and epoch columns with two numpy slice
-assignments: the Python a call costs no longer grows with its steps.
+assignments (a call that runs on across epochs' ends numbers each row's epoch with one
+numpy add): the Python a call costs no longer grows with its steps.
 
 A History reads as a sequence of `StepRecord`s (built on access, the same numbers: the
 columns hold the f64 values and the integers exactly), compares equal to any sequence of
@@ -38,6 +39,7 @@ class History(Sequence[StepRecord]):
     def __init__(self, records: Iterable[StepRecord] = ()) -> None:
         self._n = 0
         self._ramp = np.arange(64, dtype=np.int64)  # 0, 1, …: a call's steps from its first
+        self._offsets = (0, np.empty(0, np.int64))  # (steps an epoch, j // it): `commit`'s
         self._grow(_FIRST)
         self.extend(records)
 
@@ -61,17 +63,33 @@ class History(Sequence[StepRecord]):
             self._grow(max(2 * self._cols[0].size, self._n + n))
         return self._loss_at + 8 * self._n, self._lr_at + 8 * self._n
 
-    def commit(self, n: int, first_step: int, epoch: int) -> Span:
+    def commit(self, n: int, first_step: int, epoch: int, index: int = 0,
+               steps_per_epoch: int = 0) -> Span:
         """The n rows `reserve` made room for, whose losses and learning rates were
-        written there: steps first_step, first_step + 1, …, all in `epoch`."""
+        written there: steps first_step, first_step + 1, …, all in `epoch`; or, given
+        `steps_per_epoch`, the steps of a call that began at batch `index` of `epoch` and
+        ran on across epochs' ends: row r in epoch `epoch + (index + r) // steps_per_epoch`."""
         steps, epochs = self._cols[0], self._cols[1]
-        start = self._n
+        start, stop = self._n, self._n + n
         if n > self._ramp.size:
             self._ramp = np.arange(n, dtype=np.int64)
-        np.add(self._ramp[:n], first_step, out=steps[start:start + n])
-        epochs[start:start + n] = epoch
-        self._n += n
-        return Span(self._cols, start, self._n)
+        np.add(self._ramp[:n], first_step, out=steps[start:stop])
+        if steps_per_epoch and index + n > steps_per_epoch:
+            offsets = self._epoch_offsets(steps_per_epoch, index + n)[index:index + n]
+            np.add(offsets, epoch, out=epochs[start:stop])
+        else:
+            epochs[start:stop] = epoch
+        self._n = stop
+        return Span(self._cols, start, stop)
+
+    def _epoch_offsets(self, steps_per_epoch: int, size: int) -> np.ndarray:
+        """`j // steps_per_epoch` for j < size (at least), kept: one numpy add a commit
+        then numbers the epochs of a call that crosses them."""
+        kept = self._offsets
+        if kept[0] != steps_per_epoch or kept[1].size < size:
+            ramp = np.arange(max(size, 2 * steps_per_epoch), dtype=np.int64)
+            kept = self._offsets = (steps_per_epoch, ramp // steps_per_epoch)
+        return kept[1]
 
     def append(self, record: StepRecord) -> None:
         if self._n == self._cols[0].size:

@@ -66,14 +66,22 @@ def epoch_order(count: int, seed: int, epoch: int) -> np.ndarray | None:
     """The permutation of `count` samples numpy draws for (seed, epoch), as int64; None
     when the C library is not available, or for more than 2³² samples (numpy's 64-bit
     draws, which the tests cannot compare at that size): the caller then asks numpy."""
+    out = (ctypes.c_int64 * count)()  # numpy's `.ctypes.data` alone costs about 1 µs
+    if not fill(count, seed, epoch, ctypes.addressof(out)):
+        return None
+    return np.frombuffer(out, np.int64)  # a writable int64 array over `out` (its base)
+
+
+def fill(count: int, seed: int, epoch: int, address: int) -> bool:
+    """Write `epoch_order(count, seed, epoch)`'s `count` int64s at `address` (memory the
+    caller owns: a stream's window of epochs, written in place, no array made); False,
+    nothing written, where `epoch_order` would return None."""
     fn = _function()
     if fn is None or count > _MASK32:  # beyond, numpy draws 64-bit words: its path here
-        return None
+        return False
     words = entropy_words(seed, epoch)
-    entropy = (ctypes.c_uint32 * len(words))(*words)
-    out = (ctypes.c_int64 * count)()  # numpy's `.ctypes.data` alone costs about 1 µs
-    fn(entropy, len(words), count, out)
-    return np.frombuffer(out, np.int64)  # a writable int64 array over `out` (its base)
+    fn((ctypes.c_uint32 * len(words))(*words), len(words), count, address)
+    return True
 
 
 def available() -> bool:
@@ -81,4 +89,4 @@ def available() -> bool:
     return _function() is not None
 
 
-__all__ = ["available", "entropy_words", "epoch_order"]
+__all__ = ["available", "entropy_words", "epoch_order", "fill"]
