@@ -39,7 +39,7 @@ import math
 import os
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, TypeAlias
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeAlias
 
 import numpy as np
 
@@ -122,6 +122,9 @@ class Stream:
         self._order = np.empty(header.count, np.int64)  # refilled in place each epoch
         self._order_at = self._order.ctypes.data  # its address (`.ctypes` costs ~1 µs)
         self._seam = np.empty(0, np.int64)  # a call's places across epochs (`places`)
+        self._seam_at = self._seam.ctypes.data
+        self._filler: Callable[[int, int, int, int], bool] | None | bool = None  # C's
+        # `fill_epochs` of this stream (made at its first use; False: none, numpy's path)
 
     # ---- opening ------------------------------------------------------------------------
 
@@ -264,23 +267,54 @@ class Stream:
         """The sample indices of `steps` batches from `position` on, as one array the
         native step reads them from: `(order, first)`, batch j's samples at places
         `first + j·B …` of `order`. Within one epoch, that epoch's `order` itself (no
-        copy). Across epochs, the stream's seam: each epoch's places it covers, the
-        epoch's order cut to its whole batches (the dropped `count mod B` never read), one
-        after another; each epoch's order is computed once as the stream moves on, the
-        seam is the same array from call to call (it grows only for a longer call), and
-        the memory is that of one epoch's order and the seam (8 bytes a place), not of
-        every epoch a call spans."""
+        copy). Across epochs, the stream's seam: the places the steps read of each epoch
+        they span, one epoch after another, each epoch's order cut to its whole batches
+        (the dropped `count mod B` never read). The epochs a call spans whole are drawn
+        straight into the seam, all in one C call (`native_order.fill_epochs`); a part
+        of an epoch is copied from `order` (the epoch the position is in, and the one the
+        steps end in: the next call begins there). The seam is the same array from call
+        to call (it grows only for a longer call), so a caller binds its address once;
+        the memory is one epoch's order and the seam, not every epoch a call spans."""
         B, per_epoch = self.batch_size, self.steps_per_epoch
-        if position.index + steps <= per_epoch:
-            return self.order(position.epoch), position.index * B
-        if self._seam.size < steps * B:
-            self._seam = np.empty(steps * B, np.int64)
-        seam, at, index, epoch = self._seam, 0, position.index, position.epoch
-        while at < steps * B:  # the rest of this epoch, or of the steps, then the next
-            take = min(per_epoch - index, steps - at // B) * B
-            seam[at:at + take] = self.order(epoch)[index * B:index * B + take]
-            at, index, epoch = at + take, 0, epoch + 1
+        epoch, index = position.epoch, position.index
+        if index + steps <= per_epoch:
+            return self.order(epoch), index * B
+        seam, keep, need = self._seam_for(steps), per_epoch * B, steps * B
+        at = 0
+        if index > 0 or epoch == self._order_epoch:  # a part, or an epoch drawn already
+            at = (per_epoch - index) * B
+            seam[:at] = self.order(epoch)[index * B:keep]
+            epoch += 1
+        whole = (need - at) // keep
+        if whole:
+            self._fill_whole(epoch, whole, at)
+            at, epoch = at + whole * keep, epoch + whole
+        if at < need:
+            seam[at:need] = self.order(epoch)[:need - at]
         return seam, 0
+
+    def _seam_for(self, steps: int) -> np.ndarray:
+        """The seam, with room for `steps` batches and the places a whole epoch's draw
+        writes past its kept ones (`fill_epochs`)."""
+        size = steps * self.batch_size + self.header.count - self.steps_per_epoch * \
+            self.batch_size
+        if self._seam.size < size:
+            self._seam = np.empty(size, np.int64)
+            self._seam_at = self._seam.ctypes.data
+        return self._seam
+
+    def _fill_whole(self, epoch: int, epochs: int, at: int) -> None:
+        """Epochs `epoch …` (`epochs` of them), each cut to its whole batches, into the
+        seam from place `at`: in one C call where it can be, else numpy's draws one by
+        one (the file's order without a shuffle)."""
+        keep = self.steps_per_epoch * self.batch_size
+        if self._filler is None and self.seed is not None:
+            self._filler = native_order.filler(self.header.count, self.seed) or False
+        if self._filler and self._filler(epoch, epochs, keep, self._seam_at + 8 * at):
+            return
+        rows = self._seam[at:at + epochs * keep].reshape(epochs, keep)
+        for k in range(epochs):
+            rows[k] = self.order(epoch + k)[:keep]
 
     def indices(self, position: Position) -> list[int]:
         """The file's indices of the samples of the batch at `position`, in batch order."""

@@ -140,3 +140,25 @@ void presk_epoch_order(const uint32_t *entropy, int64_t n_entropy, int64_t count
         out[i] = t;
     }
 }
+
+/* The orders of epochs first … first + epochs − 1 of one seed, each cut to its first
+ * `keep` places (a stream's whole batches), one after another from out: what a native
+ * training step reads when one call runs across epochs' ends (presk/train/data.py
+ * `Stream.places`). One call for them all: the caller's Python costs about as much as
+ * one epoch's draws. Each permutation is drawn in place over `count` places, in epoch
+ * order, so an epoch's `count − keep` dropped places land where the next one then goes:
+ * out has room for epochs · keep + (count − keep) int64s. The entropy of epoch e is the
+ * seed's words followed by e's (little-endian 32-bit words, 0 as one word: numpy's
+ * _int_to_uint32_array). */
+void presk_epoch_orders(const uint32_t *seed_words, int64_t n_seed, int64_t first,
+                        int64_t epochs, int64_t count, int64_t keep, int64_t *out) {
+    uint32_t entropy[n_seed + 2];
+    for (int64_t i = 0; i < n_seed; i++) entropy[i] = seed_words[i];
+    for (int64_t k = 0; k < epochs; k++) {
+        uint64_t e = (uint64_t)(first + k);
+        int64_t n = n_seed;
+        entropy[n++] = (uint32_t)e;
+        if (e >> 32) entropy[n++] = (uint32_t)(e >> 32);
+        presk_epoch_order(entropy, n, count, out + k * keep);
+    }
+}

@@ -57,6 +57,7 @@ class Trainer:
     meta: dict[str, object] = field(default_factory=dict)
     steps_per_call: int = STEPS_PER_CALL  # the native step's most steps a call; 0: none
     native: NativeStep | None = None  # the step in one native call, where it applies
+    _made_group: object = field(default=None, repr=False)  # the group whose buffers exist
 
     @classmethod
     def create(cls, core_module, training: TrainingInfo, directory: str, *, seed: int = 0,
@@ -156,12 +157,8 @@ class Trainer:
         if native is None:
             return [self.one_step()]
         grp = opt._groups[0]
-        fresh = grp.fresh
-        if any(fresh[b] for b in native.geometry.buffers):  # the first call after lay_out
-            if native.geometry.optimizer == "sgd":
-                return [self.one_step()]  # momentum's first step copies the gradient
-            for name in native.geometry.buffers:  # AdamW's fresh moments are zeros, as made
-                opt._made(grp, name)
+        if grp is not self._made_group and not self._make_buffers(grp):
+            return [self.one_step()]  # SGD momentum's first step copies the gradient
         stream, history = self.stream, self.history
         where = stream.position
         n = limit if limit < native.k else native.k
@@ -174,6 +171,19 @@ class Trainer:
                                  stream.steps_per_epoch)
         self.step += n
         return records
+
+    def _make_buffers(self, grp) -> bool:
+        """Whether the native step can take the group's next step: its optimizer buffers
+        exist (AdamW's fresh moments are zeros, as made: made here) — not an SGD momentum
+        buffer's first step. Asked once a group (`lay_out` makes new ones), not a call."""
+        buffers = self.native.geometry.buffers
+        if any(grp.fresh[b] for b in buffers):
+            if self.native.geometry.optimizer == "sgd":
+                return False
+            for name in buffers:
+                self.optimizer._made(grp, name)
+        self._made_group = grp
+        return True
 
     def due(self) -> bool:
         every = self.training.checkpoint_every

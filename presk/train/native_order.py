@@ -17,6 +17,7 @@ counts). `PRESK_NATIVE_ORDER=off` asks for numpy.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,8 +29,8 @@ _MASK32 = 0xFFFFFFFF
 
 
 @lru_cache(maxsize=1)
-def _function():
-    """`presk_epoch_order`, built if needed and loaded once; None without it."""
+def _library() -> ctypes.CDLL | None:
+    """The library of epoch_order.c, built if needed and loaded once; None without it."""
     from ..runtime.c_library import built
     from ..runtime.cache import switched_off
     if switched_off("PRESK_NATIVE_ORDER"):
@@ -39,12 +40,26 @@ def _function():
     if target is None:
         return None
     try:
-        fn = ctypes.CDLL(str(target)).presk_epoch_order
+        library = ctypes.CDLL(str(target))
+        one, many = library.presk_epoch_order, library.presk_epoch_orders
     except (OSError, AttributeError):
         return None
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
-    fn.restype = None
-    return fn
+    one.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+    many.argtypes = [ctypes.c_void_p] + [ctypes.c_int64] * 5 + [ctypes.c_void_p]
+    one.restype = many.restype = None
+    return library
+
+
+def _function():
+    """`presk_epoch_order` (one epoch), or None without the library."""
+    library = _library()
+    return None if library is None else library.presk_epoch_order
+
+
+def _orders_function():
+    """`presk_epoch_orders` (many epochs a call), or None without the library."""
+    library = _library()
+    return None if library is None else library.presk_epoch_orders
 
 
 def entropy_words(*values: int) -> list[int]:
@@ -74,14 +89,40 @@ def epoch_order(count: int, seed: int, epoch: int) -> np.ndarray | None:
 
 def fill(count: int, seed: int, epoch: int, address: int) -> bool:
     """Write `epoch_order(count, seed, epoch)`'s `count` int64s at `address` (memory the
-    caller owns: a stream's window of epochs, written in place, no array made); False,
-    nothing written, where `epoch_order` would return None."""
-    fn = _function()
+    caller owns: a stream's order, refilled in place, no array made); False, nothing
+    written, where `epoch_order` would return None."""
+    return fill_epochs(count, seed, epoch, 1, count, address)
+
+
+def fill_epochs(count: int, seed: int, first: int, epochs: int, keep: int,
+                address: int) -> bool:
+    """Write the orders of epochs `first … first + epochs − 1`, each cut to its first
+    `keep` places, one after another at `address`, in one C call; the memory there must
+    hold `epochs · keep + count − keep` int64s (each epoch's dropped places are drawn,
+    then written over by the next). False, nothing written, where `epoch_order` would
+    return None."""
+    fill = filler(count, seed)
+    return fill is not None and fill(first, epochs, keep, address)
+
+
+def filler(count: int, seed: int) -> Callable[[int, int, int, int], bool] | None:
+    """`fill_epochs` of one stream's count and seed as a function of (first, epochs, keep,
+    address): its checks and the seed's words done once, so that the call a native
+    training step makes each time it crosses epochs is the C call alone; None where
+    `epoch_order` would return None. The function returns False for an epoch past 2⁶³
+    (the C takes it as an int64)."""
+    fn = _orders_function()
     if fn is None or count > _MASK32:  # beyond, numpy draws 64-bit words: its path here
-        return False
-    words = entropy_words(seed, epoch)
-    fn((ctypes.c_uint32 * len(words))(*words), len(words), count, address)
-    return True
+        return None
+    words = entropy_words(seed)
+    entropy, n = (ctypes.c_uint32 * len(words))(*words), len(words)
+
+    def fill(first: int, epochs: int, keep: int, address: int) -> bool:
+        if first < 0 or first + epochs > 2**63:
+            return False
+        fn(entropy, n, first, epochs, count, keep, address)
+        return True
+    return fill
 
 
 def available() -> bool:
@@ -89,4 +130,4 @@ def available() -> bool:
     return _function() is not None
 
 
-__all__ = ["available", "entropy_words", "epoch_order", "fill"]
+__all__ = ["available", "entropy_words", "epoch_order", "fill", "fill_epochs", "filler"]
