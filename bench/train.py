@@ -9,14 +9,16 @@ Presk's (`Presk / peer`: 12× means Presk makes 12 times as many steps a second)
 
 - Presk: the training loop as `presk train` runs it (presk/train/loop.py): `Trainer.create`
   (the objective's value and gradient compiled natively, the data stream, the optimizer),
-  then one epoch of `Trainer.advance` timed by `presk.runtime.time_call` (median of
-  repeats), divided by its steps: the native step (presk/train/native_step.py), up to
-  `--steps-per-call` steps (64, `presk train`'s default) in one native call, each
+  then a block of `Trainer.advance` calls timed by `presk.runtime.time_call` (median of
+  repeats), divided by its steps (the fewest steps that are whole epochs and whole calls:
+  `block_of_steps`): the native step (presk/train/native_step.py), up to
+  `--steps-per-call` steps (`presk train`'s default) in one native call across epochs'
+  ends, each
   gathering its batch from the `.psk.d` file's memory map (the shuffled order), the
   objective's value and gradient, the schedule and AdamW; and, as before it, the step
   driven from Python (`--steps-per-call 0`: the batch read by positioned reads, one native
   call for the objective and one for the update). Checkpoints, the log and the progress
-  bar are not in the step; the history the steps append is cleared after each epoch.
+  bar are not in the step; the history the steps append is cleared after each block.
 - JAX jit (when jax is installed: `pip install jax`; the bench says so otherwise): the same
   Tower, `jax.value_and_grad` and torch's AdamW update in one `jax.jit` function, the
   learning rate (presk's Schedule, as LambdaLR gives it) handed in each step, and
@@ -51,6 +53,7 @@ implementations disagree (no times are printed for that case), 0 otherwise.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -136,17 +139,22 @@ def presk_trainer(core, training, directory: str, steps: int, realization=None,
                           else steps_per_call)
 
 
-def epoch_of_steps(trainer):
-    """A call that makes one epoch of the trainer's steps (`advance`, as `presk train`
-    does; `one_step` each for the Python-driven one) and forgets their history."""
-    steps = trainer.stream.steps_per_epoch
+def block_of_steps(trainer):
+    """A call that makes a block of the trainer's steps by `advance`, as `presk train`
+    makes them between checkpoints (native calls of up to `steps_per_call` steps, across
+    epochs' ends; `one_step` each for the Python-driven one), and forgets their history;
+    and the block's steps: the fewest that are whole epochs and whole calls (the least
+    common multiple; an epoch for the Python-driven step), so that every sample times
+    the same mix of calls and epochs' orders."""
+    per_epoch = trainer.stream.steps_per_epoch
+    steps = math.lcm(per_epoch, trainer.native.k) if trainer.native else per_epoch
 
-    def epoch() -> None:
+    def block() -> None:
         done = 0
         while done < steps:
             done += len(trainer.advance(steps - done))
         trainer.history.clear()
-    return epoch, steps
+    return block, steps
 
 
 def jax_available() -> bool:
@@ -341,8 +349,8 @@ def time_all(core, training, directory: str, settings: Settings, presk_sides: di
             if per_call is None and trainer.native is None:
                 print(f"  ({label}: no native step — its objective rounds the f64 parameters "
                       "into its own buffers — so both its rows are the Python-driven step)")
-            epoch, steps = epoch_of_steps(trainer)
-            t = time_it(epoch, settings)
+            block, steps = block_of_steps(trainer)
+            t = time_it(block, settings)
             rates.append((label + suffix, Timing(t.median / steps, t.minimum / steps,
                                                  t.repeats, t.number * steps)))
             trainer.stream.close()

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -33,6 +35,11 @@ from .objective import NativeObjective
 from .native_optim import native_from_info
 from .native_step import STEPS_PER_CALL, NativeStep, native_step
 from .optim import Optimizer
+
+CALL_SECONDS = 0.05
+"""About the most time one native call of `Trainer.advance` takes: the progress bar, Ctrl-C
+and `stop()` act between calls, so a model whose step takes milliseconds makes fewer than
+`steps_per_call` steps a call (the tutorial's 2.5 µs steps never reach it)."""
 
 LOG = "log.csv"
 PLOT = "loss.png"
@@ -58,6 +65,8 @@ class Trainer:
     steps_per_call: int = STEPS_PER_CALL  # the native step's most steps a call; 0: none
     native: NativeStep | None = None  # the step in one native call, where it applies
     _made_group: object = field(default=None, repr=False)  # the group whose buffers exist
+    _fastest: float = field(default=math.inf, repr=False)  # a native step's least seconds
+    _call_steps: int = field(default=1, repr=False)  # the steps CALL_SECONDS hold at that
 
     @classmethod
     def create(cls, core_module, training: TrainingInfo, directory: str, *, seed: int = 0,
@@ -143,16 +152,18 @@ class Trainer:
 
     def advance(self, limit: int) -> Sequence[StepRecord]:
         """Up to `limit` steps (at least one), as many in one native call as the step
-        program takes (`steps_per_call`), across epochs' ends (the call reads its batches
-        from `Stream.places`: the epochs' orders side by side); one `one_step` where there
-        is no native step, or for an SGD momentum buffer's first step (a copy). The bits
-        are one_step's, step for step. The native step writes each step's loss and
-        learning rate into the history's columns (no Python object a step); the records
-        made, each with its own epoch, come back as a Span of the history.
+        program takes (`steps_per_call`) and `CALL_SECONDS` hold at the fastest step
+        timed so far (the first call makes one step: its time is not known yet), across
+        epochs' ends (the call reads its batches from `Stream.places`: the epochs'
+        orders side by side); one `one_step` where there is no native step, or for an
+        SGD momentum buffer's first step (a copy). The bits are one_step's, step for
+        step, however the steps fall into calls. The native step writes each step's
+        loss and learning rate into the history's columns (no Python object a step); the
+        records made, each with its own epoch, come back as a Span of the history.
 
-        Why across epochs: the Python around a call (the size check, the order's binding,
-        the history's commit, the stream's move) cost about 14 µs; a call that stopped
-        at each epoch's end paid it every 32 steps on the tutorial, not every k."""
+        Why across epochs: the Python around a call (the size check, the orders, the
+        history's commit, the stream's move) cost about 14 µs; a call that stopped at
+        each epoch's end paid it every 32 steps on the tutorial, not every k."""
         native, opt = self.native, self.optimizer
         if native is None:
             return [self.one_step()]
@@ -161,10 +172,15 @@ class Trainer:
             return [self.one_step()]  # SGD momentum's first step copies the gradient
         stream, history = self.stream, self.history
         where = stream.position
-        n = limit if limit < native.k else native.k
+        n = min(limit, native.k, self._call_steps)
         stream.check_size()
         order, first = stream.places(where, n)
-        native.run(n, opt.steps, first, order, history.reserve(n))
+        into = history.reserve(n)
+        began = time.perf_counter()
+        native.run(n, opt.steps, first, order, into)
+        per_step = (time.perf_counter() - began) / n
+        if per_step < self._fastest:  # the least (a preempted call only takes longer)
+            self._fastest, self._call_steps = per_step, max(1, int(CALL_SECONDS / per_step))
         opt.steps += n
         stream.advance(n)
         records = history.commit(n, self.step + 1, where.epoch, where.index,

@@ -134,8 +134,9 @@ def test_a_data_file_cut_short_during_the_run_is_one_line(tmp_path: Path, capsys
     """The stream opens the file at the start and reads batch by batch (the Python-driven
     step) or through its memory map, its size checked before each native call: a file
     truncated under a running run is reported in one line (exit 2), the log kept, no
-    traceback. The native step's calls start at steps 0, 32 (epoch 1), 50, …: the cut at
-    epoch 1's first call stops it at step 32; the Python step reads batch (1, 3) at 35."""
+    traceback. The native step's calls start at steps 0, 1 (the first makes one step,
+    timed), 50 (epoch 1, batch 18), …: the cut before the call at step 50 stops it there;
+    the Python step reads batch (1, 3) at 35."""
     import shutil
 
     from presk.cli.main import main
@@ -150,7 +151,7 @@ def test_a_data_file_cut_short_during_the_run_is_one_line(tmp_path: Path, capsys
 
     def cut_then(self, *position):
         where = position[0] if position else self.position
-        if where.epoch == 1 and where.index == (0 if native else 3):
+        if where.epoch == 1 and where.index == (18 if native else 3):
             path = data / "pairs.psk.d"
             path.write_bytes(path.read_bytes()[:200])
         return original(self, *position)
@@ -164,7 +165,7 @@ def test_a_data_file_cut_short_during_the_run_is_one_line(tmp_path: Path, capsys
     finally:
         os.chdir(cwd)
         setattr(D.Stream, name, original)
-    stop = 32 if native else 35
+    stop = 50 if native else 35
     assert rc == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("presk train: ") and f"at step {stop}" in err[0], err

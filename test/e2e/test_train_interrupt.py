@@ -26,9 +26,9 @@ def newest(run: Path) -> Path:
 def test_sigint_mid_step_checkpoints_a_whole_step(tmp_path: Path, monkeypatch, capsys,
                                                   native: bool) -> None:
     """Ctrl-C inside a native call: the call ends, a checkpoint holds the steps done. The
-    native step's calls (at most 64 steps, an epoch of 32, a checkpoint every 50) start at
-    steps 0, 32, 50, 64, 96, 100: a SIGINT in the 4th stops the run at 96; in the
-    Python-driven step's 70th objective call, at 70."""
+    native step's calls (the first one step, timed; then up to a checkpoint every 50,
+    across epochs of 32) start at steps 0, 1, 50, 100: a SIGINT in the 3rd stops the run
+    at 100, in epoch 3; in the Python-driven step's 70th objective call, at 70."""
     from presk.cli.main import main
     from presk.train.native_step import NativeStep
     from presk.train.objective import NativeObjective
@@ -36,7 +36,7 @@ def test_sigint_mid_step_checkpoints_a_whole_step(tmp_path: Path, monkeypatch, c
     args = ["train", TRAIN, "--quiet", "--epochs", "4",
             *([] if native else ["--steps-per-call", "0"])]
     assert main([*args, "--out", "ref"]) == 0
-    owner, name, at, stop = (NativeStep, "run", 4, 96) if native else \
+    owner, name, at, stop = (NativeStep, "run", 3, 100) if native else \
         (NativeObjective, "call_bound", 70, 70)
     call, calls = getattr(owner, name), []  # the step's native call (all-f64)
 

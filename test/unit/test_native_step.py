@@ -199,6 +199,6 @@ def test_two_steps_of_one_geometry_keep_their_own_arguments(tmp_path: Path) -> N
     ref_b = Trainer.create(core, training, str(tmp_path / "d"), steps_per_call=0)
     _run(ref_a, a.step, False)
     _run(ref_b, b.step, False)
-    assert (a.step, b.step) == (12, 20)
+    assert (a.step, b.step) == (10, 16)  # each trainer's first call makes one step (timed)
     _same(a, ref_a)
     _same(b, ref_b)
