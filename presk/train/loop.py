@@ -39,7 +39,9 @@ from .optim import Optimizer
 CALL_SECONDS = 0.05
 """About the most time one native call of `Trainer.advance` takes: the progress bar, Ctrl-C
 and `stop()` act between calls, so a model whose step takes milliseconds makes fewer than
-`steps_per_call` steps a call (the tutorial's 2.5 µs steps never reach it)."""
+`steps_per_call` steps a call (the tutorial's 2.5 µs steps never reach it). Measured as
+the calling thread's CPU time, the least a step took in any call so far, so that a call
+preempted by other work does not shorten the next ones."""
 
 LOG = "log.csv"
 PLOT = "loss.png"
@@ -176,11 +178,13 @@ class Trainer:
         stream.check_size()
         order, first = stream.places(where, n)
         into = history.reserve(n)
-        began = time.perf_counter()
+        began = time.thread_time()  # CPU time: a call preempted by other work is not slow
         native.run(n, opt.steps, first, order, into)
-        per_step = (time.perf_counter() - began) / n
-        if per_step < self._fastest:  # the least (a preempted call only takes longer)
-            self._fastest, self._call_steps = per_step, max(1, int(CALL_SECONDS / per_step))
+        per_step = (time.thread_time() - began) / n
+        if per_step < self._fastest:  # the least: a cold first call only takes longer
+            self._fastest = per_step
+            self._call_steps = max(1, int(CALL_SECONDS / per_step)) if per_step > 0 \
+                else native.k
         opt.steps += n
         stream.advance(n)
         records = history.commit(n, self.step + 1, where.epoch, where.index,

@@ -30,9 +30,11 @@ def test_sigint_mid_step_checkpoints_a_whole_step(tmp_path: Path, monkeypatch, c
     across epochs of 32) start at steps 0, 1, 50, 100: a SIGINT in the 3rd stops the run
     at 100, in epoch 3; in the Python-driven step's 70th objective call, at 70."""
     from presk.cli.main import main
+    from presk.train import loop
     from presk.train.native_step import NativeStep
     from presk.train.objective import NativeObjective
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(loop, "CALL_SECONDS", 1e6)  # calls end where the counts say only
     args = ["train", TRAIN, "--quiet", "--epochs", "4",
             *([] if native else ["--steps-per-call", "0"])]
     assert main([*args, "--out", "ref"]) == 0

@@ -77,3 +77,21 @@ def test_without_the_library_numpy_draws_it() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
+
+
+@needs_library
+def test_fill_epochs_is_each_epochs_order_cut_and_laid_end_to_end() -> None:
+    """`fill_epochs` (one C call for the epochs a native training call spans whole): epoch
+    after epoch, each numpy's permutation cut to `keep` places, over seeds and first
+    epochs of one and two words; the memory past the last epoch's places is the room its
+    dropped ones are drawn into, nothing before the address is written."""
+    for seed, first, count, keep in [(3, 0, 256, 256), (0, 9, 21, 20), (2**40 + 3, 5, 97, 90),
+                                     (12345678901234567890123, 2**32 - 2, 10, 7)]:
+        epochs = 4
+        out = np.full(1 + epochs * keep + count - keep, -1, np.int64)
+        assert native_order.fill_epochs(count, seed, first, epochs, keep,
+                                        out.ctypes.data + 8)
+        assert out[0] == -1
+        want = np.concatenate([numpy_order(count, seed, first + k)[:keep]
+                               for k in range(epochs)])
+        assert np.array_equal(out[1:1 + epochs * keep], want), (seed, first, count, keep)

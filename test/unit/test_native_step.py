@@ -182,11 +182,14 @@ def test_adamw_decay_wide_w1_constant_native_equals_the_python_step(tmp_path: Pa
     _same(native, python)
 
 
-def test_two_steps_of_one_geometry_keep_their_own_arguments(tmp_path: Path) -> None:
+def test_two_steps_of_one_geometry_keep_their_own_arguments(tmp_path: Path,
+                                                            monkeypatch) -> None:
     """Each loaded step module has its own argv global (the argument-free entry's): two
     trainers of one geometry in one process, stepped in turns by different amounts, each
     end where a lone Python-driven run of its length ends."""
+    from presk.train import loop
     from presk.train.loop import Trainer
+    monkeypatch.setattr(loop, "CALL_SECONDS", 1e6)  # calls end where the counts say only
     core, training = _load(ROOT / "tutorial" / "07_train.psk")
     a = Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=5)
     b = Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=5)
@@ -202,3 +205,72 @@ def test_two_steps_of_one_geometry_keep_their_own_arguments(tmp_path: Path) -> N
     assert (a.step, b.step) == (10, 16)  # each trainer's first call makes one step (timed)
     _same(a, ref_a)
     _same(b, ref_b)
+
+
+def _epoch_at_a_time(trainer, steps: int) -> None:
+    """Native calls that end at each epoch's end, as `advance` made them before calls ran
+    on across epochs."""
+    per_epoch = trainer.stream.steps_per_epoch
+    while trainer.step < steps:
+        trainer.advance(min(steps - trainer.step, per_epoch - trainer.stream.position.index))
+
+
+@pytest.mark.parametrize("program", ["tutorial", "adamw-constant"])
+def test_calls_across_epochs_equal_steps_made_an_epoch_at_a_time(tmp_path: Path, monkeypatch,
+                                                                 program: str) -> None:
+    """One native call that spans epochs' ends (up to 256 steps: the tutorial's 32 batches
+    an epoch, or 51 of B = 5 with a sample dropped) gives the losses, learning rates,
+    records (each step's own epoch), parameters, optimizer state and stream position of
+    calls that stop at each epoch's end; every epoch number is the step's."""
+    from presk.train import loop
+    from presk.train.loop import Trainer
+    monkeypatch.setattr(loop, "CALL_SECONDS", 1e6)  # calls end where the counts say only
+    if program == "tutorial":
+        path = ROOT / "tutorial" / "07_train.psk"
+    else:
+        path = tmp_path / "run.psk"
+        path.write_text(ADAMW_CONSTANT.format(tower=ROOT / "tutorial" / "06_tower.psk",
+                                              data=ROOT / "tutorial" / "data" / "pairs.psk.d"))
+    core, training = _load(path)
+    across = Trainer.create(core, training, str(tmp_path / "a"), steps=600,
+                            steps_per_call=256)
+    apart = Trainer.create(core, training, str(tmp_path / "b"), steps=600,
+                           steps_per_call=256)
+    per_epoch = across.stream.steps_per_epoch
+    made, spans = [], []
+    for limit in (1, 300, 37, 200, 106):  # calls from mid-epoch and from an epoch's start
+        records = across.advance(limit)
+        made.append(len(records))
+        spans.append({r.epoch for r in records})
+    assert made == [1, 256, 37, 200, 106] and across.step == 600  # k = 256 caps the 2nd
+    assert sum(len(s) >= 2 for s in spans) >= 3 and max(len(s) for s in spans) >= 5
+    _epoch_at_a_time(apart, 600)
+    _same(across, apart)
+    assert [r.epoch for r in across.history] == [(r.step - 1) // per_epoch
+                                                 for r in across.history]
+
+
+def test_a_checkpoint_due_mid_call_is_honoured(tmp_path: Path) -> None:
+    """`run_steps` never lets a call pass a due checkpoint (every 50 steps, epochs of 32,
+    256 steps a call): every call ends at or before the next multiple of 50, and the log
+    and checkpoints are, byte for byte, those of the Python-driven step."""
+    from presk.train import loop
+    from presk.train.loop import LOG, LogWriter, Trainer, run_steps
+    core, training = _load(ROOT / "tutorial" / "07_train.psk")
+    ends: list[int] = []
+    for name, k in (("native", 256), ("python", 0)):
+        trainer = Trainer.create(core, training, str(tmp_path / name), steps=160,
+                                 steps_per_call=k)
+        (tmp_path / name).mkdir()
+        log = LogWriter(str(tmp_path / name / LOG), trainer.history)
+        assert run_steps(trainer, log, (lambda r: ends.append(r.step)) if k else None)
+    assert ends[-1] == 160 and {50, 100, 150} <= set(ends)
+    assert all(a // 50 == (b - 1) // 50 for a, b in zip([0, *ends], ends)), ends
+    assert max(b - a for a, b in zip([0, *ends], ends)) > 32  # calls crossed epochs
+    native, python = tmp_path / "native", tmp_path / "python"
+    files = sorted(p.relative_to(native) for p in native.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(python) for p in python.rglob("*") if p.is_file())
+    assert len([f for f in files if f.suffix == ".safetensors"]) >= 3
+    for f in files:
+        assert (native / f).read_bytes() == (python / f).read_bytes(), f
+    assert loop.CALL_SECONDS > 0

@@ -140,6 +140,48 @@ def test_the_last_partial_batch_is_dropped(tmp_path: Path) -> None:
                 _assert_same(next(stream), _expected(path, kept[8 * i:8 * i + 8]))
 
 
+@pytest.mark.parametrize("seed", [1, None], ids=["shuffled", "file-order"])
+@pytest.mark.parametrize("drawn", ["c", "numpy"])
+def test_places_across_epochs_are_each_epochs_whole_batches(tmp_path: Path, seed,
+                                                            drawn: str) -> None:
+    """`Stream.places` (what a native call that runs on across epochs' ends reads): the
+    places of each epoch it spans, each epoch's order cut to its whole batches (21 samples,
+    B = 4: 5 batches, one sample dropped), one epoch after another; from the middle of an
+    epoch, from its start, over one, two and seven epochs' ends, with the epochs' orders
+    drawn in C or by numpy. Within an epoch, the epoch's order itself."""
+    path = tmp_path / "odd.psk.d"
+    _write_pairs(path, 21)
+    whole = [epoch_order(21, seed, e)[:20] for e in range(12)]
+    flat = np.concatenate(whole)  # every epoch's places, one after another
+    with Stream.open(str(path), PAIR, 4, seed=seed) as stream:
+        if drawn == "numpy":
+            stream._filler = False  # as without the C library
+        for (epoch, index), steps in [((0, 0), 3), ((0, 3), 2), ((0, 3), 3), ((1, 0), 5),
+                                      ((1, 0), 6), ((1, 4), 2), ((2, 2), 11), ((2, 4), 35),
+                                      ((3, 0), 40), ((3, 1), 4)]:
+            order, first = stream.places(Position(epoch, index), steps)
+            start = (5 * epoch + index) * 4
+            got = order[first:first + 4 * steps]
+            assert got.tolist() == flat[start:start + 4 * steps].tolist(), (epoch, index,
+                                                                           steps)
+            if index + steps <= 5:
+                assert order is stream.order(epoch)  # no copy within an epoch
+
+
+def test_advance_runs_on_across_epochs(tmp_path: Path) -> None:
+    """`Stream.advance(n)` lands where n reads of `__next__` do, across epochs' ends."""
+    path = tmp_path / "odd.psk.d"
+    _write_pairs(path, 21)
+    with Stream.open(str(path), PAIR, 4) as moved, Stream.open(str(path), PAIR, 4) as read:
+        for n in (1, 4, 5, 6, 11, 3):
+            moved.advance(n)
+            for _ in range(n):
+                next(read)
+            assert moved.position == read.position
+        with pytest.raises(ValueError):
+            moved.advance(0)
+
+
 def test_fewer_samples_than_one_batch_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "few.psk.d"
     _write_pairs(path, 5)

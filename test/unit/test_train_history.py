@@ -39,3 +39,20 @@ def test_reserve_and_commit_take_what_a_native_caller_wrote() -> None:
     want = [StepRecord(1021 + i, 4, losses[i], lrs[i]) for i in range(9)]
     assert len(span) == 9 and span == want and span[-1] == want[-1]
     assert h[1020:] == want and len(h) == 1029 and h[:1020] == _records(1020)
+
+
+def test_commit_across_epochs_numbers_each_rows_epoch() -> None:
+    """A native call that began at batch `index` of an epoch and ran on across epochs'
+    ends (7 steps an epoch): each row's epoch, from the call's first; without
+    `steps_per_epoch`, every row in the one epoch given."""
+    h = History()
+    for first, epoch, index, n in [(1, 0, 0, 7), (8, 1, 0, 9), (17, 2, 2, 12), (29, 4, 0, 1),
+                                   (30, 4, 1, 30)]:
+        h.reserve(n)
+        h.commit(n, first, epoch, index, 7)
+    steps = [r.step for r in h]
+    assert steps == list(range(1, 60))
+    assert [r.epoch for r in h] == [(s - 1) // 7 for s in steps]
+    h.reserve(3)
+    span = h.commit(3, 60, 9)  # one epoch: the old form
+    assert [r.epoch for r in span] == [9, 9, 9]
