@@ -39,9 +39,10 @@ def add_train(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights")
     p.add_argument("--weights", help="initial weights: a safetensors file keyed by path")
     p.add_argument("--steps-per-call", type=_natural, default=None, metavar="K",
-                   help="the native step's most steps a call (default 64; 0: the step "
-                   "driven from Python, one native call each for the objective and the "
-                   "update); checkpoints, the log and Ctrl-C act between calls")
+                   help="the native step's most steps a call (default 256, across "
+                   "epochs' ends; 0: the step driven from Python, one native call each "
+                   "for the objective and the update); checkpoints, the log and Ctrl-C "
+                   "act between calls")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--plot", metavar="DIR", help="only redraw DIR/loss.png from DIR/log.csv")
     add_opt(p)
