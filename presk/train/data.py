@@ -259,9 +259,16 @@ class Stream:
         if self.seed is None:
             if self._order_epoch < 0:
                 self._order[:] = np.arange(count, dtype=np.int64)
-        elif not native_order.fill(count, self.seed, epoch, self._order_at):
+        elif not self._draw(epoch, 1, count, self._order_at):
             self._order[:] = numpy_epoch_order(count, self.seed, epoch)
         self._order_epoch = epoch
+
+    def _draw(self, epoch: int, epochs: int, keep: int, address: int) -> bool:
+        """`native_order.fill_epochs` of this stream's count and seed (its function made
+        once a stream); False, nothing written, where numpy must draw them."""
+        if self._filler is None:
+            self._filler = native_order.filler(self.header.count, self.seed) or False
+        return bool(self._filler) and self._filler(epoch, epochs, keep, address)
 
     def places(self, position: Position, steps: int) -> tuple[np.ndarray, int]:
         """The sample indices of `steps` batches from `position` on, as one array the
@@ -308,9 +315,7 @@ class Stream:
         seam from place `at`: in one C call where it can be, else numpy's draws one by
         one (the file's order without a shuffle)."""
         keep = self.steps_per_epoch * self.batch_size
-        if self._filler is None and self.seed is not None:
-            self._filler = native_order.filler(self.header.count, self.seed) or False
-        if self._filler and self._filler(epoch, epochs, keep, self._seam_at + 8 * at):
+        if self.seed is not None and self._draw(epoch, epochs, keep, self._seam_at + 8 * at):
             return
         rows = self._seam[at:at + epochs * keep].reshape(epochs, keep)
         for k in range(epochs):

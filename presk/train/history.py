@@ -1,7 +1,7 @@
 """A run's history of steps (`Trainer.history`): each step's record (step, epoch, loss,
 learning rate) held in four preallocated numpy columns rather than a list of tuples.
 
-Why columns: the native step (presk/train/native_step.py) makes up to 64 steps a call in
+Why columns: the native step (presk/train/native_step.py) makes up to 256 steps a call in
 a few microseconds each; building a Python tuple per step cost about as much again. It
 now writes each step's loss and learning rate straight into the columns (`reserve` gives
 their addresses), and `commit` fills the step and epoch columns with two numpy slice

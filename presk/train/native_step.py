@@ -7,7 +7,8 @@ dialects (as presk/train/native_optim.py builds the update alone) and compiles i
 the native backend (LLVM O2, no fused multiply-add, the on-disk cache). Per step s of a
 call (`t = t0 + s` updates done before it):
 
-1. batch: the samples `order[first + s·B + b]` (b < B) of the epoch's order copied from
+1. batch: the samples `order[first + s·B + b]` (b < B) of the order handed over (an
+   epoch's, or the epochs' a call spans side by side: `Stream.places`) copied from
    the file's memory map (`data + index · sample_bytes`, each tensor at its offset in the
    sample) into the objective's batch buffers — the bytes `Stream.read` reads;
 2. the objective: a call of its compiled entry (`presk_entry_loss`, loaded already, its
@@ -442,7 +443,9 @@ class NativeStep:
     def run(self, n: int, t0: int, first: int, order: np.ndarray,
             into: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """n steps (1 ≤ n ≤ k) from t0 updates done, the batches from place `first` of
-        `order` (an epoch's, int64, kept alive here while bound). The losses and learning
+        `order` (int64: an epoch's order, or the places of the epochs the steps span,
+        `Stream.places`; kept alive here while bound, rebound only when another array is
+        given: the stream hands over the same ones call after call). The losses and learning
         rates go to `into` (the addresses of n f64s each, `History.reserve`'s), else to
         this step's own buffers; returns the buffers' first n (what `into` got, if given,
         is not there)."""
