@@ -7,7 +7,9 @@ Usage, from anywhere (paths are the repository's):
 Measured in one run and printed side by side, steps per second, each with its ratio to
 Presk's (`Presk / peer`: 12× means Presk makes 12 times as many steps a second):
 
-- Presk: the training loop as `presk train` runs it (presk/train/loop.py): `Trainer.create`
+- Presk: the training loop as `presk train` runs it (presk/train/loop.py; the process's
+  garbage collector tuned as the `presk` command tunes its own, presk/gc_pause.py
+  `tune_process`, which the peers share): `Trainer.create`
   (the objective's value and gradient compiled natively, the data stream, the optimizer),
   then a block of `Trainer.advance` calls timed by `presk.runtime.time_call` (median of
   repeats), divided by its steps (the fewest steps that are whole epochs and whole calls:
@@ -461,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", choices=["tutorial", "scaled", "all"], default="all")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
+    from presk.gc_pause import tune_process
+    tune_process()  # the collector as `presk train` sets it (its main does this first)
     settings = (Settings(repeats=3, min_seconds=0.05, check_steps=20) if args.quick
                 else Settings(repeats=7, min_seconds=1.0, check_steps=100))
     started = time.perf_counter()
