@@ -525,19 +525,22 @@ def _tanh(b: Builder, x: Val) -> Val:
 
 
 def _erf(b: Builder, x: Val) -> Val:
-    """The pieces 1 + R_i(|x| − c_i) as one Horner's rule on the piece's coefficients
-    and argument (`piecewise_horner`: the bits of each piece's own rule, selected)."""
+    """The small case Q(x²) and the pieces R_i(|x| − c_i) as ONE Horner's rule, each
+    element's argument (x², or |x| − c_i) and coefficients picked first
+    (`piecewise_horner`: the bits of each case's own rule, selected); then x + x·Q or
+    ±(1 + R_i) by the case."""
     F = FIT[b.ti.name]
     a = b.abs(x)
     z = x * x
     pieces = ERF_PIECES[b.ti.name]
+    small = a < 0.75
     conds = [a < b.lift(hi) for _, hi in pieces[:-1]]
     t = a - b.pick(conds, [b.lift((lo + hi) / 2) for lo, hi in pieces])
-    piece = 1 + b.piecewise_horner(conds, t, [F[f"erf_{lo}_{hi}"] for lo, hi in pieces])
-    r = b.select(a < b.lift(pieces[-1][1]), piece, b.c("0x1p+0"))
+    acc = b.piecewise_horner([small, *conds], b.select(small, z, t),
+                             [F["erf_small"], *(F[f"erf_{lo}_{hi}"] for lo, hi in pieces)])
+    r = b.select(a < b.lift(pieces[-1][1]), 1 + acc, b.c("0x1p+0"))
     r = b.select(x < 0, -r, r)
-    small = x + x * b.horner(z, F["erf_small"])
-    r = b.select(a < 0.75, small, r)
+    r = b.select(small, x + x * acc, r)
     return b.select(b.isnan(x), x, r)
 
 
