@@ -285,3 +285,46 @@ if __name__ == "__main__":  # print the accuracy table
     for fn, ty in CASES:
         worst, at = measure(fn, ty)
         print(f"| {fn} | {ty} | {worst:g} | {at!r} |")
+
+
+def _erf_by_cases(x: np.ndarray, ty: str) -> np.ndarray:
+    """erf as its cases' own Horner rules (the small case's in x², each piece's in
+    |x| − c_i) and a select — numpy, one rounding an operation in the type — which the one
+    rule of `mathlib._erf` (every case's argument and coefficients picked first) must
+    equal bit for bit."""
+    ti = mathlib.TI[ty]
+    dt = ti.dtype
+    fit = mathlib.FIT[ty]
+    c = lambda h: dt(float.fromhex(h))  # noqa: E731
+
+    def horner(coeffs, t):
+        acc = np.full_like(t, c(coeffs[0]))
+        for h in coeffs[1:]:
+            acc = acc * t + c(h)
+        return acc
+    with np.errstate(all="ignore"):
+        a, z = np.abs(x), x * x
+        out = np.where(x < 0, dt(-1), dt(1)).astype(dt)
+        for lo, hi in reversed(mathlib.ERF_PIECES[ty]):
+            inside = a < dt(hi)
+            piece = dt(1) + horner(fit[f"erf_{lo}_{hi}"], a - dt((lo + hi) / 2))
+            out = np.where(inside, np.where(x < 0, -piece, piece), out)
+        out = np.where(a < dt(0.75), x + x * horner(fit["erf_small"], z), out)
+        return np.where(np.isnan(x), x, out)
+
+
+@pytest.mark.parametrize("ty", mathlib.TYPES)
+def test_erfs_one_rule_is_its_cases_rules(ty: str) -> None:
+    ti = mathlib.TI[ty]
+    rng = np.random.default_rng(7)
+    edges = np.array([0.75, 1.5, 2.25, 3.0, 4.0, 6.0], dtype=ti.dtype)
+    near = np.concatenate([edges, np.nextafter(edges, ti.dtype(0)),
+                           np.nextafter(edges, ti.dtype(10))])
+    x = np.concatenate([rng.uniform(-7, 7, 200_000), rng.standard_normal(100_000),
+                        10.0 ** rng.uniform(-300 if ty == "f64" else -40, 0, 50_000)]
+                       ).astype(ti.dtype)
+    x = np.concatenate([x, -x[-50_000:], near, -near,
+                        np.array([0.0, -0.0, np.inf, -np.inf], dtype=ti.dtype)])
+    got, want = mathlib.evaluate("erf", ty, x), _erf_by_cases(x, ty)
+    differ = got.view(ti.uint) != want.view(ti.uint)
+    assert not differ.any(), (x[differ][:5], got[differ][:5], want[differ][:5])
