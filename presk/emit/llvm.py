@@ -24,9 +24,8 @@ from typing import Iterable
 import llvmlite.binding as binding
 from llvmlite import ir
 from xdsl.backend.llvm.convert import convert_module
-from xdsl.dialects.builtin import ModuleOp
-
 from xdsl.dialects import llvm as llvm_dialect
+from xdsl.dialects.builtin import ModuleOp
 
 from presk.emit import mathlib
 from presk.emit.mathlib_llvm import SYMBOL as MATH_SYMBOL
@@ -159,8 +158,8 @@ def _vector_variants(module: ModuleOp,
 def _map_to_vector_variant(fn: ir.Function, variant: llvm_dialect.FuncOp, lanes: int) -> None:
     """Tell LLVM's loop vectorizer that a call of `fn` over N lanes is a call of the
     variant (the vector function ABI's `vector-function-abi-variant`, which the vectorizer
-    reads from the callee), and keep the call until then: not inlined, and known to read
-    and write no memory (so a loop calling it vectorizes)."""
+    reads from the callee), and keep the call until then: not inlined (LLVM infers that
+    it touches no memory, so a loop calling it vectorizes) and known not to unwind."""
     args = "v" * len(fn.args)
     mapping = f"_ZGV_LLVM_N{lanes}{args}_{fn.name}({variant.sym_name.data})"
     fn.attributes.add("noinline")

@@ -183,15 +183,21 @@ class _Picks:
             return (), (ins.const,)
         return self.forms.get(n)
 
-    def permuted(self, n: int, vals: list[SSAValue]) -> SSAValue | None:
+    def note(self, n: int) -> tuple[tuple[int, ...], tuple[str, ...]] | None:
+        """The form of select n when it is a pick (recorded for the selects after it)."""
         cond, taken, other = self.p.instrs[n].args
         first, rest = self.form(taken), self.form(other)
         if first is None or first[0] or rest is None:
             return None
-        conds, values = (cond, *rest[0]), (*first[1], *rest[1])
-        self.forms[n] = conds, values
-        if len(values) < WIDE_PICK or len(values) > self.lanes:
+        self.forms[n] = (cond, *rest[0]), (*first[1], *rest[1])
+        return self.forms[n]
+
+    def permuted(self, n: int, vals: list[SSAValue]) -> SSAValue | None:
+        """Select n as one permutation, when it is a wide enough pick."""
+        form = self.note(n)
+        if form is None or not WIDE_PICK <= len(form[1]) <= self.lanes:
             return None
+        conds, values = form
         table = [float(_const_float(v, self.p.ty).value.data) for v in values]
         table += [table[-1]] * (self.lanes - len(table))
         t = self.add(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(self.F, table), self.F))
@@ -214,17 +220,9 @@ def has_wide_pick(fn: str, ty: str) -> bool:
     """Whether the program picks among WIDE_PICK or more constants (its vector variant
     then permutes where the scalar function selects)."""
     p = mathlib.program(fn, ty)
-    picks = _Picks(p, 64, lambda op: op.results[0])
-    return any(ins.op == "select" and _wide(picks, n) for n, ins in enumerate(p.instrs))
-
-
-def _wide(picks: _Picks, n: int) -> bool:
-    cond, taken, other = picks.p.instrs[n].args
-    first, rest = picks.form(taken), picks.form(other)
-    if first is None or first[0] or rest is None:
-        return False
-    picks.forms[n] = (cond, *rest[0]), (*first[1], *rest[1])
-    return len(picks.forms[n][1]) >= WIDE_PICK
+    picks = _Picks(p, lanes=64, add=None)
+    return any(ins.op == "select" and (form := picks.note(n)) is not None
+               and len(form[1]) >= WIDE_PICK for n, ins in enumerate(p.instrs))
 
 
 def _to_int(add, k: SSAValue, ti: mathlib.TypeInfo, F, I, fconst, iconst,
