@@ -96,6 +96,39 @@ def _range_function(symbol: str, t, names: list[str], n: int, scalars: list[str]
     return func.FuncOp(symbol, ([PTR], []), Region(block), "private")
 
 
+def range_functions(prefix: str, t, n: int, scalars: list[str], buffers: list[str],
+                    body: Update, parts: int = 1) -> list[func.FuncOp]:
+    """`void <prefix>_<j>(argv)`, argv = (g, scalars, p, *buffers): the update of the j-th
+    of `parts` contiguous ranges of the n elements (`_ranges`; one range when parts = 1)."""
+    names = ["g", "scalars", "p", *buffers]
+    ranges = _ranges(n, parts) if parts > 1 else [(0, n)]
+    return [_range_function(f"{prefix}_{j}", t, names, n, scalars, buffers, body, lo, hi)
+            for j, (lo, hi) in enumerate(ranges)]
+
+
+def launch(e: Emitter, fns: list[func.FuncOp], argv: SSAValue,
+           array: SSAValue | None = None) -> None:
+    """Call fns[0](argv), or, for several, `presk_pool_run(len(fns), [fns…], argv)`: the
+    first on the caller's thread, the others on the pool's workers, back when all are
+    done (as a split kernel's parts: presk/conversion/kernel_to_std/threads.py). `array`:
+    room for the functions' addresses (`stack_array`), else made here."""
+    from ..conversion.kernel_to_std.threads import POOL_RUN
+    if len(fns) == 1:
+        e(func.CallOp(fns[0].sym_name.data, [argv], []))
+        return
+    array = array or stack_array(e, len(fns), PTR)
+    for j, f in enumerate(fns):
+        e(llvm.StoreOp(e(llvm.AddressOfOp(f.sym_name.data, PTR)),
+                       e(llvm.GEPOp(array, [j], PTR, inbounds=True))))
+    e(llvm.CallOp(POOL_RUN, e(arith.ConstantOp(IntegerAttr(len(fns), i32))), array, argv))
+
+
+def stack_array(e: Emitter, count: int, element) -> SSAValue:
+    """An `alloca` of `count` elements (emit it in a function's entry block: one inside a
+    loop would take more stack every iteration)."""
+    return e(llvm.AllocaOp(e(arith.ConstantOp(IntegerAttr(count, i64))), element, alignment=8))
+
+
 def build_update(name: str, ty: str, n: int, scalars: list[str], buffers: list[str],
                  body: Update, parts: int = 1) -> tuple[ModuleOp, list[EntrySig]]:
     """The llvm-dialect module of one in-place update over n elements of type `ty`:
@@ -103,30 +136,14 @@ def build_update(name: str, ty: str, n: int, scalars: list[str], buffers: list[s
     the elements are cut into that many contiguous ranges, run on the worker pool
     (`presk_pool_run`, as a split kernel's parts: presk/conversion/kernel_to_std/
     threads.py) — each element's operations the same, so the same bits."""
-    from ..conversion.kernel_to_std.threads import POOL_RUN
     from ..conversion.std_to_llvm.callees import declare_external_callees
     from ..runtime.compile import llvm_module_from_std
     t = _element_type(ty)
-    names = ["g", "scalars", "p", *buffers]
-    ranges = _ranges(n, parts) if parts > 1 else [(0, n)]
-    fns = [_range_function(f"presk_update_{name}_{j}", t, names, n, scalars, buffers, body,
-                           lo, hi) for j, (lo, hi) in enumerate(ranges)]
+    fns = range_functions(f"presk_update_{name}", t, n, scalars, buffers, body, parts)
     block = Block(arg_types=[PTR, PTR])
-    ops: list = []
-    if len(fns) == 1:
-        ops.append(func.CallOp(fns[0].sym_name.data, [block.args[0]], []))
-    else:
-        size = arith.ConstantOp(IntegerAttr(len(fns), i64))
-        array = llvm.AllocaOp(size, PTR, alignment=8)
-        ops += [size, array]
-        for j, f in enumerate(fns):
-            address = llvm.AddressOfOp(f.sym_name.data, PTR)
-            slot = llvm.GEPOp(array, [j], PTR, inbounds=True)
-            ops += [address, slot, llvm.StoreOp(address, slot)]
-        count = arith.ConstantOp(IntegerAttr(len(fns), i32))
-        ops += [count, llvm.CallOp(POOL_RUN, count, array, block.args[0])]
-    ops.append(func.ReturnOp())
-    block.add_ops(ops)
+    e = Emitter(Builder(InsertPoint.at_end(block)), InsertPoint.at_end(block))
+    launch(e, fns, block.args[0])
+    e(func.ReturnOp())
     module = ModuleOp([*fns, func.FuncOp(entry_symbol(name), ([PTR, PTR], []), Region(block))])
     declare_external_callees(module)
     sig = EntrySig(name, entry_symbol(name),

@@ -65,7 +65,8 @@ from xdsl.rewriter import InsertPoint
 from ..conversion.kernel_to_std import PTR, Emitter
 from ..dialects import kernel as K
 from ..kernel_abi.calling import BufferSig, EntrySig, entry_symbol
-from .native_optim import _adamw_body, _sgd_body
+from .native_optim import (_adamw_body, _sgd_body, launch, range_functions, stack_array,
+                           update_parts)
 from .optim import SGD, AdamW
 
 _SOURCE = hashlib.sha256(Path(__file__).read_bytes() + Path(__file__).with_name(
@@ -101,6 +102,7 @@ class Geometry:
     rounded: tuple[tuple[int, int, str, str], ...] = ()  # per parameter, where the
     # objective cannot read the f64 master copies: (offset in the group, elements, its
     # input buffer's type, its gradient output's type); () when it reads p and writes g
+    parts: int = 1  # the ranges the update runs in on the worker pool (update_parts)
 
     @property
     def sample_bytes(self) -> int:
@@ -118,8 +120,9 @@ class Geometry:
         flags = "".join(str(int(f)) for f in self.form)
         rounded = "_rounded" + hashlib.sha256(repr(self.rounded).encode()).hexdigest()[:8] \
             if self.rounded else ""
+        parts = f"_p{self.parts}" if self.parts > 1 else ""
         return (f"step_{self.optimizer}{flags}_{self.schedule}_{self.n}_"
-                f"B{self.batch}_{shape}_r{self.result}_{self.objective[-16:]}{rounded}")
+                f"B{self.batch}_{shape}_r{self.result}_{self.objective[-16:]}{rounded}{parts}")
 
 
 _ITEM = {"f64": 8, "f32": 4}
@@ -172,6 +175,12 @@ class _Build:
         self.views = {k: e(UnrealizedConversionCastOp.get([args[k]],
                                                           [K.BufferType.get(f64, g.n)]))
                       for k in ("g", "p", *g.buffers)}
+        self.functions: list[func.FuncOp] = []  # the update's ranges, on the pool
+        if g.parts > 1:  # in the entry block: the pool's launch of them, every step
+            names = self._scalar_names()
+            self.pool = {"fns": stack_array(e, g.parts, PTR),
+                         "argv": stack_array(e, 3 + len(g.buffers), PTR),
+                         "scalars": stack_array(e, len(names), f64)}
 
     def step(self, e: Emitter, s: SSAValue) -> None:
         s64 = _i64(e, s)
@@ -282,15 +291,43 @@ class _Build:
             s["one_minus_w1"] = e(arith.SubfOp(one, s["w1"]))
         return s
 
+    def _scalar_names(self) -> list[str]:
+        """The names `scalars` gives, in its order (the update's ranges read them so)."""
+        if self.g.optimizer == "adamw":
+            return ["decay", "w1", "beta2", "w2", "c2s", "eps", "neg_step", "one_minus_w1"]
+        return ["wd", "momentum", "keep", "neg_lr"]
+
     def update(self, e: Emitter, s: dict[str, SSAValue]) -> None:
         g = self.g
         body = _adamw_body(*g.form) if g.optimizer == "adamw" else _sgd_body(*g.form)
+        if g.parts > 1:
+            self._update_on_pool(e, s, body)
+            return
 
         def element(b: Emitter, i: SSAValue) -> None:
             x = {k: b.load(v, i) for k, v in self.views.items()}
             for k, value in body(b, x, s).items():
                 b.store(value, self.views[k], i)
         e.loop(g.n, element)
+
+
+    def _update_on_pool(self, e: Emitter, s: dict[str, SSAValue], body) -> None:
+        """The update in `g.parts` contiguous ranges on the worker pool (native_optim's
+        `range_functions`, as `presk_update_…` makes them): this step's scalars and the
+        buffers' pointers in the entry block's arrays, one `presk_pool_run`. Each
+        element's operations are the serial loop's, so the bits are too."""
+        g, pool = self.g, self.pool
+        names = self._scalar_names()
+        assert sorted(names) == sorted(s), (names, sorted(s))
+        for j, name in enumerate(names):
+            _store(e, s[name], pool["scalars"], e.int(j, i64))
+        for j, name in enumerate(("g", "scalars", "p", *g.buffers)):
+            ptr = pool["scalars"] if name == "scalars" else self.a[name]
+            e(llvm.StoreOp(ptr, e(llvm.GEPOp(pool["argv"], [j], PTR, inbounds=True))))
+        if not self.functions:
+            self.functions = range_functions("presk_step_update", f64, g.n, names,
+                                             list(g.buffers), body, g.parts)
+        launch(e, self.functions, pool["argv"], pool["fns"])
 
 
 def argument_names(g: Geometry) -> list[str]:
@@ -334,6 +371,7 @@ def build_step(g: Geometry) -> tuple[ModuleOp, list[EntrySig]]:
     """The llvm-dialect module of the step (`presk_entry_<g.name>`): as many steps a call
     as `ctl[0]` says (the caller's losses and lrs hold that many); and its argument-free
     twin (`_bound_entry`)."""
+    from ..conversion.std_to_llvm.callees import declare_external_callees
     from ..runtime.compile import llvm_module_from_std
     names = argument_names(g)
     block = Block(arg_types=[PTR, PTR])
@@ -348,8 +386,10 @@ def build_step(g: Geometry) -> tuple[ModuleOp, list[EntrySig]]:
              *(llvm.FuncOp(f"presk_libm_{n}", llvm.LLVMFunctionType(
                  [f64] * (2 if n == "pow" else 1), f64), linkage=llvm.LinkageAttr("external"))
                for n in LIBM)]
-    module = ModuleOp([*decls, func.FuncOp(entry_symbol(g.name), ([PTR, PTR], []),
-                                           Region(block)), *_bound_entry(g)])
+    module = ModuleOp([*decls, *build.functions,
+                       func.FuncOp(entry_symbol(g.name), ([PTR, PTR], []), Region(block)),
+                       *_bound_entry(g)])
+    declare_external_callees(module)  # the pool's launch, when the update runs there
     raw = lambda n, t="f64", shape=(1,): BufferSig(n, t, shape)  # noqa: E731
     inputs = tuple(raw(n) for n in names)  # raw pointers: the step binds them itself
     return llvm_module_from_std(module), [
@@ -530,5 +570,5 @@ def native_step(objective, optimizer, groups, stream, k: int, cache: bool = True
         return None
     geometry = Geometry(stream.batch_size, tensors, grp.p.size, kind, form,
                         optimizer.schedule.kind, result, objective_symbol(objective),
-                        conversions)
+                        conversions, update_parts(grp.p.size))
     return NativeStep(geometry, k, objective, optimizer, grp, stream, cache)

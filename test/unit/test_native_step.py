@@ -274,3 +274,50 @@ def test_a_checkpoint_due_mid_call_is_honoured(tmp_path: Path) -> None:
     for f in files:
         assert (native / f).read_bytes() == (python / f).read_bytes(), f
     assert loop.CALL_SECONDS > 0
+
+
+WIDE_RUN = """\
+import "{linear}" as lin
+dim B
+
+fn loss(θ : params lin.Linear{{256, 256}}, batch : (ℝ[batch: B, model: 256], ℝ[batch: B, model: 256])) -> ℝ[] =
+  let (x, y) = batch
+  mean((lin.Linear.apply(θ, x) - y)^2)
+
+optimizer adamw {{
+  lr           : f64 = 0.01
+  weight_decay : f64 = 0.01
+  schedule     : cosine(warmup = 2)
+}}
+
+training run {{
+  model     = lin.Linear{{256, 256}}
+  objective = loss
+  optimizer = adamw
+  data      = stream "wide.psk.d" |> shuffle(seed = 3) |> batch(B = 4)
+  epochs    : nat = 2
+}}
+"""
+
+
+def test_a_wide_groups_update_on_the_pool_equals_the_python_step(tmp_path: Path) -> None:
+    """65 792 parameters (past native_optim.SPLIT_ELEMENTS): the step's AdamW update runs
+    in ranges on the worker pool, every step of a call — the Python-driven step's bits."""
+    from presk.runtime import pool
+    from presk.train.loop import Trainer
+    from presk.train.native_optim import update_parts
+    if update_parts(65_792) < 2:
+        pytest.skip(f"no second worker here (pool: {pool.available()})")
+    made = subprocess.run([str(Path(sys.executable).parent / "presk"), "data", "linear",
+                           "--count", "24", "--width", "256", "-o",
+                           str(tmp_path / "wide.psk.d")], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    program = tmp_path / "run.psk"
+    program.write_text(WIDE_RUN.format(linear=ROOT / "tutorial" / "01_linear.psk"))
+    core, training = _load(program)
+    native = Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=5)
+    python = Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=0)
+    assert native.native is not None and native.native.geometry.parts >= 2
+    _run(native, 12, True)
+    _run(python, 12, False)
+    _same(native, python)
