@@ -65,8 +65,8 @@ from xdsl.rewriter import InsertPoint
 from ..conversion.kernel_to_std import PTR, Emitter
 from ..dialects import kernel as K
 from ..kernel_abi.calling import BufferSig, EntrySig, entry_symbol
-from .native_optim import (_adamw_body, _sgd_body, launch, range_functions, stack_array,
-                           update_parts)
+from .native_optim import (SPLIT_ELEMENTS, _adamw_body, _ranges, _sgd_body, launch,
+                           range_functions, stack_array, update_parts)
 from .optim import SGD, AdamW
 
 _SOURCE = hashlib.sha256(Path(__file__).read_bytes() + Path(__file__).with_name(
@@ -175,11 +175,12 @@ class _Build:
         self.views = {k: e(UnrealizedConversionCastOp.get([args[k]],
                                                           [K.BufferType.get(f64, g.n)]))
                       for k in ("g", "p", *g.buffers)}
-        self.functions: list[func.FuncOp] = []  # the update's ranges, on the pool
-        if g.parts > 1:  # in the entry block: the pool's launch of them, every step
+        self.functions: list[func.FuncOp] = []  # the ranges run on the pool
+        if g.parts > 1:  # in the entry block: the pool's launches, every step
             names = self._scalar_names()
+            slots = max(3 + len(g.buffers), 3 + len(g.tensors))
             self.pool = {"fns": stack_array(e, g.parts, PTR),
-                         "argv": stack_array(e, 3 + len(g.buffers), PTR),
+                         "argv": stack_array(e, slots, PTR),
                          "scalars": stack_array(e, len(names), f64)}
 
     def step(self, e: Emitter, s: SSAValue) -> None:
@@ -199,56 +200,85 @@ class _Build:
         self.update(e, scalars)
 
     def gather(self, e: Emitter, s: SSAValue) -> None:
-        """The batch of step s: B samples of the order, each tensor to its buffer."""
+        """The batch of step s: B samples of the order, each tensor to its buffer (rows
+        in ranges on the pool when the update is there: `_rows`)."""
         g = self.g
         base = e(arith.AddiOp(self.c["first"], e(arith.MuliOp(s, e.int(g.batch, i64)))))
+        values = {"order": self.a["order"], "data": self.a["data"], "base": base,
+                  **{f"batch.{j}": self.a[f"batch.{j}"] for j in range(len(g.tensors))}}
+        work = g.batch * sum(count for count, _, _ in g.tensors)
+        self._rows(e, "presk_step_gather", g.batch, work, values, self._sample)
 
-        def sample(b: Emitter, row: SSAValue) -> None:
-            r64 = _i64(b, row)
-            index = _load(b, self.a["order"], b(arith.AddiOp(base, r64)), i64)
-            src = _at(b, self.a["data"], b(arith.MuliOp(index, b.int(g.sample_bytes, i64))),
-                      i8)
-            offset = 0
-            for j, (count, ty, into) in enumerate(g.tensors):
-                first = b(arith.MuliOp(r64, b.int(count, i64)))
-                part = _at(b, src, b.int(offset, i64), i8)
-                dst = self.a[f"batch.{j}"]
+    def _sample(self, b: Emitter, row: SSAValue, v: dict[str, SSAValue]) -> None:
+        """Sample `row` of the batch: its order's index, its tensors from the map."""
+        g = self.g
+        r64 = _i64(b, row)
+        index = _load(b, v["order"], b(arith.AddiOp(v["base"], r64)), i64)
+        src = _at(b, v["data"], b(arith.MuliOp(index, b.int(g.sample_bytes, i64))), i8)
+        offset = 0
+        for j, (count, ty, into) in enumerate(g.tensors):
+            first = b(arith.MuliOp(r64, b.int(count, i64)))
+            part = _at(b, src, b.int(offset, i64), i8)
+            dst = v[f"batch.{j}"]
 
-                def copy(c: Emitter, k: SSAValue, part=part, dst=dst, first=first, ty=ty,
-                         into=into) -> None:
-                    k64 = _i64(c, k)
-                    x = _load(c, part, k64, _TYPE[ty])
-                    if ty != into:  # Slot.fill: widened exactly, or rounded to nearest
-                        x = c((arith.ExtFOp if into == "f64" else arith.TruncFOp)(
-                            x, _TYPE[into]))
-                    _store(c, x, dst, c(arith.AddiOp(first, k64)))
-                b.loop(count, copy)
-                offset += count * _ITEM[ty]
-        e.loop(g.batch, sample)
+            def copy(c: Emitter, k: SSAValue, part=part, dst=dst, first=first, ty=ty,
+                     into=into) -> None:
+                k64 = _i64(c, k)
+                x = _load(c, part, k64, _TYPE[ty])
+                if ty != into:  # Slot.fill: widened exactly, or rounded to nearest
+                    x = c((arith.ExtFOp if into == "f64" else arith.TruncFOp)(
+                        x, _TYPE[into]))
+                _store(c, x, dst, c(arith.AddiOp(first, k64)))
+            b.loop(count, copy)
+            offset += count * _ITEM[ty]
 
     def convert(self, e: Emitter, into_objective: bool) -> None:
         """Where the objective has buffers of its own (Geometry.rounded): each parameter
         rounded to nearest from p into its input (Slot.fill), or each gradient widened
-        exactly from its output into g (to_f64), element by element."""
+        exactly from its output into g (to_f64), element by element (in ranges on the
+        pool when the update is there)."""
         for j, (offset, count, p_type, g_type) in enumerate(self.g.rounded):
             own = self.a[f"param.{j}" if into_objective else f"grad.{j}"]
             ty = p_type if into_objective else g_type
-            start = e.int(offset, i64)
 
-            def element(c: Emitter, k: SSAValue, own=own, ty=ty, start=start) -> None:
+            def element(c: Emitter, k: SSAValue, v: dict[str, SSAValue], ty=ty,
+                        offset=offset) -> None:
                 k64 = _i64(c, k)
-                at = c(arith.AddiOp(start, k64))
+                at = c(arith.AddiOp(c.int(offset, i64), k64))
                 if into_objective:
-                    x = _load(c, self.a["p"], at, f64)
+                    x = _load(c, v["p"], at, f64)
                     if ty != "f64":
                         x = c(arith.TruncFOp(x, _TYPE[ty]))
-                    _store(c, x, own, k64)
+                    _store(c, x, v["own"], k64)
                 else:
-                    x = _load(c, own, k64, _TYPE[ty])
+                    x = _load(c, v["own"], k64, _TYPE[ty])
                     if ty != "f64":
                         x = c(arith.ExtFOp(x, f64))
-                    _store(c, x, self.a["g"], at)
-            e.loop(count, element)
+                    _store(c, x, v["g"], at)
+            name = f"presk_step_{'round' if into_objective else 'widen'}_{j}"
+            values = {"own": own, ("p" if into_objective else "g"):
+                      self.a["p" if into_objective else "g"]}
+            self._rows(e, name, count, count, values, element)
+
+    def _rows(self, e: Emitter, name: str, count: int, work: int,
+              values: dict[str, SSAValue],
+              body: Callable[[Emitter, SSAValue, dict[str, SSAValue]], None]) -> None:
+        """for i in [0, count): body(i, values) — here, or, when the update runs on the
+        pool (g.parts > 1) and the loop's `work` (elements moved) is SPLIT_ELEMENTS or
+        more, in g.parts contiguous ranges there: `values` (pointers and i64s) through
+        the entry block's argv, one function a range that reads them back. Independent
+        iterations, each writing its own elements: the same bits."""
+        parts = self.g.parts if work >= SPLIT_ELEMENTS else 1
+        if parts == 1:
+            e.loop(count, lambda b, i: body(b, i, values))
+            return
+        pool = self.pool
+        for j, value in enumerate(values.values()):
+            e(llvm.StoreOp(value, e(llvm.GEPOp(pool["argv"], [j], PTR, inbounds=True))))
+        fns = [_range_part(f"{name}_{k}", values, lo, hi, body)
+               for k, (lo, hi) in enumerate(_ranges(count, parts))]
+        self.functions += fns
+        launch(e, fns, pool["argv"], pool["fns"])
 
     def factor(self, e: Emitter, t: SSAValue) -> SSAValue:
         """Schedule.__call__(t), in its operations and order."""
@@ -324,10 +354,26 @@ class _Build:
         for j, name in enumerate(("g", "scalars", "p", *g.buffers)):
             ptr = pool["scalars"] if name == "scalars" else self.a[name]
             e(llvm.StoreOp(ptr, e(llvm.GEPOp(pool["argv"], [j], PTR, inbounds=True))))
-        if not self.functions:
-            self.functions = range_functions("presk_step_update", f64, g.n, names,
-                                             list(g.buffers), body, g.parts)
-        launch(e, self.functions, pool["argv"], pool["fns"])
+        fns = range_functions("presk_step_update", f64, g.n, names, list(g.buffers), body,
+                              g.parts)
+        self.functions += fns
+        launch(e, fns, pool["argv"], pool["fns"])
+
+
+def _range_part(symbol: str, values: dict[str, SSAValue], lo: int, hi: int,
+                body: Callable[[Emitter, SSAValue, dict[str, SSAValue]], None]) -> func.FuncOp:
+    """`void symbol(argv)`: body(i, values) for i in [lo, hi), the values read from argv
+    (slot j the j-th, of its own type: a pointer or an i64)."""
+    block = Block(arg_types=[PTR])
+    e = Emitter(Builder(InsertPoint.at_end(block)), InsertPoint.at_end(block))
+    mine = {k: e(llvm.LoadOp(e(llvm.GEPOp(block.args[0], [j], PTR, inbounds=True)), v.type))
+            for j, (k, v) in enumerate(values.items())}
+
+    def element(b: Emitter, k: SSAValue) -> None:
+        body(b, b(arith.AddiOp(k, b.index(lo))) if lo else k, mine)
+    e.loop(hi - lo, element)
+    e(func.ReturnOp())
+    return func.FuncOp(symbol, ([PTR], []), Region(block), "private")
 
 
 def argument_names(g: Geometry) -> list[str]:

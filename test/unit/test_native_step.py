@@ -294,30 +294,45 @@ training run {{
   model     = lin.Linear{{256, 256}}
   objective = loss
   optimizer = adamw
-  data      = stream "wide.psk.d" |> shuffle(seed = 3) |> batch(B = 4)
+  data      = stream "wide.psk.d" |> shuffle(seed = 3) |> batch(B = {batch})
   epochs    : nat = 2
 }}
 """
 
 
-def test_a_wide_groups_update_on_the_pool_equals_the_python_step(tmp_path: Path) -> None:
+@pytest.mark.parametrize("f32", [False, True], ids=["f64", "all-f32"])
+def test_a_wide_groups_step_on_the_pool_equals_the_python_step(tmp_path: Path,
+                                                                f32: bool) -> None:
     """65 792 parameters (past native_optim.SPLIT_ELEMENTS): the step's AdamW update runs
-    in ranges on the worker pool, every step of a call — the Python-driven step's bits."""
+    in ranges on the worker pool, every step of a call — the Python-driven step's bits;
+    all-f32, the parameters' rounding into the objective's buffers and the gradient's
+    widening too, and the batch's gather (64 rows of 512 reals, rounded to f32)."""
     from presk.runtime import pool
     from presk.train.loop import Trainer
     from presk.train.native_optim import update_parts
     if update_parts(65_792) < 2:
         pytest.skip(f"no second worker here (pool: {pool.available()})")
     made = subprocess.run([str(Path(sys.executable).parent / "presk"), "data", "linear",
-                           "--count", "24", "--width", "256", "-o",
+                           "--count", "200", "--width", "256", "-o",
                            str(tmp_path / "wide.psk.d")], capture_output=True, text=True)
     assert made.returncode == 0, made.stderr
     program = tmp_path / "run.psk"
-    program.write_text(WIDE_RUN.format(linear=ROOT / "tutorial" / "01_linear.psk"))
+    program.write_text(WIDE_RUN.format(linear=ROOT / "tutorial" / "01_linear.psk",
+                                       batch=64 if f32 else 4))
     core, training = _load(program)
-    native = Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=5)
-    python = Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=0)
+    real = None
+    if f32:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from native import all_f32  # bench/native.py: every site and parameter f32
+
+        from presk.analysis import entry as E
+        real = all_f32(core, E.prepare(core, "loss", dict(training.dims)), grad=True)
+    native = Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=5,
+                            realization=real)
+    python = Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=0,
+                            realization=real)
     assert native.native is not None and native.native.geometry.parts >= 2
+    assert bool(native.native.geometry.rounded) == f32
     _run(native, 12, True)
     _run(python, 12, False)
     _same(native, python)
