@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 import numpy as np
 from xdsl.dialects import llvm
@@ -216,6 +217,7 @@ class _Picks:
         return self.indices[conds]
 
 
+@lru_cache(maxsize=None)
 def has_wide_pick(fn: str, ty: str) -> bool:
     """Whether the program picks among WIDE_PICK or more constants (its vector variant
     then permutes where the scalar function selects)."""

@@ -29,8 +29,9 @@ _MASK32 = 0xFFFFFFFF
 
 
 @lru_cache(maxsize=1)
-def _library() -> ctypes.CDLL | None:
-    """The library of epoch_order.c, built if needed and loaded once; None without it."""
+def _orders_function():
+    """`presk_epoch_orders` of epoch_order.c (one epoch or many a call: Python calls no
+    other), its library built if needed and loaded once; None without it."""
     from ..runtime.c_library import built
     from ..runtime.cache import switched_off
     if switched_off("PRESK_NATIVE_ORDER"):
@@ -40,26 +41,12 @@ def _library() -> ctypes.CDLL | None:
     if target is None:
         return None
     try:
-        library = ctypes.CDLL(str(target))
-        one, many = library.presk_epoch_order, library.presk_epoch_orders
+        orders = ctypes.CDLL(str(target)).presk_epoch_orders
     except (OSError, AttributeError):
         return None
-    one.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
-    many.argtypes = [ctypes.c_void_p] + [ctypes.c_int64] * 5 + [ctypes.c_void_p]
-    one.restype = many.restype = None
-    return library
-
-
-def _function():
-    """`presk_epoch_order` (one epoch), or None without the library."""
-    library = _library()
-    return None if library is None else library.presk_epoch_order
-
-
-def _orders_function():
-    """`presk_epoch_orders` (many epochs a call), or None without the library."""
-    library = _library()
-    return None if library is None else library.presk_epoch_orders
+    orders.argtypes = [ctypes.c_void_p] + [ctypes.c_int64] * 5 + [ctypes.c_void_p]
+    orders.restype = None
+    return orders
 
 
 def entropy_words(*values: int) -> list[int]:
@@ -82,16 +69,9 @@ def epoch_order(count: int, seed: int, epoch: int) -> np.ndarray | None:
     when the C library is not available, or for more than 2³² samples (numpy's 64-bit
     draws, which the tests cannot compare at that size): the caller then asks numpy."""
     out = (ctypes.c_int64 * count)()  # numpy's `.ctypes.data` alone costs about 1 µs
-    if not fill(count, seed, epoch, ctypes.addressof(out)):
+    if not fill_epochs(count, seed, epoch, 1, count, ctypes.addressof(out)):
         return None
     return np.frombuffer(out, np.int64)  # a writable int64 array over `out` (its base)
-
-
-def fill(count: int, seed: int, epoch: int, address: int) -> bool:
-    """Write `epoch_order(count, seed, epoch)`'s `count` int64s at `address` (memory the
-    caller owns: a stream's order, refilled in place, no array made); False, nothing
-    written, where `epoch_order` would return None."""
-    return fill_epochs(count, seed, epoch, 1, count, address)
 
 
 def fill_epochs(count: int, seed: int, first: int, epochs: int, keep: int,
@@ -127,7 +107,7 @@ def filler(count: int, seed: int) -> Callable[[int, int, int, int], bool] | None
 
 def available() -> bool:
     """Whether the C epoch order can be had in this process."""
-    return _function() is not None
+    return _orders_function() is not None
 
 
-__all__ = ["available", "entropy_words", "epoch_order", "fill", "fill_epochs", "filler"]
+__all__ = ["available", "entropy_words", "epoch_order", "fill_epochs", "filler"]

@@ -65,8 +65,8 @@ from xdsl.rewriter import InsertPoint
 from ..conversion.kernel_to_std import PTR, Emitter
 from ..dialects import kernel as K
 from ..kernel_abi.calling import BufferSig, EntrySig, entry_symbol
-from .native_optim import (SPLIT_ELEMENTS, _adamw_body, _ranges, _sgd_body, launch,
-                           range_functions, stack_array, update_parts)
+from .native_optim import (SPLIT_ELEMENTS, NativeAdamW, NativeSGD, _adamw_body, _ranges,
+                           _sgd_body, launch, range_functions, stack_array, update_parts)
 from .optim import SGD, AdamW
 
 _SOURCE = hashlib.sha256(Path(__file__).read_bytes() + Path(__file__).with_name(
@@ -322,10 +322,9 @@ class _Build:
         return s
 
     def _scalar_names(self) -> list[str]:
-        """The names `scalars` gives, in its order (the update's ranges read them so)."""
-        if self.g.optimizer == "adamw":
-            return ["decay", "w1", "beta2", "w2", "c2s", "eps", "neg_step", "one_minus_w1"]
-        return ["wd", "momentum", "keep", "neg_lr"]
+        """The update's scalars in the order its ranges read them: the native optimizer's
+        own (`build_update` takes them so too)."""
+        return (NativeAdamW if self.g.optimizer == "adamw" else NativeSGD).SCALARS
 
     def update(self, e: Emitter, s: dict[str, SSAValue]) -> None:
         g = self.g
