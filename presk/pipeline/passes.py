@@ -95,6 +95,11 @@ def _kernel_dedup() -> type[ModulePass]:
     return KernelDedupPass
 
 
+def _share_converts() -> type[ModulePass]:
+    from ..transforms.share_converts import ShareConvertsPass
+    return ShareConvertsPass
+
+
 def _kernel_split() -> type[ModulePass]:
     from ..transforms.kernel_split import KernelSplitPass
     return KernelSplitPass
@@ -131,6 +136,7 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "psk-fuse-reduce": _fuse_reduce,
     "convert-psk-realize-to-kernel": _realize_to_kernel,
     "psk-kernel-dedup": _kernel_dedup,
+    "psk-kernel-share-converts": _share_converts,
     "psk-kernel-split": _kernel_split,
     "psk-plan-layout": _plan_layout,
     "convert-psk-kernel-to-std": _kernel_to_std,

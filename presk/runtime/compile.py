@@ -1,5 +1,6 @@
 """PSK-Kernel → machine code in this process: the native backend's pipeline.
 
+    psk-kernel-share-converts            presk/transforms/share_converts.py
     psk-kernel-split                     presk/transforms/kernel_split.py
     convert-psk-kernel-to-std            presk/conversion/kernel_to_std/
     convert-scf-to-cf                    xDSL
@@ -32,7 +33,8 @@ from . import NativeCache, NativeProgram, load_native
 
 _PRESK = Path(__file__).resolve().parent.parent
 _LOWERING_SOURCES = (
-    "conversion/kernel_to_std", "transforms/kernel_split.py", "conversion/std_to_llvm",
+    "conversion/kernel_to_std", "transforms/kernel_split.py",
+    "transforms/share_converts.py", "conversion/std_to_llvm",
     "kernel_abi", "dialects/kernel",
     "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py", "ops",
     "runtime/presk_pool.h", "runtime/presk_pool.c",
@@ -108,7 +110,9 @@ def lowering_passes(threads: str | None = None) -> list[ModulePass]:
     """PSK-Kernel → the llvm dialect: the passes of the docstring, in order; split kernels'
     parts started by `threads` (`pool`/`threads`, default `spawn()`)."""
     from ..transforms.kernel_split import KernelSplitPass
-    return [KernelSplitPass(), ConvertKernelToStdPass(threads or spawn(), scratch()),
+    from ..transforms.share_converts import ShareConvertsPass
+    return [ShareConvertsPass(), KernelSplitPass(),
+            ConvertKernelToStdPass(threads or spawn(), scratch()),
             *std_passes()]
 
 
