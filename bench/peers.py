@@ -24,10 +24,13 @@ Implementations:
 
 - Presk native (`presk.pipeline.run_native`, its inputs bound once). f64: the default
   realization (all-f64); f32: every site the entry reaches and every parameter f32 (bench/
-  native.py `all_f32`); `solved`: the realization `presk solve` finds under a budget of 1e-3
-  relative to the loss (solved at a small batch, `--solve-batch`, where the MPFR calibration
-  takes seconds; its sites are shape-free, so it applies at the timed batch, and its error
-  is measured there against PyTorch f64); `f32+fma`: the f32 realization with every
+  native.py `all_f32`); `solved … fused`: the realization `presk solve --fma --grad` finds
+  under a budget of 1e-3 relative to the loss (solved at a small batch, the case's
+  solve_batch, where the MPFR calibration takes seconds; its sites are shape-free, so it
+  applies at the timed batch, and its error is measured there against PyTorch f64): the
+  forward's types chosen by the solver, its contractions fused, the gradient's reverse
+  sweep at f32 where the measured gradient stays within the budget per parameter tensor
+  (presk/analysis/reverse_sweep.py), run under `--fuse-reductions` as `f32+fma fused` is; `f32+fma`: the f32 realization with every
   contraction fused (its `fma` field, bench/native.py `with_fma`: llvm.fma, one rounding
   per multiply-add, docs/precision.md); `f32+fma fused`: the same realization under
   `--fuse-reductions` (psk-inline, psk-fuse-reduce, the contractions' epilogues: the same
@@ -274,13 +277,18 @@ def solved(pb: Problem) -> tuple[Any, str]:
     t0 = time.perf_counter()
     envelope = EV.calibrate(pb.module, "loss", dims, bits=128, samples=1)
     sol = solve(pb.module, "loss", dims, envelope, BUDGET, params=E.weights(prepared, 0, None),
-                values=E.inputs(prepared, 0, None))
+                values=E.inputs(prepared, 0, None), fma=True, grad=True)
     took = time.perf_counter() - t0
-    return sol.realization, (f"presk solve --budget {BUDGET:g} at B = {pb.case.solve_batch}: "
-                             f"{sol.realization.summary()}, its measured error there "
-                             f"{sol.measured / sol.magnitude:.2e} relative (MPFR 128 bits), "
-                             f"calibration and solve {took:.1f} s; the gradient's reverse "
-                             "sweep f64 (the realization names the forward's sites)")
+    r = sol.reverse
+    reverse = (f"the gradient's reverse sweep: {len(r.sites)} sites f32, its measured error "
+               f"there {r.worst:.2e} relative (the largest over the parameter tensors)"
+               if r.narrowed else "the gradient's reverse sweep f64 (narrowed, it measured "
+               f"{max(r.tried.values(), default=0):.2e} relative, over the budget)")
+    return sol.realization, (f"presk solve --budget {BUDGET:g} --fma --grad at B = "
+                             f"{pb.case.solve_batch}: {sol.realization.summary()}, its "
+                             f"measured error there {sol.measured / sol.magnitude:.2e} "
+                             f"relative (MPFR 128 bits); {reverse}; calibration and solve "
+                             f"{took:.1f} s")
 
 
 # --------------------------------------------------------------------------------------
@@ -609,8 +617,8 @@ def run_case(case: Case, dtype: str, peers: dict[str, str | None], settings: Set
     if solve_it and dtype == "f32":
         realization, line = solved(pb)
         print(f"  solved: {line}")
-        impls.append(presk_impl(pb, f"Presk solved {BUDGET:g}", "budget",
-                                lambda grad: realization, native=native))
+        impls.append(presk_impl(pb, f"Presk solved {BUDGET:g} fused", "budget",
+                                lambda grad: realization, fused=True, native=native))
     ref = torch_impl(pb, "f64", compiled=False)
     if dtype == "f64":
         impls.append(ref)

@@ -69,6 +69,8 @@ class Sensitivities:
     # `sites` and `params` are then the largest over j. One element: [] (they are it).
     components: list[dict[str, Any]] = field(default_factory=list)
     shape: tuple[int, ...] = ()  # the result's
+    # a one-element result: its exact gradient in the first argument, `grad.<path>` → MPFR
+    gradient: dict[str, Any] = field(default_factory=dict)
 
     def per_function(self) -> dict[str, Any]:
         """Σ of its sites' sensitivities, per function, in the functions' order."""
@@ -215,13 +217,15 @@ def sensitivities(module: ModuleOp, entry: str, dims: dict[str, int],
         value, *grads = recorder.run(entry + ".value_vjp", args + [dy], prepared.dims)
         with numbers.context():
             norms = _param_norms(prepared, grads)
-        runs.append(({s: recorder.totals[s] for s in order}, norms, recorder))
+        runs.append(({s: recorder.totals[s] for s in order}, norms, recorder, grads))
     largest = lambda key, which: max((r[which][key] for r in runs), key=float)  # noqa: E731
     last = runs[-1][2]
     return Sensitivities(entry, bits, value, {s: largest(s, 0) for s in order}, functions,
                          {p: largest(p, 1) for p in runs[0][1]},
                          set().union(*(r[2].recorded for r in runs)), last.calls,
-                         [{**r[0], **r[1]} for r in runs] if shape else [], shape)
+                         [{**r[0], **r[1]} for r in runs] if shape else [], shape,
+                         E.flatten_gradient(prepared, runs[0][3][0])
+                         if not shape and runs[0][3] else {})
 
 
 def _param_norms(prepared: E.Entry, grads: list[Any]) -> dict[str, Any]:

@@ -321,6 +321,7 @@ class Solution:
     realization: Realization
     stored: int = 0  # stored values (decisions that are sites)
     name: str = ""  # the realization's name with its threading as the cost runs it
+    reverse: Any = None  # with `grad`: the reverse sweep's choice (reverse_sweep.py)
 
     @property
     def inside(self) -> bool:
@@ -536,7 +537,7 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
           params: dict[str, np.ndarray] | None = None, values: dict[str, np.ndarray] | None = None,
           seed: int = 0, bits: int = 128, cost_model: CostModel | None = None,
           theta: float = THETA, max_rounds: int = 64, profile=None,
-          fma: bool = False) -> Solution:
+          fma: bool = False, grad: bool = False) -> Solution:
     from ..pipeline import run_kernel
     from ..conversion.core_to_realize import site_types
     from ..dialects import core as C
@@ -772,6 +773,15 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
         d.type = saved_types[d.key]
 
     others = follower_terms()
+    reverse = None
+    if grad:  # the reverse sweep: narrowed where the measured gradient allows
+        from .reverse_sweep import solve_reverse
+        if not sens.gradient:
+            raise SolveError(f"--grad: `{entry}` has no gradient in a parameter tree to "
+                             "measure (its result is one element and its first argument "
+                             "the parameters)")
+        final, reverse = solve_reverse(core_module, entry, dims, final, sens.gradient,
+                                       budget, params, values, fma)
     if isinstance(model, _RecordedCost):
         name = final.summary(model.threads(final))
     else:  # a cost of the caller's: the kernels at their default layouts
@@ -780,7 +790,8 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     return Solution(entry, dims, budget, magnitude, absolute, decisions, others, moves, cost,
                     cost_f64, proposal, floor, estimate(), measured, widenings, f64_measured,
                     getattr(model, "unit", "bytes"), final,
-                    stored=sum(1 for d in decisions if d.kind == "site"), name=name)
+                    stored=sum(1 for d in decisions if d.kind == "site"), name=name,
+                    reverse=reverse)
 
 
 def write_realization(solution: Solution, path: str) -> None:

@@ -1,5 +1,5 @@
 """`presk solve FILE --precision envelope.json --budget 1e-3 [--entry E] [--dim B=4]
-[--sites N] [--seed S] [--weights W] [--inputs I] [--fma] [--out realization.json]
+[--sites N] [--seed S] [--weights W] [--inputs I] [--fma] [--grad] [--out realization.json]
 [--certify --range NAME=[lo, hi]… | --ranges FILE]`: the cheapest
 type for every stored value under the budget, measured against the exact reference
 (§6.3 of the reference). The solver is presk/analysis/solver.py.
@@ -49,6 +49,11 @@ def add_solve(sub: Any) -> None:
                    help="fuse the entry's contractions (the realization's `fma`: one rounding "
                    "per multiply-add, other bits; never a larger bound, up to 2x faster: "
                    "docs/precision.md); default: none fused")
+    p.add_argument("--grad", action="store_true",
+                   help="also type the gradient's reverse sweep: its sites at f32 (with "
+                   "--fma its contractions fused) when the measured gradient stays within "
+                   "the budget per parameter tensor, else f64 (docs/precision.md); "
+                   "default: the reverse sweep f64")
     p.add_argument("--out", metavar="REALIZATION", type=output_file,
                    help="write the realization (JSON) here")
     p.add_argument("--certify", action="store_true",
@@ -138,7 +143,8 @@ def solved(args: argparse.Namespace):
         values = E.inputs(entry, args.seed, args.inputs)  # the envelope's (calibrate
         # --range's midpoint, the box's own sample, for --certify) unless given
         solution = solve(module, args.entry, dims, envelope, args.budget, params, values,
-                         args.seed, args.bits, profile=profile, fma=args.fma)
+                         args.seed, args.bits, profile=profile, fma=args.fma,
+                         grad=args.grad)
     except (WeightsError, SolveError, SensitivityError) as exc:
         raise UsageError(f"presk: {exc}") from None
     return solution, (module, entry, params, values)
@@ -186,6 +192,26 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def _reverse_lines(sol) -> list[str]:
+    """--grad: what the reverse sweep runs in, and the gradient's measured error."""
+    r = sol.reverse
+    if r is None:
+        return []
+    worst = lambda errors: max(errors.items(), key=lambda kv: kv[1])  # noqa: E731
+    if r.narrowed:
+        key, value = worst(r.errors)
+        fused = f", {len(r.fma)} contractions fused" if r.fma else ""
+        return [f"  reverse     {len(r.sites)} sites of the gradient's sweep at f32{fused}: "
+                f"its largest error {_e(value)} relative ({key}), inside the budget"]
+    if not r.candidates:
+        return ["  reverse     the gradient's sweep has no site to narrow"]
+    key, value = worst(r.tried)
+    f64_key, f64_value = worst(r.errors)
+    return [f"  reverse     left f64: narrowed to f32 its {r.candidates} sites measured "
+            f"{_e(value)} relative ({key}), over the budget; in f64 {_e(f64_value)} "
+            f"({f64_key})"]
+
+
 def report(sol, top: int = 30) -> str:
     """§6.3's tables."""
     sites = [d for d in sol.decisions if d.kind == "site"]
@@ -229,6 +255,7 @@ def report(sol, top: int = 30) -> str:
                 " — the budget is missed even in all-f64"),
              "  floor       every offered value at the narrowest type its own term allows under "
              "the whole budget, taken alone",
+             *_reverse_lines(sol),
              ""]
     total = sol.estimate
     share = (lambda t: 100.0 * t / total) if total > 0 else (lambda t: 0.0)

@@ -267,6 +267,8 @@ class Recorder:
     def _check_realization(self) -> None:
         for site in self.realization.sites:
             fn, _, number = site.rpartition("/%")
+            if fn not in self.funcs and _forward_of(fn) in self.funcs:
+                continue  # the reverse sweep's: typed when the gradient is recorded
             if fn not in self.funcs:
                 raise RealizationError(f"the realization's site `{site}` names no function of "
                                        "the program")

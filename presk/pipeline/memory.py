@@ -107,13 +107,13 @@ def memory_report(core_module, entry: str, dims: dict[str, int], realization=Non
     (a Plan or `@plan.json`, made by `presk plan` for this recording)."""
     from ..analysis.memory import count
     from ..emit.c_program import entry_c
-    from ..kernel_abi.arena import entry_signatures
     from ..kernel_abi.calling import slot
     from ..kernel_abi.lives import live_bytes
     from ..kernel_abi.placement import place
     trace, pipe = memory_trace(core_module, entry, dims, realization, grad, remat, plan)
     name = trace.entry.sym_name.data
-    native = {s.host: s.arena_bytes for s in entry_signatures(pipe.kernel)}[name]
+    from ..runtime.compile import native_signatures
+    native = {s.host: s.arena_bytes for s in native_signatures(pipe.kernel)}[name]
     rounded = live_bytes(trace, lambda b: b.kind == "made", size=lambda b: slot(b.bytes))
     counted = count(trace)
     return MemoryReport(counted, place(trace).need[name], max(rounded, default=0),

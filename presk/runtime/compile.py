@@ -37,7 +37,7 @@ _LOWERING_SOURCES = (
     "transforms/share_converts.py", "conversion/std_to_llvm",
     "kernel_abi", "dialects/kernel",
     "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py", "ops",
-    "runtime/presk_pool.h", "runtime/presk_pool.c",
+    "runtime/presk_pool.h", "runtime/presk_pool.c", "runtime/compile.py",
 )
 
 
@@ -116,14 +116,28 @@ def lowering_passes(threads: str | None = None) -> list[ModulePass]:
             *std_passes()]
 
 
+def shared_converts(kernel_module: ModuleOp) -> ModuleOp:
+    """A copy of the kernel module with its conversions shared (psk-kernel-share-converts,
+    the lowering's first pass): the buffers native code places in its arena."""
+    from ..transforms.share_converts import share_converts
+    module = kernel_module.clone()
+    share_converts(module)
+    return module
+
+
+def native_signatures(kernel_module: ModuleOp) -> list[EntrySig]:
+    """The entries native code exports, their arenas as the lowering places them."""
+    return entry_signatures(shared_converts(kernel_module))
+
+
 def llvm_dialect_module(kernel_module: ModuleOp, threads: str | None = None
                         ) -> tuple[ModuleOp, list[EntrySig]]:
     """The kernel module (left unchanged) lowered to the llvm dialect (`lowering_passes`,
     split kernels' parts started by `threads`, default `spawn()`), the math library's
     functions appended, and the entries it exports."""
     from ..emit.mathlib_llvm import declare_all
-    sigs = entry_signatures(kernel_module)
-    module = kernel_module.clone()
+    module = shared_converts(kernel_module)
+    sigs = entry_signatures(module)  # its arena: the buffers the lowering places
     ctx = Context()
     for p in lowering_passes(threads or (spawn() if splits(kernel_module) else "threads")):
         p.apply(ctx, module)

@@ -44,7 +44,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("presk.pipeline",),
     # What runs the pipeline: training; the solver and the bounds, which measure a
     # realization by running it (kept in analysis/ beside the analyses they read).
-    ("presk.train", "presk.analysis.solver", "presk.analysis.bounds", "presk.analysis.box",
+    ("presk.train", "presk.analysis.solver", "presk.analysis.reverse_sweep",
+     "presk.analysis.bounds", "presk.analysis.box",
      "presk.analysis.boxcheck", "presk.analysis.certify"),
     # The Python API (load, compile, calibrate, solve, train) and the PyTorch op on it.
     # The package root re-exports them lazily (PEP 562, by name: no import statement),
