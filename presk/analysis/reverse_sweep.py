@@ -52,16 +52,22 @@ class ReverseSweep:
         return max(self.errors.values(), default=0.0)
 
 
-def reverse_sites(core_module, entry: str) -> list[str]:
+def _differentiated(core_module, entry: str):
+    from ..pipeline import differentiate
+    module = core_module.clone()
+    differentiate(module, [entry], "store")
+    return module
+
+
+def reverse_sites(core_module, entry: str, differentiated=None) -> list[str]:
     """The sites of `entry`'s reverse sweep that hold a tensor: the values computed by the
     functions psk-differentiate makes for it (`f.bwd`, `f.vjp`, `f.value_vjp`), each in
     its own function (not a `.fwd`'s clone of a forward value, which keeps its forward
-    site)."""
+    site). `differentiated`: the module differentiated for `entry`, when the caller has
+    it."""
     from ..dialects import core as C
-    from ..pipeline import differentiate
     from .sensitivity import reached
-    module = core_module.clone()
-    differentiate(module, [entry], "store")
+    module = differentiated or _differentiated(core_module, entry)
     funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, C.FuncOp)}
     forward = set(reached(core_module, entry))
     out: dict[str, None] = {}
@@ -102,14 +108,10 @@ def solve_reverse(core_module, entry: str, dims: dict[str, int], forward: Realiz
         run = run_kernel(core_module, entry, dims, params, values, real, grad=True)
         return gradient_errors(run.result, exact)
 
-    sites = reverse_sites(core_module, entry)
-    fused: tuple[str, ...] = ()
-    if fma:
-        from ..pipeline import differentiate
-        module = core_module.clone()
-        differentiate(module, [entry], "store")
-        fused = tuple(s for s in contraction_sites(module, f"{entry}.value_vjp")
-                      if s not in forward.fma)
+    module = _differentiated(core_module, entry)
+    sites = reverse_sites(core_module, entry, module)
+    fused = tuple(s for s in contraction_sites(module, f"{entry}.value_vjp")
+                  if s not in forward.fma) if fma else ()
     candidate = replace(forward, sites={**forward.sites, **{s: NARROW for s in sites}},
                         fma=forward.fma + fused)
     tried = errors(candidate)

@@ -554,6 +554,9 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     if values is None:
         values = E.inputs(prepared, seed, None)
     sens = sensitivities(core_module, entry, dims, params, values, bits)
+    if grad and not sens.gradient:
+        raise SolveError(f"--grad: `{entry}` has no gradient in a parameter tree to measure "
+                         "(its result is one element and its first argument the parameters)")
     magnitude = _magnitude(sens.value)
     absolute = budget * magnitude
     recordings = _recordings(cost_model, core_module, entry, dims)
@@ -776,10 +779,6 @@ def solve(core_module, entry: str, dims: dict[str, int], envelope, budget: float
     reverse = None
     if grad:  # the reverse sweep: narrowed where the measured gradient allows
         from .reverse_sweep import solve_reverse
-        if not sens.gradient:
-            raise SolveError(f"--grad: `{entry}` has no gradient in a parameter tree to "
-                             "measure (its result is one element and its first argument "
-                             "the parameters)")
         final, reverse = solve_reverse(core_module, entry, dims, final, sens.gradient,
                                        budget, params, values, fma)
     if isinstance(model, _RecordedCost):
