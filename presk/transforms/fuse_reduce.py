@@ -4,7 +4,9 @@ Runs after psk-fuse. Within each instance, for every reduction (sum, mean, max, 
 logsumexp) R of a shape F over one axis (or every axis), in block order:
   - its producer joins when it is element-wise (an op or a `group`) and R alone reads it:
     the squares of RMSNorm's `mean(x^2)`, the loss's `(a − y)^2`, are then summed as they
-    are computed, never stored;
+    are computed, never stored. A spread's `like` reads no element, only a shape (the
+    reverse sweep spreads the mean's cotangent over x²'s): it does not count, and once
+    the square is in the group it takes its shape from the value the square reads (x);
   - then, while the group's value has one reader, that reader joins when it is
     element-wise (an op or a group) and makes the reduced shape K (`sqrt(ms + eps)`) or F
     reading the group's K values on the kept axes (`x / rms * γ`: the normalization).
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation, SSAValue, Use
 from xdsl.passes import ModulePass
 
 from presk.dialects import realize as R
@@ -32,11 +34,31 @@ from .fuse import empty_group, outside_inputs
 REDUCTIONS = (R.SumOp, R.MeanOp, R.MaxOp, R.MinOp, R.LogSumExpOp)
 
 
+def _reads_elements(use: Use) -> bool:
+    """Whether a use reads the value's elements: a spread's `like` gives it a shape only
+    (the reverse sweep's spread of a mean's cotangent takes the mean's operand, RMSNorm's
+    x², as its `like`)."""
+    return not (isinstance(use.operation, R.SpreadOp) and use.index == 1)
+
+
 def _sole_reader(value: SSAValue) -> Operation | None:
-    uses = list(value.uses)
-    if len(uses) != 1:
+    """The one op that reads `value`'s elements, if one does; ops that take only its shape
+    do not count, as long as a stand-in can give them the shape once it is fused away."""
+    uses = [u for u in value.uses if _reads_elements(u)]
+    if len(uses) != 1 or (len(uses) < len(list(value.uses)) and _stand_in(value) is None):
         return None
     return uses[0].operation
+
+
+def _stand_in(value: SSAValue) -> SSAValue | None:
+    """A value of `value`'s sizes its element-wise producer reads (x for x²): what a
+    shape-only reader takes instead once `value` lives inside a group."""
+    op = value.owner
+    if not isinstance(op, Operation):
+        return None
+    sizes = R._ttype(value).sizes
+    return next((v for v in op.operands if isinstance(v.type, R.RTensorType)
+                 and v.type.sizes == sizes), None)
 
 
 def _steps(op: Operation) -> list[Operation]:
@@ -122,6 +144,10 @@ def fuse_reductions_func(func: R.FuncOp) -> int:
 def _materialize(members: list[Operation]) -> R.ReduceGroupOp:
     """One reduce_group of `members` (top-level ops, in block order), at the last's place."""
     root = members[-1]
+    for m in members[:-1]:  # a member's shape-only readers take its stand-in's shape
+        value = m.results[0]
+        for use in [u for u in value.uses if not _reads_elements(u)]:
+            use.operation.operands[use.index] = _stand_in(value)
     inputs = outside_inputs(members)
     group, body = empty_group(R.ReduceGroupOp, inputs, root)
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))

@@ -147,6 +147,23 @@ def test_rmsnorm_is_one_nest() -> None:
     assert launches(pipe.kernel) == 8
 
 
+def test_the_gradient_s_square_joins_its_mean() -> None:
+    """The reverse sweep spreads the mean's cotangent over the square's shape (its
+    `like`): a shape, not a read, so RMSNorm's square still joins the mean that alone
+    reads it (and the loss's (a − y)² its mean) — no kernel squares alone. The scaled
+    Tower all-f32, as bench/peers.py times it: its blocks' forward and reverse sweep
+    recorded in one function. (Under all-f64 the blocks stay a fold, and the square
+    leaves the fold's forward function as a residual for the reverse one: that return is
+    a read, and the square stays a launch of its own.)"""
+    core, _ = load_core(str(ROOT / "bench" / "scaled_tower.psk"))
+    pipe = kernel_pipeline(core, "loss", {"B": 8}, all_f32(core, "loss"), grad=True,
+                           fuse_reductions=True)
+    titles = [k.title.data for k in pipe.kernel.ops if k.name == "psk_kernel.kernel"]
+    assert "pow 2" not in titles
+    assert "fused 4 steps, mean axis model" in titles  # x², mean, + eps, sqrt
+    assert "fused 2 steps, mean" in titles  # the loss's (a − y)² and its mean
+
+
 @pytest.mark.skipif(not CAN_C, reason="needs cc and make on PATH")
 @pytest.mark.parametrize("t", ["f64", "f32"])
 def test_c_is_native(kinds, tmp_path: Path, t) -> None:
