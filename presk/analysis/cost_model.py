@@ -96,8 +96,9 @@ class Counts:
     blocked: float = 0.0  # a blocked sum's runs × its partials (their start and tree)
     math_ops: dict[str, float] | None = None  # compute type → math calls' program ops
     # a tiled launch's bytes copied into memory it allocates: (unpanelled: the operands
-    # read along j where j is not their last axis, copied j-last; panelled)
-    copied: tuple[float, float] = (0.0, 0.0)
+    # read along j where j is not their last axis, copied j-last; panelled; panelled with
+    # k swept in blocks of KBLOCK, a j-last j operand read in place)
+    copied: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 def _type(t) -> str:
@@ -184,21 +185,24 @@ def count(kernel: K.KernelOp, line: int = 64) -> Counts:
     outer = loops[0].trip if len(loops) == 1 and not loops[0].inits else 1
     return Counts(c["arith"], c["math"], c["steps"], c["loads"], tuple(sizes), sides, outer,
                   tuple(c["strided"]), c["chain"], c["blocked"], c["math_ops"],
-                  _copied(kernel) if sides is not None else (0.0, 0.0))
+                  _copied(kernel) if sides is not None else (0.0, 0.0, 0.0))
 
 
-def _copied(kernel: K.KernelOp) -> tuple[float, float]:
+def _copied(kernel: K.KernelOp) -> tuple[float, float, float]:
     """The bytes a tiled launch of the contraction copies into memory it allocates
-    (tile_contraction.py), unpanelled and panelled: the whole operands (the tiles' share
-    of them is all but a remainder). Which operands does not depend on the tile."""
-    from presk.kernel_abi.tiles import find_nest, packed_loads, panel_loads
+    (tile_contraction.py), unpanelled, panelled, and panelled with k in blocks of KBLOCK:
+    the whole operands (the tiles' share of them is all but a remainder). Which operands
+    does not depend on the tile."""
+    from presk.kernel_abi.tiles import KBLOCK, find_nest, packed_loads, panel_loads
     nest = find_nest(kernel.body.block, K.LayoutAttr.tiled((1, 2), 2))
     if nest is None:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     def size(ops) -> float:
         return float(sum(op.buffer.type.bytes for op in ops))
-    return (size(packed_loads(nest)),
-            size(packed_loads(nest, True)) + size(op for op, _, _ in panel_loads(nest)))
+    def panelled(kblock: int) -> float:
+        return size(packed_loads(nest, True, kblock)) + \
+            size(op for op, _, _ in panel_loads(nest, kblock))
+    return size(packed_loads(nest)), panelled(0), panelled(KBLOCK)
 
 
 def _level(nbytes: float, machine: Machine) -> int:
@@ -336,9 +340,12 @@ def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
             walked = [n > 0 and _level(nbytes, machine) > 0 for nbytes, n in
                       zip(counts.buffer_bytes[:2], counts.strided[:2])]
             if point.panels:
-                # the panels are copied once a launch — the j operand, and the i
-                # operand when it is read down its columns: a load and a store an element
-                packed = (rhs + (lhs if counts.strided[0] else 0)) / esize
+                # the panels are copied once a launch — the j operand (unless k runs in
+                # blocks and it is read in place), and the i operand when it is read
+                # down its columns: a load and a store an element
+                in_place = point.kblock and counts.copied[2] < counts.copied[1]
+                packed = ((0 if in_place else rhs)
+                          + (lhs if counts.strided[0] else 0)) / esize
                 x[7 if esize == 8 else 8] += 2 * packed
             else:
                 # unpacked, a tile's k step reads each operand walked down its columns
@@ -357,7 +364,8 @@ def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
     # in): besides their loads and stores, priced apart — on a 2 MiB-L2 Xeon the
     # residual stack's 64 × 64 xᵀ·g over k = 1024 ran 1.28× slower from panels (1 MiB
     # copied a launch) than unpacked, which their loads' price alone does not see
-    x[23] = counts.copied[point.panels] if tiled else 0.0
+    x[23] = counts.copied[(2 if point.kblock else 1) if point.panels else 0] \
+        if tiled else 0.0
     x[24] = _swept_copy(counts, point) if tiled else 0.0
     return x
 

@@ -37,7 +37,7 @@ from xdsl.passes import ModulePass
 
 from presk.analysis.artifact import check_format, expect, read_json
 from presk.dialects import kernel as K
-from presk.kernel_abi.tiles import innermost_pair
+from presk.kernel_abi.tiles import KBLOCK, innermost_pair
 
 FORMAT = "presk-plan/1"
 ROWS = (1, 2, 4, 8)
@@ -46,10 +46,6 @@ PANEL_ROWS, PANEL_COLUMNS = 4, 16
 """The tiles whose operands the space also offers packed into panels: below them a
 tile's k sweep reads too few columns for the copy to pay (and the tutorial's space, all
 of 4 columns, stays as it was)."""
-KBLOCK = 256
-"""The k block the space offers to a panelled tile whose k loop is at least twice as
-long (`kblock = 256`): a block of the scaled Tower's xᵀ·g (K = 1024) reads 256 KB of its
-j operand's f64 panels instead of 2 MB, which with the i operand's overfills a 2 MB L2."""
 
 
 class PlanError(Exception):

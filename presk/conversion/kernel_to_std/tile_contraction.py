@@ -35,6 +35,8 @@ changes which outputs run together.
   and loaded back (in the sum's own type, so exactly), and only the last block runs the
   epilogue. Each output still sees its k loop ascending, one rounding a step: the same
   bits; a block's panels (N·J of the j operand) stay in L2 while every tile reads them.
+  A j operand whose last axis is j is then not copied at all (tiles.py `panel_loads`):
+  a block of its rows, read in place, stays in L2 the same.
   A nest whose sum is not stored as it is (a bf16 output, two sums) runs its k whole.
 * The tiles cover [0, R·⌊I/R⌋) × [0, C·⌊J/C⌋); the rest runs the nest as it is (copies of
   the original loops with narrowed bounds), lowered by the scalar patterns.
@@ -57,7 +59,8 @@ from xdsl.rewriter import InsertPoint
 
 from .emitter import Emitter, as_buffer, lower_scalar_op
 from presk.dialects import kernel as K
-from presk.kernel_abi.tiles import Nest, find_nest, packed_loads, panel_loads, panel_shape
+from presk.kernel_abi.tiles import (Nest, find_nest, packed_loads, panel_loads, panel_shape,
+                                    sweeps_k_in_blocks)
 
 PTR = llvm.LLVMPointerType()
 
@@ -133,17 +136,11 @@ def k_blocks(nest: Nest, kblock: int) -> list[KBlock | None]:
     """The blocks of the nest's k loop under `kblock` ([None]: the k loop whole — no
     kblock, a body with other than one sum and one contiguous store of the sum's type,
     or a k loop no longer than a block)."""
+    if not sweeps_k_in_blocks(nest, kblock):
+        return [None]
     ops = list(nest.j_loop.body.block.ops)
-    loops = [op for op in ops if isinstance(op, K.ForOp)]
-    stores = [op for op in ops if isinstance(op, K.StoreOp)]
-    if not kblock or len(loops) != 1 or len(stores) != 1:
-        return [None]
-    loop, store = loops[0], stores[0]
-    buffer = store.buffer.type
-    assert isinstance(buffer, K.BufferType)
-    if len(loop.inits) != 1 or loop.width is not None or loop.trip <= kblock or \
-            store.indices[-1] is not nest.j or buffer.element != loop.results[0].type:
-        return [None]
+    loop = next(op for op in ops if isinstance(op, K.ForOp))
+    store = next(op for op in ops if isinstance(op, K.StoreOp))
     lo, hi = loop.lower.data, loop.upper.data
     return [KBlock(loop, store, a, min(a + kblock, hi), a == lo, a + kblock >= hi)
             for a in range(lo, hi, kblock)]
@@ -520,13 +517,14 @@ def tile_kernel(block: Block, layout: K.LayoutAttr, rewriter: PatternRewriter,
     packed: dict[SSAValue, tuple[SSAValue, list[int]]] = {}
     panels: dict[SSAValue, Panels] = {}
     memory = Scratch(scratch)
-    for op, loop, width in (panel_loads(nest) if layout.panels else []):
+    kblock = layout.kblock.data
+    for op, loop, width in (panel_loads(nest, kblock) if layout.panels else []):
         panels[op.buffer] = emit_panels(top, op.buffer, loop,
                                         list(op.indices).index(loop.induction), width, memory)
-    for op in packed_loads(nest, layout.panels):
+    for op in packed_loads(nest, layout.panels, kblock):
         order = pack_order(nest, op)
         packed[op.buffer] = (emit_pack(top, op.buffer, order, memory), order)
-    for kb in k_blocks(nest, layout.kblock.data):
+    for kb in k_blocks(nest, kblock):
         _emit_tiles(nest, deps, packed, make_emit, panels, kb)
     _remainders(nest, rewriter)
     end = make_emit(InsertPoint.before(ret))
