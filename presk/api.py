@@ -393,8 +393,11 @@ class Compiled:
         the arguments' leaves), their getters, and argv pointing at the entry's own
         buffers (the cotangent's holding 1)."""
         call, sig = self.call, self.native.sig
+        # the entry's own buffers, in its types (an input the lowering narrowed to f32 is
+        # one: psk-kernel-hoist-input-converts)
+        inputs = self.native.check_inputs(call.inputs)
         slots = {b.name: _Slot(b.name, b.shape, b.element, i, a)
-                 for i, (b, a) in enumerate(zip(sig.inputs, call.inputs))}
+                 for i, (b, a) in enumerate(zip(sig.inputs, inputs))}
         by_path = {n.partition(".")[2]: slot for n, slot in slots.items()
                    if n not in prepared.inputs and n.partition(".")[2] in set(self.paths)}
         for path, slot in by_path.items():
@@ -412,9 +415,10 @@ class Compiled:
         self._pointers = [0] * len(self._slots)  # a tensor's data pointer then (1: an array)
         self._torch_in = self._torch_out = False  # a tensor read in place; tensors given
         self._cotangent = slots[sig.inputs[-1].name] if self.grad else None
-        self._one = call.inputs[-1].ctypes.data if self.grad else 0
+        self._one = inputs[-1].ctypes.data if self.grad else 0
         self._seed_moved = bool(self.result_shape)  # a tensor result: the caller seeds it
-        self._argv = (ctypes.c_void_p * len(sig.args))(*[a.ctypes.data for a in call.inputs])
+        self._argv = (ctypes.c_void_p * len(sig.args))(*[a.ctypes.data for a in inputs])
+        self._inputs = inputs  # argv points into them
 
     def _plan_outputs(self) -> None:
         """The output buffers (bound once, after the inputs in argv) and how a call reads

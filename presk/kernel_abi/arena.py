@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from presk.dialects import kernel as K
-from presk.kernel_abi.calling import BufferSig, EntrySig, entry_symbol
+from presk.kernel_abi.calling import ROUNDED_INPUTS, BufferSig, EntrySig, entry_symbol
 
 
 class ArenaPlan:
@@ -101,7 +101,10 @@ def entry_signatures(module: ModuleOp) -> list[EntrySig]:
     for name, host in plan.hosts.items():
         if host.entry is None:
             continue
-        bufs = [BufferSig(n, K.type_name(a.type.element), a.type.shape)  # type: ignore
+        rounded = host.attributes.get(ROUNDED_INPUTS)
+        given = {a.data for a in rounded.data} if rounded is not None else set()
+        bufs = [BufferSig(n, K.type_name(a.type.element), a.type.shape,  # type: ignore
+                          "f64" if n in given else None)
                 for n, a in zip(host.arg_name_list, host.args)]
         n_in = len(host.input_args)
         sigs.append(EntrySig(name, entry_symbol(name), tuple(bufs[:n_in]), tuple(bufs[n_in:]),

@@ -80,11 +80,14 @@ def slot_align(n: int) -> int:
 @dataclass(frozen=True)
 class BufferSig:
     """One argument of an entry: its name (`θ.blocks.proj.w`, `batch.0`, `out`), element
-    type (`f64`, `f32`, `bf16`) and shape."""
+    type (`f64`, `f32`, `bf16`) and shape; `given`: for an input the native lowering
+    narrowed (psk-kernel-hoist-input-converts), the element the caller's data is in (f64),
+    which the runtime rounds into `element` when it binds the call."""
 
     name: str
     element: str
     shape: tuple[int, ...]
+    given: str | None = None
 
     @property
     def size(self) -> int:
@@ -95,11 +98,21 @@ class BufferSig:
         return self.size * ELEMENT_BYTES[self.element]
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "element": self.element, "shape": list(self.shape)}
+        out = {"name": self.name, "element": self.element, "shape": list(self.shape)}
+        if self.given is not None:
+            out["given"] = self.given
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> BufferSig:
-        return cls(str(d["name"]), str(d["element"]), tuple(int(s) for s in d["shape"]))
+        given = d.get("given")
+        return cls(str(d["name"]), str(d["element"]), tuple(int(s) for s in d["shape"]),
+                   None if given is None else str(given))
+
+
+ROUNDED_INPUTS = "rounded_inputs"
+"""The entry host's attribute naming the inputs psk-kernel-hoist-input-converts narrowed
+to f32 (their `BufferSig.given` is f64)."""
 
 
 @dataclass(frozen=True)

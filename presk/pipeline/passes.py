@@ -100,6 +100,11 @@ def _share_converts() -> type[ModulePass]:
     return ShareConvertsPass
 
 
+def _hoist_input_converts() -> type[ModulePass]:
+    from ..transforms.hoist_input_converts import HoistInputConvertsPass
+    return HoistInputConvertsPass
+
+
 def _kernel_split() -> type[ModulePass]:
     from ..transforms.kernel_split import KernelSplitPass
     return KernelSplitPass
@@ -137,6 +142,7 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-psk-realize-to-kernel": _realize_to_kernel,
     "psk-kernel-dedup": _kernel_dedup,
     "psk-kernel-share-converts": _share_converts,
+    "psk-kernel-hoist-input-converts": _hoist_input_converts,
     "psk-kernel-split": _kernel_split,
     "psk-plan-layout": _plan_layout,
     "convert-psk-kernel-to-std": _kernel_to_std,

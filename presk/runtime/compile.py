@@ -1,6 +1,7 @@
 """PSK-Kernel → machine code in this process: the native backend's pipeline.
 
     psk-kernel-share-converts            presk/transforms/share_converts.py
+    psk-kernel-hoist-input-converts      presk/transforms/hoist_input_converts.py
     psk-kernel-split                     presk/transforms/kernel_split.py
     convert-psk-kernel-to-std            presk/conversion/kernel_to_std/
     convert-scf-to-cf                    xDSL
@@ -34,7 +35,8 @@ from . import NativeCache, NativeProgram, load_native
 _PRESK = Path(__file__).resolve().parent.parent
 _LOWERING_SOURCES = (
     "conversion/kernel_to_std", "transforms/kernel_split.py",
-    "transforms/share_converts.py", "conversion/std_to_llvm",
+    "transforms/share_converts.py", "transforms/hoist_input_converts.py",
+    "conversion/std_to_llvm",
     "kernel_abi", "dialects/kernel",
     "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py", "ops",
     "runtime/presk_pool.h", "runtime/presk_pool.c", "runtime/compile.py",
@@ -109,24 +111,30 @@ def splits(kernel_module: ModuleOp) -> bool:
 def lowering_passes(threads: str | None = None) -> list[ModulePass]:
     """PSK-Kernel → the llvm dialect: the passes of the docstring, in order; split kernels'
     parts started by `threads` (`pool`/`threads`, default `spawn()`)."""
+    from ..transforms.hoist_input_converts import HoistInputConvertsPass
     from ..transforms.kernel_split import KernelSplitPass
     from ..transforms.share_converts import ShareConvertsPass
-    return [ShareConvertsPass(), KernelSplitPass(),
+    return [ShareConvertsPass(), HoistInputConvertsPass(), KernelSplitPass(),
             ConvertKernelToStdPass(threads or spawn(), scratch()),
             *std_passes()]
 
 
 def shared_converts(kernel_module: ModuleOp) -> ModuleOp:
-    """A copy of the kernel module with its conversions shared (psk-kernel-share-converts,
-    the lowering's first pass): the buffers native code places in its arena."""
+    """A copy of the kernel module with its conversions shared and an entry's inputs
+    read only in f32 passed in f32 (psk-kernel-share-converts and
+    psk-kernel-hoist-input-converts, the lowering's first passes): the entries' buffers
+    and the arena native code places."""
+    from ..transforms.hoist_input_converts import hoist_input_converts
     from ..transforms.share_converts import share_converts
     module = kernel_module.clone()
     share_converts(module)
+    hoist_input_converts(module)
     return module
 
 
 def native_signatures(kernel_module: ModuleOp) -> list[EntrySig]:
-    """The entries native code exports, their arenas as the lowering places them."""
+    """The entries native code exports, their buffers and arenas as the lowering
+    makes them."""
     return entry_signatures(shared_converts(kernel_module))
 
 

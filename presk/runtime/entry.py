@@ -57,6 +57,16 @@ def check_buffer(role: str, buf: BufferSig, a: object) -> np.ndarray:
     return a
 
 
+def _rounded(buf: BufferSig, a: object) -> object:
+    """An input the lowering narrowed, given in its caller's type, rounded into the
+    entry's (as the host's convert did: to nearest even); anything else as it is."""
+    if buf.given is not None and isinstance(a, np.ndarray) and \
+            a.dtype == storage_dtype(buf.given) and a.shape == buf.shape:
+        with np.errstate(over="ignore"):  # f64 → f32, numpy's cast: nearest even, as fptrunc
+            return a.astype(storage_dtype(buf.element), order="C")
+    return a
+
+
 def _check_count(role: str, sigs: Sequence[BufferSig], given: Sequence[object],
                  host: str) -> None:
     if len(given) != len(sigs):
@@ -77,8 +87,11 @@ class NativeEntry:
         self.arena = aligned_empty(max(sig.arena_bytes, 1))  # a real, aligned address
 
     def check_inputs(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The inputs checked; one the lowering narrowed (`given`) may come in its given
+        type, and is then rounded to nearest even into the entry's (a new array)."""
         _check_count("input", self.sig.inputs, inputs, self.sig.host)
-        return [check_buffer("input", b, a) for b, a in zip(self.sig.inputs, inputs)]
+        return [check_buffer("input", b, _rounded(b, a))
+                for b, a in zip(self.sig.inputs, inputs)]
 
     def check_outputs(self, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         _check_count("output", self.sig.outputs, outputs, self.sig.host)

@@ -53,10 +53,13 @@ class NativeObjective:
                                True, True, remat, plan=plan,
                                fuse_reductions=fuse_reductions)
         self.program, self.entry = compile_call(self.call, cache)
-        self._step: Callable[[], None] = self.entry.bind(self.call.inputs)
+        # the entry's own input buffers, in its types (an input the lowering narrowed to
+        # f32 is one: psk-kernel-hoist-input-converts); the slots write into them
+        inputs = self.entry.check_inputs(self.call.inputs)
+        self._step: Callable[[], None] = self.entry.bind(inputs)
         self.outputs: list[np.ndarray] = self._step.outputs  # type: ignore[attr-defined]
         self.slots = [Slot(sig.name, b, sig.element)
-                      for sig, b in zip(self.entry.sig.inputs, self.call.inputs)]
+                      for sig, b in zip(self.entry.sig.inputs, inputs)]
         self._param_slots = {s.name.partition(".")[2]: s for s in self.slots
                              if s.name.partition(".")[2] in params}
         self._batch_slots = [s for s in self.slots if s.name in values]

@@ -236,3 +236,43 @@ def test_time_call_shape() -> None:
     assert len(calls) >= 1 + 3 * t.number
     with pytest.raises(ValueError):
         time_call(lambda: None, repeats=0)
+
+
+def test_an_input_read_only_in_f32_is_passed_in_f32(tmp_path: Path) -> None:
+    """psk-kernel-hoist-input-converts: under all-f32 (its calls inlined) the tutorial's
+    batch is read only in f32, so the native entry takes it in f32 (`given` f64: the caller's data, rounded when
+    the call is bound — as the host's convert rounded it: the same bits as the kernel
+    interpreter, which keeps the f64 input and its convert). An f64 array of another
+    shape is still refused, and so is an f64 parameter (not narrowed by the lowering)."""
+    from presk.analysis import entry as E
+    from presk.analysis.kernel_interpret import KernelInterpreter
+    from presk.analysis.realization import Realization
+    from presk.pipeline import compile_call, entry_call, load_core
+    core, _ = load_core(str(Path(__file__).resolve().parents[2] / "tutorial" / "07_train.psk"))
+    prepared = E.prepare(core, "loss", {"B": 4})
+    params, values = E.weights(prepared, 3, None), E.inputs(prepared, 3, None)
+    from presk.dialects import core as C
+    sites = {op.site.data: "f32" for f in core.ops if isinstance(f, C.FuncOp)
+             for op in f.body.block.ops if op.results and "site" in op.attributes
+             and isinstance(op.results[0].type, C.TensorAttr)}
+    real = Realization("loss", sites, {f.path: "f32" for f in prepared.fields})
+    # --fuse-reductions: the calls inlined, the batch's convert in the entry host itself
+    call = entry_call(core, "loss", {"B": 4}, params, values, real, True,
+                      fuse_reductions=True)
+    _, entry = compile_call(call, cache=False)
+    by_name = {b.name: b for b in entry.sig.inputs}
+    assert (by_name["batch.0"].element, by_name["batch.0"].given) == ("f32", "f64")
+    assert by_name["θ.final.γ"].given is None
+    recorded = {b.name: a for b, a in zip(entry.sig.inputs, call.inputs)}
+    assert recorded["batch.0"].dtype == np.float64  # the recording keeps its f64 input
+    want = KernelInterpreter(call.pipeline.kernel).run(call.host, call.inputs)
+    got = entry(call.inputs)
+    assert [g.tobytes() for g in got] == [np.asarray(w).tobytes() for w in want]
+    bound = entry.bind(call.inputs)
+    bound()
+    assert [o.tobytes() for o in bound.outputs] == [g.tobytes() for g in got]
+    wrong = list(call.inputs)
+    at = list(by_name).index("batch.0")
+    wrong[at] = np.zeros((3, 4))
+    with pytest.raises(RuntimeCallError, match="batch.0"):
+        entry(wrong)

@@ -1,0 +1,52 @@
+// psk-kernel-hoist-input-converts: the entry's input %x, read by nothing but one convert
+// into f32, becomes an f32 input (named in `rounded_inputs`; the caller rounds it when it
+// binds the call) and the convert and its alloc go. %y is read in f64 as well, so it
+// stays f64 with its convert; a host that is not an entry is left alone. Running the pass
+// again changes nothing.
+// RUN: presk-opt %s -p psk-kernel-hoist-input-converts | filecheck %s
+// RUN: presk-opt %s -p psk-kernel-hoist-input-converts,psk-kernel-hoist-input-converts | filecheck %s
+
+builtin.module {
+  psk_kernel.kernel @neg(%0: !psk_kernel.buffer<f32, 4>, %1: !psk_kernel.buffer<f32, 4>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "neg"} {
+    psk_kernel.for %2 = 0 to 4 {
+      %3 = psk_kernel.load %0[%2] : !psk_kernel.buffer<f32, 4> -> f32
+      %4 = psk_kernel.neg %3 : f32
+      psk_kernel.store %4, %1[%2] : !psk_kernel.buffer<f32, 4>
+      psk_kernel.yield
+    }
+  }
+  psk_kernel.kernel @twice(%0: !psk_kernel.buffer<f64, 4>, %1: !psk_kernel.buffer<f64, 4>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "add"} {
+    psk_kernel.for %2 = 0 to 4 {
+      %3 = psk_kernel.load %0[%2] : !psk_kernel.buffer<f64, 4> -> f64
+      %4 = psk_kernel.add %3, %3 : f64
+      psk_kernel.store %4, %1[%2] : !psk_kernel.buffer<f64, 4>
+      psk_kernel.yield
+    }
+  }
+  // CHECK-LABEL: psk_kernel.host @f(%0: !psk_kernel.buffer<f32, 4>, %1: !psk_kernel.buffer<f64, 4>, %2: !psk_kernel.buffer<f32, 4>, %3: !psk_kernel.buffer<f32, 4>, %4: !psk_kernel.buffer<f64, 4>)
+  // CHECK-SAME:  rounded_inputs = ["x"]
+  // CHECK-NEXT:    %5 = psk_kernel.mark
+  // CHECK-NEXT:    psk_kernel.launch @neg(%0, %2)
+  // CHECK-NEXT:    %6 = psk_kernel.alloc {site = "f/%2"}
+  // CHECK-NEXT:    psk_kernel.convert %1 to %6
+  // CHECK-NEXT:    psk_kernel.launch @neg(%6, %3)
+  // CHECK-NEXT:    psk_kernel.launch @twice(%1, %4)
+  psk_kernel.host @f(%0: !psk_kernel.buffer<f64, 4>, %1: !psk_kernel.buffer<f64, 4>, %2: !psk_kernel.buffer<f32, 4>, %3: !psk_kernel.buffer<f32, 4>, %4: !psk_kernel.buffer<f64, 4>) attributes {arg_names = ["x", "y", "a", "b", "c"], entry, function = "f", outputs = 3 : i64} {
+    %5 = psk_kernel.mark
+    %6 = psk_kernel.alloc {site = "f/%1"} : !psk_kernel.buffer<f32, 4>
+    psk_kernel.convert %0 to %6 {site = "f/%1"} : !psk_kernel.buffer<f64, 4> -> !psk_kernel.buffer<f32, 4>
+    psk_kernel.launch @neg(%6, %2) {site = "f/%1"} : (!psk_kernel.buffer<f32, 4>, !psk_kernel.buffer<f32, 4>)
+    %7 = psk_kernel.alloc {site = "f/%2"} : !psk_kernel.buffer<f32, 4>
+    psk_kernel.convert %1 to %7 {site = "f/%2"} : !psk_kernel.buffer<f64, 4> -> !psk_kernel.buffer<f32, 4>
+    psk_kernel.launch @neg(%7, %3) {site = "f/%2"} : (!psk_kernel.buffer<f32, 4>, !psk_kernel.buffer<f32, 4>)
+    psk_kernel.launch @twice(%1, %4) {site = "f/%3"} : (!psk_kernel.buffer<f64, 4>, !psk_kernel.buffer<f64, 4>)
+    psk_kernel.release %5
+  }
+  // CHECK-LABEL: psk_kernel.host @g(%0: !psk_kernel.buffer<f64, 4>
+  // CHECK:         psk_kernel.convert %0 to
+  psk_kernel.host @g(%0: !psk_kernel.buffer<f64, 4>, %1: !psk_kernel.buffer<f32, 4>) attributes {arg_names = ["x", "a"], function = "g", outputs = 1 : i64} {
+    %2 = psk_kernel.alloc {site = "g/%1"} : !psk_kernel.buffer<f32, 4>
+    psk_kernel.convert %0 to %2 {site = "g/%1"} : !psk_kernel.buffer<f64, 4> -> !psk_kernel.buffer<f32, 4>
+    psk_kernel.launch @neg(%2, %1) {site = "g/%1"} : (!psk_kernel.buffer<f32, 4>, !psk_kernel.buffer<f32, 4>)
+  }
+}
