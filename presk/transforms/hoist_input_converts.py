@@ -31,10 +31,12 @@ from xdsl.passes import ModulePass
 
 from presk.dialects import kernel as K
 from presk.kernel_abi.calling import ROUNDED_INPUTS
+from presk.transforms.share_converts import Writes, written_only_by
 
 
-def _sole_convert(arg: BlockArgument) -> K.ConvertOp | None:
-    """The one op reading `arg` when it is a convert of all of it from f64 into f32."""
+def _sole_convert(arg: BlockArgument, writes: Writes) -> K.ConvertOp | None:
+    """The one op reading `arg` when it is a convert of all of it from f64 into f32,
+    into a fresh buffer nothing else writes (an input is only read)."""
     uses = list(arg.uses)
     if len(uses) != 1:
         return None
@@ -44,18 +46,18 @@ def _sole_convert(arg: BlockArgument) -> K.ConvertOp | None:
     a, b = op.source.type, op.dest.type
     assert isinstance(a, K.BufferType) and isinstance(b, K.BufferType)
     if not (isinstance(a.element, Float64Type) and isinstance(b.element, Float32Type)
-            and isinstance(op.dest.owner, K.AllocOp)):
+            and written_only_by(op.dest, op, writes)):
         return None
     return op
 
 
-def hoist_host(host: K.HostOp) -> list[str]:
+def hoist_host(host: K.HostOp, writes: Writes) -> list[str]:
     """Narrow the entry host's inputs read only through one f32 convert; their names."""
     block = host.body.block
     names = host.arg_name_list
     done = []
     for index, arg in enumerate(host.input_args):
-        convert = _sole_convert(arg)
+        convert = _sole_convert(arg, writes)
         if convert is None:
             continue
         narrow = block.insert_arg(convert.dest.type, index)
@@ -77,7 +79,9 @@ def hoist_host(host: K.HostOp) -> list[str]:
 
 def hoist_input_converts(module: ModuleOp) -> int:
     """Every entry host's inputs read only in f32, narrowed; how many."""
-    return sum(len(hoist_host(h)) for h in K.hosts(module).values() if h.entry is not None)
+    writes = Writes(module)
+    return sum(len(hoist_host(h, writes)) for h in K.hosts(module).values()
+               if h.entry is not None)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ def _root(value: SSAValue) -> SSAValue:
     return value
 
 
-class _Writes:
+class Writes:
     """Which buffers an op of a host may write (their roots)."""
 
     def __init__(self, module: Operation):
@@ -67,7 +67,7 @@ class _Writes:
         return set()
 
 
-def _written_only_by(value: SSAValue, op: Operation, writes: _Writes) -> bool:
+def written_only_by(value: SSAValue, op: Operation, writes: Writes) -> bool:
     """Whether `value` is a fresh alloc that only `op` writes (through any view)."""
     if not isinstance(value.owner, K.AllocOp):
         return False
@@ -84,7 +84,7 @@ def _written_only_by(value: SSAValue, op: Operation, writes: _Writes) -> bool:
     return True
 
 
-def share_block(block: Block, writes: _Writes) -> int:
+def share_block(block: Block, writes: Writes) -> int:
     """Share the converts of one block (folds' bodies first); how many went."""
     gone = 0
     made: dict[tuple[SSAValue, object], SSAValue] = {}  # (source root, dest type) → dest
@@ -96,7 +96,7 @@ def share_block(block: Block, writes: _Writes) -> int:
             made.clear()
             continue
         shares = isinstance(op, K.ConvertOp) and op.source is _root(op.source) and \
-            _written_only_by(op.dest, op, writes)
+            written_only_by(op.dest, op, writes)
         if shares and (op.source, op.dest.type) in made:
             _drop(op, made[(op.source, op.dest.type)])
             gone += 1
@@ -123,7 +123,7 @@ def _drop(convert: K.ConvertOp, kept: SSAValue) -> None:
 
 def share_converts(module: ModuleOp) -> int:
     """Share the converts of every host of `module`; how many went."""
-    writes = _Writes(module)
+    writes = Writes(module)
     return sum(share_block(host.body.block, writes) for host in K.hosts(module).values())
 
 

@@ -1,8 +1,9 @@
 // psk-kernel-hoist-input-converts: the entry's input %x, read by nothing but one convert
 // into f32, becomes an f32 input (named in `rounded_inputs`; the caller rounds it when it
 // binds the call) and the convert and its alloc go. %y is read in f64 as well, so it
-// stays f64 with its convert; a host that is not an entry is left alone. Running the pass
-// again changes nothing.
+// stays f64 with its convert; so does an input whose converted copy a kernel then writes
+// (an input is only read), and a host that is not an entry is left alone. Running the
+// pass again changes nothing.
 // RUN: presk-opt %s -p psk-kernel-hoist-input-converts | filecheck %s
 // RUN: presk-opt %s -p psk-kernel-hoist-input-converts,psk-kernel-hoist-input-converts | filecheck %s
 
@@ -41,6 +42,15 @@ builtin.module {
     psk_kernel.launch @neg(%7, %3) {site = "f/%2"} : (!psk_kernel.buffer<f32, 4>, !psk_kernel.buffer<f32, 4>)
     psk_kernel.launch @twice(%1, %4) {site = "f/%3"} : (!psk_kernel.buffer<f64, 4>, !psk_kernel.buffer<f64, 4>)
     psk_kernel.release %5
+  }
+  // CHECK-LABEL: psk_kernel.host @w(%0: !psk_kernel.buffer<f64, 4>
+  // CHECK-NOT:     rounded_inputs
+  // CHECK:         psk_kernel.convert %0 to
+  psk_kernel.host @w(%0: !psk_kernel.buffer<f64, 4>, %1: !psk_kernel.buffer<f32, 4>) attributes {arg_names = ["x", "a"], entry, function = "w", outputs = 1 : i64} {
+    %2 = psk_kernel.alloc {site = "w/%1"} : !psk_kernel.buffer<f32, 4>
+    psk_kernel.convert %0 to %2 {site = "w/%1"} : !psk_kernel.buffer<f64, 4> -> !psk_kernel.buffer<f32, 4>
+    psk_kernel.launch @neg(%1, %2) {site = "w/%2"} : (!psk_kernel.buffer<f32, 4>, !psk_kernel.buffer<f32, 4>)
+    psk_kernel.launch @neg(%2, %1) {site = "w/%3"} : (!psk_kernel.buffer<f32, 4>, !psk_kernel.buffer<f32, 4>)
   }
   // CHECK-LABEL: psk_kernel.host @g(%0: !psk_kernel.buffer<f64, 4>
   // CHECK:         psk_kernel.convert %0 to
