@@ -15,11 +15,12 @@ call (`t = t0 + s` updates done before it):
    address given to LLVM under the name `presk_step_objective_<digest>`) on the buffers
    the trainer bound: the parameters read from the optimizer's array, the gradient
    written into it; the loss (widened to f64) stored in `losses[s]`. Where the
-   objective cannot read the f64 master copies (an all-f32 realization: its parameter
-   buffers and gradient outputs are f32), it keeps its own buffers, bound once: the step
-   rounds each parameter to nearest into its buffer before the call and widens each
-   gradient into the group's array after it (`Geometry.rounded`), the bits of
-   `NativeObjective.__call__` and `Optimizer.step`;
+   objective cannot read the f64 master copies (an all-f32 realization, or a solved one
+   with f32 and bf16 parameters: its parameter buffers and gradient outputs are f32 or
+   bf16), it keeps its own buffers, bound once: the step rounds each parameter to nearest
+   into its buffer before the call (bf16 through f32 rounded to odd, one correct
+   rounding) and widens each gradient into the group's array after it
+   (`Geometry.rounded`), the bits of `NativeObjective.__call__` and `Optimizer.step`;
 3. the schedule and the optimizer's scalars in f64, the operations of
    presk/train/optim.py in its order (`Schedule.__call__`, `_scalars`): `cos` and `pow`
    are the C library's (`math.cos`, Python's `**`), called by the names
@@ -58,7 +59,7 @@ import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, llvm, scf
 from xdsl.dialects.builtin import (IndexType, IntegerAttr, ModuleOp,
-                                   UnrealizedConversionCastOp, f32, f64, i8, i64)
+                                   UnrealizedConversionCastOp, f32, f64, i8, i16, i64)
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -127,6 +128,7 @@ class Geometry:
 
 _ITEM = {"f64": 8, "f32": 4}
 _TYPE = {"f64": f64, "f32": f32}
+_OWN = ("f64", "f32", "bf16")  # the types of an objective's own parameter and gradient buffers
 
 
 # --------------------------------------------------------------------------------------
@@ -158,6 +160,23 @@ def _load(e: Emitter, ptr: SSAValue, offset: SSAValue, element) -> SSAValue:
 
 def _store(e: Emitter, value: SSAValue, ptr: SSAValue, offset: SSAValue) -> None:
     e(llvm.StoreOp(value, _at(e, ptr, offset, value.type)))
+
+
+def _rounded_to(e: Emitter, x: SSAValue, ty: str) -> SSAValue:
+    """An f64 rounded to nearest even into `ty`'s storage (Slot.fill, to_storage): bf16
+    through f32 rounded to odd, so that its rounding is one correct rounding, then the
+    bits (the kernels' convert, kernel_to_std/emitter.py)."""
+    if ty == "bf16":
+        return e.f32_to_bf16(e.f64_to_f32_odd(x))
+    return x if ty == "f64" else e(arith.TruncFOp(x, _TYPE[ty]))
+
+
+def _widened(e: Emitter, ptr: SSAValue, offset: SSAValue, ty: str) -> SSAValue:
+    """Element `offset` of a `ty` buffer widened exactly to f64 (to_f64)."""
+    if ty == "bf16":
+        return e(arith.ExtFOp(e.bf16_to_f32(_load(e, ptr, offset, i16)), f64))
+    x = _load(e, ptr, offset, _TYPE[ty])
+    return x if ty == "f64" else e(arith.ExtFOp(x, f64))
 
 
 def _libm(e: Emitter, name: str, *args: SSAValue) -> SSAValue:
@@ -246,15 +265,9 @@ class _Build:
                 k64 = _i64(c, k)
                 at = c(arith.AddiOp(c.int(offset, i64), k64))
                 if into_objective:
-                    x = _load(c, v["p"], at, f64)
-                    if ty != "f64":
-                        x = c(arith.TruncFOp(x, _TYPE[ty]))
-                    _store(c, x, v["own"], k64)
+                    _store(c, _rounded_to(c, _load(c, v["p"], at, f64), ty), v["own"], k64)
                 else:
-                    x = _load(c, v["own"], k64, _TYPE[ty])
-                    if ty != "f64":
-                        x = c(arith.ExtFOp(x, f64))
-                    _store(c, x, v["g"], at)
+                    _store(c, _widened(c, v["own"], k64, ty), v["g"], at)
             name = f"presk_step_{'round' if into_objective else 'widen'}_{j}"
             values = {"own": own, ("p" if into_objective else "g"):
                       self.a["p" if into_objective else "g"]}
@@ -569,14 +582,14 @@ def _rounded_arrays(objective, group) -> dict[str, np.ndarray]:
 
 
 def _rounded(objective, grp) -> tuple[tuple[int, int, str, str], ...] | None:
-    """Geometry.rounded for an objective that has buffers of its own (f64 or f32 each,
-    C-contiguous, the parameter's size); None when one is of another type."""
+    """Geometry.rounded for an objective that has buffers of its own (f64, f32 or bf16
+    each, C-contiguous, the parameter's size); None when one is of another type."""
     params, grads = objective.rounded_buffers()
     out = []
     for path in grp.paths:
         seg, p, g = grp.segments[path], params[path], grads[path]
         n = seg.stop - seg.start
-        if {p.element, g.element} - set(_ITEM) or p.buffer.size != n or g.buffer.size != n \
+        if {p.element, g.element} - set(_OWN) or p.buffer.size != n or g.buffer.size != n \
                 or not (p.buffer.flags.c_contiguous and g.buffer.flags.c_contiguous):
             return None
         out.append((seg.start, n, p.element, g.element))
@@ -587,7 +600,7 @@ def native_step(objective, optimizer, groups, stream, k: int, cache: bool = True
                 rounded: bool = False) -> NativeStep | None:
     """The step program for a trainer whose objective reads and writes the optimizer's one
     group of f64 parameters (`Trainer.laid_out`) — or, `rounded`, that has buffers of its
-    own, f64 or f32, which the step rounds the parameters into and widens the gradient
+    own, f64, f32 or bf16, which the step rounds the parameters into and widens the gradient
     from, as `Trainer.one_step` does — whose batch buffers are f64 or f32 (the
     file's values widened or rounded into them) and whose loss is f64 or f32; None otherwise (the trainer then steps in Python, `one_step`)."""
     from .native_optim import NativeAdamW, NativeSGD

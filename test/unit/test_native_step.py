@@ -336,3 +336,32 @@ def test_a_wide_groups_step_on_the_pool_equals_the_python_step(tmp_path: Path,
     _run(native, 12, True)
     _run(python, 12, False)
     _same(native, python)
+
+
+def test_a_mixed_realization_with_bf16_parameters_native_equals_the_python_step(
+        tmp_path: Path) -> None:
+    """The tutorial under test/fixtures/realization_mixed.json (a solved realization: w
+    f32, γ and b bf16): the objective's own buffers are f32 and bf16, and the native step
+    rounds the f64 master copies into them (bf16 through f32 rounded to odd, as
+    `to_storage` does) and widens the gradients back, with the bits of the Python-driven
+    step, call after call."""
+    from presk.analysis.realization import load_realization
+    from presk.train.loop import Trainer
+    core, training = _load(ROOT / "tutorial" / "07_train.psk")
+    mixed = load_realization(str(ROOT / "test" / "fixtures" / "realization_mixed.json"))
+    native = Trainer.create(core, training, str(tmp_path / "a"), realization=mixed,
+                            steps_per_call=7)
+    python = Trainer.create(core, training, str(tmp_path / "b"), realization=mixed,
+                            steps_per_call=0)
+    assert not native.laid_out and native.native is not None and python.native is None
+    types = {r[2] for r in native.native.geometry.rounded}
+    assert types == {"f32", "bf16"}
+    # a master copy just above a bf16 midpoint (1 + 2⁻⁸ + 2⁻⁴⁰): rounded to f32 first it
+    # would land on the midpoint and round to even (1); one correct rounding takes it up
+    for name, ty in mixed.params.items():
+        if ty == "bf16":
+            for t in (native, python):
+                t.params[name].reshape(-1)[0] = 1 + 2.0 ** -8 + 2.0 ** -40
+    _run(native, 40, True)
+    _run(python, 40, False)
+    _same(native, python)
