@@ -40,22 +40,13 @@ class Writes:
 
     def __init__(self, module: Operation):
         self.kernels = K.kernels(module)
-        self._stores: dict[str, frozenset[int]] = {}
-
-    def stores(self, kernel: str) -> frozenset[int]:
-        """The indices of the arguments a kernel stores into."""
-        if kernel not in self._stores:
-            k = self.kernels[kernel]
-            index = {a: i for i, a in enumerate(k.args)}
-            self._stores[kernel] = frozenset(index[op.buffer] for op in k.body.walk()
-                                             if isinstance(op, K.StoreOp))
-        return self._stores[kernel]
 
     def of(self, op: Operation) -> set[SSAValue]:
         if isinstance(op, (K.ConvertOp, K.CopyOp, K.FillOp)):
             return {_root(op.dest)}
-        if isinstance(op, K.LaunchOp):
-            return {_root(op.arguments[i]) for i in self.stores(op.callee_name)}
+        if isinstance(op, K.LaunchOp):  # a kernel stores into its outputs only (its verifier)
+            outputs = self.kernels[op.callee_name].output_count
+            return {_root(v) for v in op.arguments[len(op.arguments) - outputs:]}
         if isinstance(op, K.CallOp):  # a callee may write any buffer it is given
             return {_root(v) for v in op.arguments}
         if isinstance(op, K.FoldOp):  # so may a body, and what its ops write
