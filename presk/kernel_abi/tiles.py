@@ -104,17 +104,17 @@ def panel_loads(nest: Nest, kblock: int = 0) -> list[tuple[K.LoadOp, K.ForOp, in
     quarter of the scaled Tower's xᵀ·g (0.60 → 0.53 ms a launch, f32, 2 parts)."""
     in_place = sweeps_k_in_blocks(nest, kblock)
     out: dict[SSAValue, tuple[K.LoadOp, K.ForOp, int]] = {}
-    seen: set[SSAValue] = set()
+    read_in_place: set[SSAValue] = set()
     for loop in nest.j_loop.body.block.ops:
         if not isinstance(loop, K.ForOp):
             continue
         for op in loop.body.walk():
-            if not isinstance(op, K.LoadOp) or op.buffer in seen:
+            if not isinstance(op, K.LoadOp) or op.buffer in out or op.buffer in read_in_place:
                 continue
-            seen.add(op.buffer)
-            if nest.j in op.indices:
-                if not (in_place and op.indices[-1] is nest.j):
-                    out[op.buffer] = (op, nest.j_loop, nest.cols)
+            if nest.j in op.indices and in_place and op.indices[-1] is nest.j:
+                read_in_place.add(op.buffer)
+            elif nest.j in op.indices:
+                out[op.buffer] = (op, nest.j_loop, nest.cols)
             elif op.indices and op.indices[-1] is nest.i:
                 out[op.buffer] = (op, nest.i_loop, nest.rows)
     return list(out.values())

@@ -128,7 +128,7 @@ class Geometry:
 
 _ITEM = {"f64": 8, "f32": 4}
 _TYPE = {"f64": f64, "f32": f32}
-_OWN = ("f64", "f32", "bf16")  # the types of an objective's own parameter and gradient buffers
+OWN_TYPES = ("f64", "f32", "bf16")  # of an objective's own parameter and gradient buffers
 
 
 # --------------------------------------------------------------------------------------
@@ -589,7 +589,7 @@ def _rounded(objective, grp) -> tuple[tuple[int, int, str, str], ...] | None:
     for path in grp.paths:
         seg, p, g = grp.segments[path], params[path], grads[path]
         n = seg.stop - seg.start
-        if {p.element, g.element} - set(_OWN) or p.buffer.size != n or g.buffer.size != n \
+        if {p.element, g.element} - set(OWN_TYPES) or p.buffer.size != n or g.buffer.size != n \
                 or not (p.buffer.flags.c_contiguous and g.buffer.flags.c_contiguous):
             return None
         out.append((seg.start, n, p.element, g.element))
