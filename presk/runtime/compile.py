@@ -111,31 +111,37 @@ def splits(kernel_module: ModuleOp) -> bool:
 def lowering_passes(threads: str | None = None) -> list[ModulePass]:
     """PSK-Kernel → the llvm dialect: the passes of the docstring, in order; split kernels'
     parts started by `threads` (`pool`/`threads`, default `spawn()`)."""
+    return [*_kernel_passes(), *_after_kernel_passes(threads)]
+
+
+def _kernel_passes() -> list[ModulePass]:
+    """The lowering's first passes, PSK-Kernel to PSK-Kernel: they decide the entries'
+    buffers and the arena (psk-kernel-share-converts, psk-kernel-hoist-input-converts)."""
     from ..transforms.hoist_input_converts import HoistInputConvertsPass
-    from ..transforms.kernel_split import KernelSplitPass
     from ..transforms.share_converts import ShareConvertsPass
-    return [ShareConvertsPass(), HoistInputConvertsPass(), KernelSplitPass(),
-            ConvertKernelToStdPass(threads or spawn(), scratch()),
+    return [ShareConvertsPass(), HoistInputConvertsPass()]
+
+
+def _after_kernel_passes(threads: str | None) -> list[ModulePass]:
+    from ..transforms.kernel_split import KernelSplitPass
+    return [KernelSplitPass(), ConvertKernelToStdPass(threads or spawn(), scratch()),
             *std_passes()]
 
 
-def shared_converts(kernel_module: ModuleOp) -> ModuleOp:
-    """A copy of the kernel module with its conversions shared and an entry's inputs
-    read only in f32 passed in f32 (psk-kernel-share-converts and
-    psk-kernel-hoist-input-converts, the lowering's first passes): the entries' buffers
-    and the arena native code places."""
-    from ..transforms.hoist_input_converts import hoist_input_converts
-    from ..transforms.share_converts import share_converts
+def native_kernel_module(kernel_module: ModuleOp) -> ModuleOp:
+    """A copy of the kernel module after the lowering's first passes (`_kernel_passes`):
+    the entries' buffers and the arena native code places."""
     module = kernel_module.clone()
-    share_converts(module)
-    hoist_input_converts(module)
+    ctx = Context()
+    for p in _kernel_passes():
+        p.apply(ctx, module)
     return module
 
 
 def native_signatures(kernel_module: ModuleOp) -> list[EntrySig]:
     """The entries native code exports, their buffers and arenas as the lowering
     makes them."""
-    return entry_signatures(shared_converts(kernel_module))
+    return entry_signatures(native_kernel_module(kernel_module))
 
 
 def llvm_dialect_module(kernel_module: ModuleOp, threads: str | None = None
@@ -144,10 +150,11 @@ def llvm_dialect_module(kernel_module: ModuleOp, threads: str | None = None
     split kernels' parts started by `threads`, default `spawn()`), the math library's
     functions appended, and the entries it exports."""
     from ..emit.mathlib_llvm import declare_all
-    module = shared_converts(kernel_module)
+    module = native_kernel_module(kernel_module)
     sigs = entry_signatures(module)  # its arena: the buffers the lowering places
     ctx = Context()
-    for p in lowering_passes(threads or (spawn() if splits(kernel_module) else "threads")):
+    for p in _after_kernel_passes(threads or (spawn() if splits(kernel_module)
+                                              else "threads")):
         p.apply(ctx, module)
     declare_all(module)
     return module, sigs
