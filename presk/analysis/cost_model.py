@@ -26,7 +26,8 @@ A register tile [R, C] (tile_contraction.py) runs the main part of the outputs �
 C columns at a time, C in vectors of the machine's width — with 2R·v vector instructions
 (priced apart from element-wise ops, which LLVM vectorizes itself: `tile_ops`) and R + v
 loads per tile and k step (v = the vectors C lanes take) in place of 2RC scalar ops and
-2RC loads; the rest of the outputs (rows past R·⌊I/R⌋, columns past C·⌊J/C⌋) as written.
+2RC loads; the rows past R·⌊I/R⌋ as one tile of fewer rows, the columns past C·⌊J/C⌋ as
+written.
 A split over n workers (the worker pool, presk/runtime/presk_pool.c: the caller runs
 part 0 and takes any part no worker has yet) costs a spawn — publishing the launch and
 waiting for its parts — and divides the launch's work, loads and L2 traffic by
@@ -282,14 +283,18 @@ def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
     if point.tiled and counts.sides is not None:
         i, j, _ = counts.sides
         r, cols = min(point.tile[0], i), min(point.tile[1], j)
-        main = (r * (i // r)) * (cols * (j // cols)) / (i * j)
+        # every row runs in tiles — the rows past the last full tile as one of fewer
+        # rows (`rest`) —, the columns past the last full tile as written
+        main = cols * (j // cols) / j
+        full, rest = r * (i // r) / i, i % r
+        per_tile = full / r + (1 - full) / max(rest, 1)  # tiles a row's outputs share
         esize = 8 if arith["f64"] else 4
         v = math.ceil(cols * esize / (width or machine.vector_bytes))
         # the tiles' 2R·v vector instructions a k step, each a whole vector's work
         tile_ops = (arith["f64"] + arith["f32"]) * main * v / cols
         # a tile's loads (R broadcasts and v vectors a k step) are priced apart from a
         # nest's as written, which stream through vectors LLVM makes itself
-        tile_loads = sum(loads.values()) * main * (r + v) / (2 * r * cols)
+        tile_loads = sum(loads.values()) * main * (1 + v * per_tile) / (2 * cols)
         tile_loads += _block_reloads(counts, point, r, cols, v, reuse)
         held = math.ceil(cols * esize / machine.vector_bytes)  # registers a row takes
         if r * held + held + 1 > machine.vector_registers:
@@ -297,12 +302,12 @@ def features(counts: Counts, point: Point, machine: Machine, resident: int = 0,
             # registers (counted at their own width, not the width they run at full
             # rate): the accumulators spill, a load and a store each a k step
             macs = (arith["f64"] + arith["f32"]) / 2
-            spills = 2 * r * held * macs * main / (r * cols)
+            spills = 2 * r * held * macs * main * full / (r * cols)
         arith = {t: n * (1 - main) for t, n in arith.items()}
         scalar_outputs = i * j * (1 - main)
         loads = {t: n * (1 - main) for t, n in loads.items()}
-        steps *= main / (r * cols) + (1 - main)  # a tile's R·C sums step together
-        chain *= main / (r * cols) + (1 - main)
+        steps *= main * per_tile / cols + (1 - main)  # a tile's R·C sums step together
+        chain *= main * per_tile / cols + (1 - main)
     elif counts.sides is not None:
         # a contraction as written: one output at a time, its k loop's loads priced in
         # the output's cost (the fit finds them no separate rate)

@@ -5,8 +5,9 @@ A nest's layout space is the points the native backend lowers today (`layout_spa
 * every kernel: run as written, or split over 2…n workers (psk-kernel-split honours a
   split when the kernel's body is one parallel loop of at least two iterations);
 * a contraction (`dot`, `dot+add`, `contract`) also: a register tile [R, C] — R rows
-  unrolled, C columns in one vector of C lanes (tile_contraction.py) — for R in 1, 2, 4,
-  8 and C in 2, 4, 8, 16, 32 up to the nest's rows and columns, each split or not; and
+  unrolled, C columns in one vector of C lanes (tile_contraction.py; the rows past the
+  last full tile run as a tile of fewer rows) — for R in 1, 2, 4, 8, 12 and C in 2, 4,
+  8, 16, 32 up to the nest's rows and columns, each split or not; and
   for R ≥ 4 and C ≥ 16 each of those again with its operands packed into panels
   (`pack = "panels"`: the j operand's tile columns, and an xᵀ operand's tile rows,
   contiguous along k), and when its k loop has 2·KBLOCK = 512 iterations or more each
@@ -40,7 +41,7 @@ from presk.dialects import kernel as K
 from presk.kernel_abi.tiles import KBLOCK, innermost_pair
 
 FORMAT = "presk-plan/1"
-ROWS = (1, 2, 4, 8)
+ROWS = (1, 2, 4, 8, 12)
 COLUMNS = (2, 4, 8, 16, 32)
 PANEL_ROWS, PANEL_COLUMNS = 4, 16
 """The tiles whose operands the space also offers packed into panels: below them a

@@ -62,18 +62,19 @@ def test_tiles_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, i: int
 
 
 @pytest.mark.parametrize("unit, want", [
-    ((32, 64), "tiled, tile [8, 32], lanes 16, order IJ"),  # AVX-512
+    ((32, 64), "tiled, tile [12, 32], lanes 16, order IJ"),  # AVX-512: 24 accumulators
     ((16, 32), "tiled, tile [4, 16], lanes 8, order IJ"),  # AVX2: 8 accumulators of 16
 ])
 def test_wide_contractions_take_two_vectors_of_columns(tmp_path: Path, monkeypatch,
                                                        unit: tuple[int, int], want: str) -> None:
-    """The default layout of J ≥ 32 f32 columns and I ≥ 8 rows: two vectors of the
-    machine's columns by as many rows (at most 8) as keep the accumulators within half
-    its vector registers."""
+    """The default layout of J ≥ 32 f32 columns and I ≥ 12 rows: two vectors of the
+    machine's columns by 12 rows where it has 32 vector registers (24 accumulators),
+    else as many rows (at most 8) as keep the accumulators within half its registers
+    (nests.py `tile_rows`)."""
     from presk.conversion.realize_to_kernel import nests
     monkeypatch.setattr(nests, "vector_unit", lambda: unit)
-    core = lower_program(elaborate(str(dot_program(tmp_path, 9, 5, 37))))
-    call = entry_call(core, "out", {}, {"w": np.ones((5, 37))}, {"x": np.ones((9, 5))},
+    core = lower_program(elaborate(str(dot_program(tmp_path, 13, 5, 37))))
+    call = entry_call(core, "out", {}, {"w": np.ones((5, 37))}, {"x": np.ones((13, 5))},
                       _realization("f32"))
     (kernel,) = [k for k in K.kernels(call.pipeline.kernel).values()
                  if k.layout.kind.data == "tiled"]
@@ -94,13 +95,13 @@ def test_host_vector_unit_reads_the_flags() -> None:
 def test_split_rows_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, workers: int,
                                                   entry: str, grad: bool) -> None:
     """A contraction large enough to be split (`split = [0, n]`: its rows among n threads,
-    in whole tiles) computes the unsplit nest's bits, value and gradient (the gradient's
+    as evenly as they go) computes the unsplit nest's bits, value and gradient (the gradient's
     contractions split too)."""
     from presk.conversion import realize_to_kernel
     monkeypatch.setenv("PRESK_CACHE", "off")
     monkeypatch.setattr(realize_to_kernel.nests, "workers", lambda: workers)
     monkeypatch.setattr(realize_to_kernel.nests, "SPLIT_WORK", 1)
-    core = lower_program(elaborate(str(dot_program(tmp_path, 21, 6, 40))))
+    core = lower_program(elaborate(str(dot_program(tmp_path, 25, 6, 40))))
     prepared = E.prepare(core, entry, {})
     rng = np.random.default_rng(7)
     params = {f.path: rng.standard_normal(f.shape) for f in prepared.fields}
@@ -114,7 +115,9 @@ def test_split_rows_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, w
         assert g.tobytes() == w.tobytes(), name
 
 
-def test_split_ranges_are_whole_tiles() -> None:
+def test_split_ranges_are_even() -> None:
+    """A tiled kernel's rows split as evenly as they go, at most one part a tile's rows:
+    a part's rows past its last full tile run as a tile of fewer rows."""
     from presk.transforms.kernel_split import ranges
     from xdsl.context import Context
     from xdsl.dialects.builtin import Builtin
@@ -127,9 +130,10 @@ def test_split_ranges_are_whole_tiles() -> None:
         ctx.register_dialect(name, factory)
     text = (Path(__file__).parents[1] / "filecheck" / "kernel_to_std" / "split.mlir").read_text()
     kernel = K.kernels(Parser(ctx, text).parse_module())["k0"]
+    assert kernel.layout.tile.data[0].data == 4
     assert ranges(kernel, 2) == [(0, 4), (4, 9)]
-    assert ranges(kernel, 3) == [(0, 4), (4, 8), (8, 9)]
-    assert ranges(kernel, 5) == [(0, 4), (4, 8), (8, 9)]  # 3 tiles: at most 3 parts
+    assert ranges(kernel, 3) == [(0, 3), (3, 6), (6, 9)]
+    assert ranges(kernel, 5) == [(0, 3), (3, 6), (6, 9)]  # ⌈9/4⌉ = 3 tiles: 3 parts
 
 
 def _panelled(kernel_module, split: int) -> int:

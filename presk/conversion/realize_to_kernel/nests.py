@@ -609,14 +609,12 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
                    lhs_axes: list[int], rhs_axes: list[int]) -> K.LayoutAttr:
     """A contraction's default layout: a register tile of the J side in vector lanes of
     this machine (`vector_unit`) — two vectors when J holds them, else one, else up to 4
-    lanes — by as many rows (I, at most 8) as keep the accumulators within half the vector
-    registers; tiles visited I-major, the operands packed into panels when the tile has 16
-    columns or more and the product PANEL_TILES rows of tiles, and an xᵀ·g's long k swept
-    in blocks (`_both_last`). AVX-512 (32 × 64 bytes):
-    [8, 32] f32, [8, 16] f64 — on the scaled Tower's products (bench/contractions.py)
-    [8, 32] ran 1.3× [4, 32] in f32 and [8, 16] 1.1-2.7× [4, 16] in f64. AVX2 (16 × 32
-    bytes, znver2 here): [4, 16] f32, [4, 8] f64 — [8, 16]'s 16 accumulators spill there,
-    and xᵀ·g ran 15 GFLOP/s at [8, 16] with panels against 55 at [4, 16]."""
+    lanes — by as many rows (I) as `tile_rows` gives; tiles visited I-major, the operands
+    packed into panels when the tile has 16 columns or more and the product PANEL_TILES
+    rows of tiles, and an xᵀ·g's long k swept in blocks (`_both_last`). AVX-512 (32 × 64
+    bytes): [12, 32] f32, [12, 16] f64, xᵀ·g [8, 32] and [8, 16]. AVX2 (16 × 32 bytes,
+    znver2 here): [4, 16] f32, [4, 8] f64 — [8, 16]'s 16 accumulators spill there, and
+    xᵀ·g ran 15 GFLOP/s at [8, 16] with panels against 55 at [4, 16]."""
     i_size = 1
     for a in range(lhs.rank):
         if a not in lhs_axes:
@@ -629,9 +627,8 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     registers, vector_bytes = vector_unit()
     lanes = vector_bytes // (8 if isinstance(element, Float64Type) else 4)
     vectors = 2 if j_size >= 2 * lanes else 1  # the vectors a row of the tile holds
-    # the accumulators (rows × vectors) take at most half the registers: the rest hold
-    # the loaded row and the broadcasts (more spills them, a load and a store a k step)
-    rows = min(8, max(registers // 2 // vectors, 1), max(i_size, 1))
+    rows = min(tile_rows(registers, vectors, _both_last(lhs, rhs, lhs_axes, rhs_axes)),
+               max(i_size, 1))
     if j_size >= 2 * lanes:
         tile, lanes = [rows, 2 * lanes], lanes
     elif j_size >= lanes:
@@ -649,6 +646,21 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     split = (0, n) if n > 1 and i_size * j_size * k_size >= SPLIT_WORK and \
         i_size >= 2 * rows else ()
     return K.LayoutAttr.tiled(tile, lanes, "IJ", split=split, pack=pack, kblock=kblock)
+
+
+def tile_rows(registers: int, vectors: int, both_last: bool) -> int:
+    """The rows of a contraction's default register tile whose rows take `vectors` vector
+    registers each. The accumulators (rows × vectors) take at most half the registers —
+    the rest hold the loaded row and the broadcasts (more spills them, a load and a store
+    a k step) — and at most 8 rows; with 32 registers or more and two vectors a row, 12
+    rows (24 accumulators, 8 registers left): the tile loads 14 values a k step for 24
+    multiply-adds where [8, 32] loads 10 for 16. On the Xeon (AVX-512, bench/
+    contractions.py, 2 workers) the scaled Tower's x·w + b ran 4–7 % faster at [12, 32]
+    than at [8, 32] and g·wᵀ 6 % (fused), level unfused; its xᵀ·g (`both_last`, k in
+    blocks, its i operand in panels of R rows) ran 7 % slower, and keeps 8."""
+    if registers >= 32 and vectors == 2 and not both_last:
+        return 12
+    return min(8, max(registers // 2 // vectors, 1))
 
 
 def _both_last(lhs: R.RTensorType, rhs: R.RTensorType, lhs_axes: list[int],

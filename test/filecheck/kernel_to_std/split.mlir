@@ -1,5 +1,5 @@
 // psk-kernel-split then convert-psk-kernel-to-std on a kernel whose layout splits its outermost loop among two
-// workers: two part kernels over rows [0, 4) and [4, 9) (whole tiles of 4 rows), each
+// workers: two part kernels over rows [0, 4) and [4, 9) (as even as 9 rows go), each
 // lowered like any tiled kernel; the kernel's function launches both on the worker pool
 // (presk_pool_run) through trampolines that unpack the buffer pointers. With
 // spawn=threads it starts part 1 on a new thread, runs part 0, and joins.

@@ -1,8 +1,8 @@
 // convert-psk-kernel-to-std on tiled contractions: the layout's tile = [2, 4] computes 2
 // rows × 4 columns of outputs at once — the columns one vector<4xf32> (a contiguous load of
 // the j operand), each row its own accumulator in the k loop (k ascending, the nest's
-// order), the i operand a scalar broadcast to the lanes; the rows and columns past the
-// last full tile run the nest as it is. @k1 reads its j operand transposed (w[j, k]): it
+// order), the i operand a scalar broadcast to the lanes; the rows past the last full tile
+// run as a tile of fewer rows, the columns past it the nest as it is. @k1 reads its j operand transposed (w[j, k]): it
 // is packed once per launch into malloc'd memory, j last, and freed at the end.
 // RUN: presk-opt %s -p convert-psk-kernel-to-std | filecheck %s
 
@@ -66,20 +66,24 @@ builtin.module {
 // CHECK-NEXT:         scf.yield %[[S0]], %[[S1]] : vector<4xf32>, vector<4xf32>
 // CHECK:            llvm.store %[[R0]], %{{.*}} {alignment = 4 : i64} : vector<4xf32>, !llvm.ptr
 // CHECK:            llvm.store %[[R1]], %{{.*}} {alignment = 4 : i64} : vector<4xf32>, !llvm.ptr
-// The columns past the tiles (4 and 5) of the tiled rows, then the last row, scalar.
-// CHECK:        %[[T0:[0-9]+]] = arith.constant 0 : index
-// CHECK-NEXT:   %[[T4:[0-9]+]] = arith.constant 4 : index
+// The row past the last full tile (row 4) as a tile of one row: one accumulator.
+// CHECK:        %[[R4:[0-9]+]] = arith.constant 4 : index
+// CHECK-NEXT:   %[[R5:[0-9]+]] = arith.constant 5 : index
 // CHECK-NEXT:   %{{[0-9]+}} = arith.constant 1 : index
-// CHECK-NEXT:   scf.for %{{[0-9]+}} = %[[T0]] to %[[T4]] step %{{[0-9]+}} {
+// CHECK-NEXT:   scf.for %{{[0-9]+}} = %[[R4]] to %[[R5]] step %{{[0-9]+}} {
+// CHECK:            %{{[0-9]+}} = scf.for %{{[0-9]+}} = %{{[0-9]+}} to %{{[0-9]+}} step %{{[0-9]+}} iter_args(%{{[0-9]+}} = %{{[0-9]+}}) -> (vector<4xf32>) {
+// CHECK:            llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<4xf32>, !llvm.ptr
+// The columns past the tiles (4 and 5) of every row, scalar.
+// CHECK:        %[[T0:[0-9]+]] = arith.constant 0 : index
+// CHECK-NEXT:   %[[T5:[0-9]+]] = arith.constant 5 : index
+// CHECK-NEXT:   %{{[0-9]+}} = arith.constant 1 : index
+// CHECK-NEXT:   scf.for %{{[0-9]+}} = %[[T0]] to %[[T5]] step %{{[0-9]+}} {
 // CHECK-NEXT:     %[[C4:[0-9]+]] = arith.constant 4 : index
 // CHECK-NEXT:     %[[C6:[0-9]+]] = arith.constant 6 : index
 // CHECK-NEXT:     %{{[0-9]+}} = arith.constant 1 : index
 // CHECK-NEXT:     scf.for %{{[0-9]+}} = %[[C4]] to %[[C6]] step %{{[0-9]+}} {
 // CHECK:              arith.mulf %{{.*}}, %{{.*}} : f32
-// CHECK:        %[[R4:.*]] = arith.constant 4 : index
-// CHECK-NEXT:   %[[R5:.*]] = arith.constant 5 : index
-// CHECK-NEXT:   %{{.*}} = arith.constant 1 : index
-// CHECK-NEXT:   scf.for %{{.*}} = %[[R4]] to %[[R5]] step %{{.*}} {
+// CHECK-NOT:    scf.for
 // CHECK:        func.return
 
 // CHECK:      func.func private @presk_kernel_k1(
