@@ -30,8 +30,10 @@ Implementations:
   applies at the timed batch, and its error is measured there against PyTorch f64): the
   forward's types chosen by the solver, its contractions fused, the gradient's reverse
   sweep at f32 where the measured gradient stays within the budget per parameter tensor
-  (presk/analysis/reverse_sweep.py), run under `--fuse-reductions` as `f32+fma fused` is; `f32+fma`: the f32 realization with every
-  contraction fused (its `fma` field, bench/native.py `with_fma`: llvm.fma, one rounding
+  (presk/analysis/reverse_sweep.py), run under `--fuse-reductions` as `f32+fma fused` is;
+  `f32 fused`: the f32 realization under `--fuse-reductions` (psk-inline, psk-fuse-reduce,
+  the contractions' epilogues: the default f32's bits, fewer launches); `f32+fma`: the
+  f32 realization with every contraction fused (its `fma` field, bench/native.py `with_fma`: llvm.fma, one rounding
   per multiply-add, docs/precision.md); `f32+fma fused`: the same realization under
   `--fuse-reductions` (psk-inline, psk-fuse-reduce, the contractions' epilogues: the same
   bits as `f32+fma`, fewer launches). The AdamW step: the training step in one native
@@ -606,7 +608,9 @@ def run_case(case: Case, dtype: str, peers: dict[str, str | None], settings: Set
         reals = {g: all_f32(pb.module, pb.prepared, g) for g in (False, True)}
         presk = presk_impl(pb, "Presk native f32", "f32", reals.get, native=native)
         fma = {g: with_fma(pb.module, r, g) for g, r in reals.items()}
-        impls = [presk, presk_impl(pb, "Presk f32+fma", "f32", fma.get, native=native),
+        impls = [presk, presk_impl(pb, "Presk f32 fused", "f32", reals.get, fused=True,
+                                   native=native),
+                 presk_impl(pb, "Presk f32+fma", "f32", fma.get, native=native),
                  presk_impl(pb, "Presk f32+fma fused", "f32", fma.get, fused=True,
                             native=native)]
     print("  Presk's AdamW step: " + (
