@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import Float32Type
 
 from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter
@@ -115,10 +116,7 @@ def test_split_rows_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, w
         assert g.tobytes() == w.tobytes(), name
 
 
-def test_split_ranges_are_even() -> None:
-    """A tiled kernel's rows split as evenly as they go, at most one part a tile's rows:
-    a part's rows past its last full tile run as a tile of fewer rows."""
-    from presk.transforms.kernel_split import ranges
+def _parse(text: str):
     from xdsl.context import Context
     from xdsl.dialects.builtin import Builtin
     from xdsl.parser import Parser
@@ -128,8 +126,15 @@ def test_split_ranges_are_even() -> None:
     ctx.load_dialect(Builtin)
     for name, factory in PRESK_DIALECTS.items():
         ctx.register_dialect(name, factory)
+    return Parser(ctx, text).parse_module()
+
+
+def test_split_ranges_are_even() -> None:
+    """A tiled kernel's rows split as evenly as they go, at most one part a tile's rows:
+    a part's rows past its last full tile run as a tile of fewer rows."""
+    from presk.transforms.kernel_split import ranges
     text = (Path(__file__).parents[1] / "filecheck" / "kernel_to_std" / "split.mlir").read_text()
-    kernel = K.kernels(Parser(ctx, text).parse_module())["k0"]
+    kernel = K.kernels(_parse(text))["k0"]
     assert kernel.layout.tile.data[0].data == 4
     assert ranges(kernel, 2) == [(0, 4), (4, 9)]
     assert ranges(kernel, 3) == [(0, 3), (3, 6), (6, 9)]
@@ -147,6 +152,60 @@ def _panelled(kernel_module, split: int) -> int:
                                           (0, split) if split > 1 else (), "panels")
             n += 1
     return n
+
+
+XTG = """builtin.module {
+  psk_kernel.kernel @xtg(%0: !psk_kernel.buffer<$T, batch: 19, model: $I>, %1: !psk_kernel.buffer<$T, batch: 19, model: 40>, %2: !psk_kernel.buffer<$T, $I, 40>) attributes {layout = #psk_kernel.layout<tiled, tile = [8, 32], lanes = 16, order = "IJ", pack = "panels", split = [0, 2]>, outputs = 1 : i64, title = "contract"} {
+    psk_kernel.for %3 = 0 to $I {
+      psk_kernel.for %4 = 0 to 40 {
+        %5 = psk_kernel.constant {value = 0.000000e+00 : f64} : $T
+        %6 = psk_kernel.for %7 = 0 to 19 iter(%8 = %5) -> ($T) {
+          %9 = psk_kernel.load %0[%7, %3] : !psk_kernel.buffer<$T, batch: 19, model: $I> -> $T
+          %10 = psk_kernel.load %1[%7, %4] : !psk_kernel.buffer<$T, batch: 19, model: 40> -> $T
+          %11 = psk_kernel.mul %9, %10 : $T
+          %12 = psk_kernel.add %8, %11 : $T
+          psk_kernel.yield %12 : $T
+        }
+        psk_kernel.store %6, %2[%3, %4] : !psk_kernel.buffer<$T, $I, 40>
+        psk_kernel.yield
+      }
+      psk_kernel.yield
+    }
+  }
+}"""
+"""dw = xᵀ·dy over a batch of 19: x's I rows (its last axis) in panels of 8, split in 2."""
+
+
+@pytest.mark.parametrize("ty, rows, group", [("f32", 64, 2), ("f32", 24, 1), ("f64", 64, 1)])
+def test_panels_a_line_at_a_time_compute_the_interpreters_bits(monkeypatch, ty: str,
+                                                                rows: int, group: int) -> None:
+    """xᵀ·g's x in panels of 8 rows: 8 f32 are half a 64-byte line, so a copy sweep fills
+    two panels at once (a whole line of each row of x, tile_contraction.py
+    `_line_group`) when a part's panels pair up (64 rows, 32 a part: 4 panels), not
+    when a part has one panel (24 rows, 12 a part), nor in f64 (8 lanes fill a line);
+    dy, in panels of 32 columns, one at a time. The native launch computes the
+    interpreter's bits."""
+    from presk.analysis.kernel_interpret import to_storage
+    from presk.conversion.kernel_to_std import tile_contraction as T
+    from presk.runtime.kernel_timing import harness
+    from presk.transforms.kernel_split import KernelSplitPass
+    from xdsl.context import Context
+    monkeypatch.setenv("PRESK_CACHE", "off")
+    groups: list[int] = []
+    original = T._line_group
+    monkeypatch.setattr(T, "_line_group", lambda *a: groups.append(original(*a)) or groups[-1])
+    text = XTG.replace("$T", ty).replace("$I", str(rows))
+    kernel = K.kernels(_parse(text))["xtg"]
+    module = harness([kernel], [1])
+    rng = np.random.default_rng(rows)
+    inputs = [to_storage(rng.standard_normal((19, rows)), K.type_name(
+        kernel.arg_types[0].element)), to_storage(rng.standard_normal((19, 40)),
+                                                  K.type_name(kernel.arg_types[0].element))]
+    want = KernelInterpreter(module).run("h0", inputs)
+    KernelSplitPass().apply(Context(), module)
+    got = native_program(module).entry("h0")(inputs)
+    assert got[0].tobytes() == want[0].tobytes()
+    assert groups and max(groups) == group, groups  # x's panels, then dy's (1)
 
 
 @pytest.mark.slow
