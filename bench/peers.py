@@ -33,10 +33,10 @@ Implementations:
   (presk/analysis/reverse_sweep.py), run under `--fuse-reductions` as `f32+fma fused` is;
   `f32 fused`: the f32 realization under `--fuse-reductions` (psk-inline, psk-fuse-reduce,
   the contractions' epilogues: the default f32's bits, fewer launches); `f32+fma`: the
-  f32 realization with every contraction fused (its `fma` field, bench/native.py `with_fma`: llvm.fma, one rounding
-  per multiply-add, docs/precision.md); `f32+fma fused`: the same realization under
-  `--fuse-reductions` (psk-inline, psk-fuse-reduce, the contractions' epilogues: the same
-  bits as `f32+fma`, fewer launches). The AdamW step: the training step in one native
+  f32 realization with every contraction fused (its `fma` field, bench/native.py
+  `with_fma`: llvm.fma, one rounding per multiply-add, docs/precision.md); `f32+fma
+  fused`: the same realization under `--fuse-reductions` (the same bits as `f32+fma`,
+  fewer launches). The AdamW step: the training step in one native
   call that `presk train` makes (presk/train/native_step.py), one step a call: the batch
   gathered from a `.psk.d` file holding it (memory-mapped, read in file order), the value
   and gradient, the constant schedule and AdamW's update of the f64 master copies `presk

@@ -53,7 +53,7 @@ def ranges(kernel: K.KernelOp, n: int) -> list[tuple[int, int]]:
     16 and 4."""
     loop = next(op for op in kernel.body.block.ops if isinstance(op, K.ForOp))
     lower, upper = loop.lower.data, loop.upper.data
-    if kernel.layout.kind.data == "tiled":  # no part smaller than a tile's rows
+    if kernel.layout.kind.data == "tiled":  # at most as many parts as rows of tiles
         n = min(n, -(-(upper - lower) // kernel.layout.tile.data[0].data))
     bounds = [lower + (upper - lower) * j // n for j in range(n + 1)]
     return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]

@@ -2,8 +2,9 @@
 // rows × 4 columns of outputs at once — the columns one vector<4xf32> (a contiguous load of
 // the j operand), each row its own accumulator in the k loop (k ascending, the nest's
 // order), the i operand a scalar broadcast to the lanes; the rows past the last full tile
-// run as a tile of fewer rows, the columns past it the nest as it is. @k1 reads its j operand transposed (w[j, k]): it
-// is packed once per launch into malloc'd memory, j last, and freed at the end.
+// run as a tile of fewer rows, the columns past it the nest as it is. @k1 reads its j
+// operand transposed (w[j, k]): it is packed once per launch into malloc'd memory, j
+// last, and freed at the end.
 // RUN: presk-opt %s -p convert-psk-kernel-to-std | filecheck %s
 
 builtin.module {
