@@ -656,8 +656,9 @@ def tile_rows(registers: int, vectors: int, both_last: bool) -> int:
     rows (24 accumulators, 8 registers left): the tile loads 14 values a k step for 24
     multiply-adds where [8, 32] loads 10 for 16. On the Xeon (AVX-512, bench/
     contractions.py, 2 workers) the scaled Tower's x·w + b ran 4–7 % faster at [12, 32]
-    than at [8, 32] and g·wᵀ 6 % (fused), level unfused; its xᵀ·g (`both_last`, k in
-    blocks, its i operand in panels of R rows) ran 7 % slower, and keeps 8."""
+    than at [8, 32] and g·wᵀ 6 % (fused), level unfused; in f64 fused [12, 16] against
+    [8, 16] 7 % and 5 %, level unfused; its xᵀ·g (`both_last`, k in blocks, its i
+    operand in panels of R rows) ran 7 % slower, and keeps 8."""
     if registers >= 32 and vectors == 2 and not both_last:
         return 12
     return min(8, max(registers // 2 // vectors, 1))
