@@ -40,9 +40,10 @@ class Nest:
     def j(self) -> SSAValue:
         return self.j_loop.induction
 
-    def main_end(self, loop: K.ForOp, step: int) -> int:
-        lower, upper = loop.lower.data, loop.upper.data
-        return lower + (upper - lower) // step * step
+    def main_end(self, loop: K.ForOp, step: int, start: int | None = None) -> int:
+        """The end of the whole steps of `loop` from `start` (its lower bound)."""
+        lower = loop.lower.data if start is None else start
+        return lower + (loop.upper.data - lower) // step * step
 
 
 def innermost_pair(block: Block) -> tuple[K.ForOp, K.ForOp] | None:

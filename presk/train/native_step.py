@@ -128,6 +128,7 @@ class Geometry:
 
 _ITEM = {"f64": 8, "f32": 4}
 _TYPE = {"f64": f64, "f32": f32}
+STREAM_TYPES = tuple(_ITEM)  # of the objective's batch buffers and its loss
 OWN_TYPES = ("f64", "f32", "bf16")  # of an objective's own parameter and gradient buffers
 
 
@@ -612,8 +613,8 @@ def native_step(objective, optimizer, groups, stream, k: int, cache: bool = True
     shapes = [(stream.batch_size, *s) for s in header.shapes]
     result = next((b.element for b in objective.entry.sig.outputs if b.name == "result"),
                   None)
-    if grp.p.dtype != np.float64 or grp.p.size == 0 or result not in _ITEM or \
-            len(slots) != len(shapes) or any(s.element not in _ITEM or
+    if grp.p.dtype != np.float64 or grp.p.size == 0 or result not in STREAM_TYPES or \
+            len(slots) != len(shapes) or any(s.element not in STREAM_TYPES or
                                              s.buffer.shape != tuple(sh)
                                              for s, sh in zip(slots, shapes)):
         return None

@@ -20,7 +20,7 @@ import numpy as np
 from ..analysis.memory import Count
 from ..kernel_abi.lives import Trace, live_at
 from .native_optim import NativeAdamW, NativeSGD
-from .native_step import OWN_TYPES, STEPS_PER_CALL, step_buffer_bytes
+from .native_step import OWN_TYPES, STEPS_PER_CALL, STREAM_TYPES, step_buffer_bytes
 
 MASTER = np.dtype(np.float64)  # E.weights: the loop's parameters are f64
 _NATIVE = {"adamw": NativeAdamW, "sgd": NativeSGD}
@@ -91,7 +91,7 @@ def holdings(trace: Trace, optimizer_kind: str,
     read = [b for b in others if b.name.startswith("batch.")] + \
         [b for b in outs if b.name == "result"]
     native = bool(steps_per_call) and all(b.element in OWN_TYPES for b in params + grads) \
-        and all(b.element in ("f64", "f32") for b in read)
+        and all(b.element in STREAM_TYPES for b in read)
     cls = _NATIVE[optimizer_kind]
     return Holdings(sum(b.bytes for b in params), sum(b.bytes for b in others),
                     sum(b.bytes for b in outs), sum(b.bytes for b in grads),

@@ -580,7 +580,7 @@ def _emit_tiles(nest: Nest, deps, packed, make_emit, panels, kb: KBlock | None,
     or k whole)."""
     e = make_emit(InsertPoint.before(nest.i_loop))
     i_lo = nest.i_loop.lower.data if i_start is None else i_start
-    i_end = i_lo + (nest.i_loop.upper.data - i_lo) // nest.rows * nest.rows
+    i_end = nest.main_end(nest.i_loop, nest.rows, i_lo)
     j_end = nest.main_end(nest.j_loop, nest.cols)
     i_block, j_block = Block(arg_types=[IndexType()]), Block(arg_types=[IndexType()])
     e(scf.ForOp(e.index(i_lo), e.index(i_end), e.index(nest.rows), [], Region(i_block)))
