@@ -11,6 +11,7 @@ columns left over for the scalar remainder nests, and each is run under all-f64,
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -62,21 +63,26 @@ def test_tiles_compute_the_interpreters_bits(tmp_path: Path, monkeypatch, i: int
         assert g.tobytes() == w.tobytes(), (name, g, w)
 
 
-@pytest.mark.parametrize("unit, want", [
-    ((32, 64), "tiled, tile [12, 32], lanes 16, order IJ"),  # AVX-512: 24 accumulators
-    ((16, 32), "tiled, tile [4, 16], lanes 8, order IJ"),  # AVX2: 8 accumulators of 16
+@pytest.mark.parametrize("unit, fused, want", [
+    ((32, 64), True, "tiled, tile [12, 32], lanes 16, order IJ"),  # AVX-512: 24 accumulators
+    ((32, 64), False, "tiled, tile [12, 16], lanes 16, order IJ"),  # a multiply and an add
+    ((16, 32), True, "tiled, tile [4, 16], lanes 8, order IJ"),  # AVX2: 8 accumulators of 16
+    ((16, 32), False, "tiled, tile [4, 16], lanes 8, order IJ"),
 ])
-def test_wide_contractions_take_two_vectors_of_columns(tmp_path: Path, monkeypatch,
-                                                       unit: tuple[int, int], want: str) -> None:
-    """The default layout of J ≥ 32 f32 columns and I ≥ 12 rows: two vectors of the
-    machine's columns by 12 rows where it has 32 vector registers (24 accumulators),
-    else as many rows (at most 8) as keep the accumulators within half its registers
-    (nests.py `tile_rows`)."""
+def test_wide_contractions_take_the_machines_vectors_of_columns(
+        tmp_path: Path, monkeypatch, unit: tuple[int, int], fused: bool, want: str) -> None:
+    """The default layout of J ≥ 32 f32 columns and I ≥ 12 rows: by 12 rows where the
+    machine has 32 vector registers, two vectors of its columns when the product's
+    multiply-adds are fused (24 accumulators) and one when they are a multiply and an add
+    (nests.py `row_vectors`); else two vectors by as many rows (at most 8) as keep the
+    accumulators within half its registers (nests.py `tile_rows`)."""
     from presk.conversion.realize_to_kernel import nests
     monkeypatch.setattr(nests, "vector_unit", lambda: unit)
     core = lower_program(elaborate(str(dot_program(tmp_path, 13, 5, 37))))
-    call = entry_call(core, "out", {}, {"w": np.ones((5, 37))}, {"x": np.ones((13, 5))},
-                      _realization("f32"))
+    real = _realization("f32")
+    if fused:
+        real = dataclasses.replace(real, fma=("M.apply/%3",))
+    call = entry_call(core, "out", {}, {"w": np.ones((5, 37))}, {"x": np.ones((13, 5))}, real)
     (kernel,) = [k for k in K.kernels(call.pipeline.kernel).values()
                  if k.layout.kind.data == "tiled"]
     assert kernel.layout.text() == want

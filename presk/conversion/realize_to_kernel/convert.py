@@ -396,7 +396,8 @@ def _epilogue(hc: _HostConversion, op: Operation) -> _Kernel:
     build_contraction(nb, hc.kernel_input(product.lhs), hc.kernel_input(product.rhs), lt, rt,
                       lhs_axes, rhs_axes, perm, _compute(product.result.type.element), out,
                       (steps, yielded, inputs, stand_in), fused=_fused(product))
-    return _Kernel(nb, out, default_layout(product, lt, rt, lhs_axes, rhs_axes),
+    return _Kernel(nb, out, default_layout(product, lt, rt, lhs_axes, rhs_axes,
+                                           _fused(product)),
                    sites=[_site(product), *(_site(s) for s in steps)],
                    fused=isinstance(op, R.GroupOp))
 
@@ -408,7 +409,7 @@ def _dot(hc: _HostConversion, op: R.DotOp) -> _Kernel:
     build_contraction(nb, hc.kernel_input(op.lhs), hc.kernel_input(op.rhs), lt, rt,
                       [lt.rank - 1], [0], None, _compute(op.result.type.element), out,
                       fused=_fused(op))
-    return _Kernel(nb, out, default_layout(op, lt, rt, [lt.rank - 1], [0]))
+    return _Kernel(nb, out, default_layout(op, lt, rt, [lt.rank - 1], [0], _fused(op)))
 
 
 def _contract(hc: _HostConversion, op: R.ContractOp) -> _Kernel:
@@ -418,7 +419,8 @@ def _contract(hc: _HostConversion, op: R.ContractOp) -> _Kernel:
     build_contraction(nb, hc.kernel_input(op.lhs), hc.kernel_input(op.rhs), op.lhs.type,
                       op.rhs.type, lhs_axes, rhs_axes, perm,
                       _compute(op.result.type.element), out, fused=_fused(op))
-    return _Kernel(nb, out, default_layout(op, op.lhs.type, op.rhs.type, lhs_axes, rhs_axes))
+    return _Kernel(nb, out, default_layout(op, op.lhs.type, op.rhs.type, lhs_axes, rhs_axes,
+                                           _fused(op)))
 
 
 def _fused(op: Operation) -> bool:

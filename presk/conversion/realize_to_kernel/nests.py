@@ -606,15 +606,18 @@ def default_nest_layout(kernel: K.KernelOp) -> K.LayoutAttr:
 
 
 def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
-                   lhs_axes: list[int], rhs_axes: list[int]) -> K.LayoutAttr:
+                   lhs_axes: list[int], rhs_axes: list[int],
+                   fused: bool = False) -> K.LayoutAttr:
     """A contraction's default layout: a register tile of the J side in vector lanes of
-    this machine (`vector_unit`) — two vectors when J holds them, else one, else up to 4
-    lanes — by as many rows (I) as `tile_rows` gives; tiles visited I-major, the operands
-    packed into panels when the tile has 16 columns or more and the product PANEL_TILES
-    rows of tiles, and an xᵀ·g's long k swept in blocks (`_both_last`). AVX-512 (32 × 64
-    bytes): [12, 32] f32, [12, 16] f64, xᵀ·g [8, 32] and [8, 16]. AVX2 (16 × 32 bytes,
-    znver2 here): [4, 16] f32, [4, 8] f64 — [8, 16]'s 16 accumulators spill there, and
-    xᵀ·g ran 15 GFLOP/s at [8, 16] with panels against 55 at [4, 16]."""
+    this machine (`vector_unit`) — `row_vectors` vectors when J holds them, else one, else
+    up to 4 lanes — by as many rows (I) as `tile_rows` gives; tiles visited I-major, the
+    operands packed into panels when the tile has 16 columns or more and the product
+    PANEL_TILES rows of tiles, and an xᵀ·g's long k swept in blocks (`_both_last`).
+    `fused`: the realization fuses the product's multiply-adds. AVX-512 (32 × 64 bytes):
+    fused [12, 32] f32, [12, 16] f64, xᵀ·g [8, 32] and [8, 16]; a multiply and an add
+    [12, 16] f32, [12, 8] f64, xᵀ·g [8, 16] and [8, 8]. AVX2 (16 × 32 bytes, znver2
+    here): [4, 16] f32, [4, 8] f64 — [8, 16]'s 16 accumulators spill there, and xᵀ·g ran
+    15 GFLOP/s at [8, 16] with panels against 55 at [4, 16]."""
     i_size = 1
     for a in range(lhs.rank):
         if a not in lhs_axes:
@@ -626,10 +629,10 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     element = op.results[0].type.element  # type: ignore[attr-defined]
     registers, vector_bytes = vector_unit()
     lanes = vector_bytes // (8 if isinstance(element, Float64Type) else 4)
-    vectors = 2 if j_size >= 2 * lanes else 1  # the vectors a row of the tile holds
+    vectors = row_vectors(registers, fused) if j_size >= 2 * lanes else 1
     rows = min(tile_rows(registers, vectors, _both_last(lhs, rhs, lhs_axes, rhs_axes)),
                max(i_size, 1))
-    if j_size >= 2 * lanes:
+    if vectors == 2:
         tile, lanes = [rows, 2 * lanes], lanes
     elif j_size >= lanes:
         tile = [rows, lanes]
@@ -648,6 +651,22 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     return K.LayoutAttr.tiled(tile, lanes, "IJ", split=split, pack=pack, kblock=kblock)
 
 
+def row_vectors(registers: int, fused: bool) -> int:
+    """The vectors a row of a contraction's default tile holds when J holds two: two,
+    but one for a multiply and an add (not fused) on a machine of 32 vector registers.
+    There a row's broadcast of x[i, k] then feeds one multiply, which takes it as its
+    memory operand (`vmulps m32{1to16}`); with two vectors a row LLVM loads it once into
+    a register (`vbroadcastss`), and on Zen 4 (LLVM's `znver4`, AVX-512 on 256-bit
+    halves) that broadcast takes a floating-point pipe, where a tile of multiplies (FP0,
+    FP1) and adds (FP2, FP3) has none free. Measured there (bench/contractions.py, the
+    scaled Tower at B = 1024, 2 workers, f32 unfused): x·w + b, g·wᵀ, xᵀ·g at 160, 152,
+    156 GFLOP/s with two vectors a row (any of 4–12 rows), 230, 220, 222 with one: the
+    fused products' rate (232, 218, 221, which no tile shape changes); f64 77, 77, 72
+    against 102, 104, 82. On a Xeon (one 512-bit FMA unit) a multiply and an add share
+    that unit, and either shape runs at half the fused rate."""
+    return 1 if registers >= 32 and not fused else 2
+
+
 def tile_rows(registers: int, vectors: int, both_last: bool) -> int:
     """The rows of a contraction's default register tile whose rows take `vectors` vector
     registers each. The accumulators (rows × vectors) take at most half the registers —
@@ -658,8 +677,10 @@ def tile_rows(registers: int, vectors: int, both_last: bool) -> int:
     contractions.py, 2 workers) the scaled Tower's x·w + b ran 4–7 % faster at [12, 32]
     than at [8, 32] and g·wᵀ 6 % (fused), level unfused; in f64 fused [12, 16] against
     [8, 16] 7 % and 5 %, level unfused; its xᵀ·g (`both_last`, k in blocks, its i
-    operand in panels of R rows) ran 7 % slower, and keeps 8."""
-    if registers >= 32 and vectors == 2 and not both_last:
+    operand in panels of R rows) ran 7 % slower, and keeps 8. One vector a row
+    (`row_vectors`) takes 12 rows too: on Zen 4 unfused [12, 16] against [8, 16] x·w + b
+    3 %, g·wᵀ 6 % faster."""
+    if registers >= 32 and vectors <= 2 and not both_last:
         return 12
     return min(8, max(registers // 2 // vectors, 1))
 
