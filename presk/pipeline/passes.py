@@ -95,6 +95,11 @@ def _kernel_dedup() -> type[ModulePass]:
     return KernelDedupPass
 
 
+def _forward_copies() -> type[ModulePass]:
+    from ..transforms.forward_copies import ForwardCopiesPass
+    return ForwardCopiesPass
+
+
 def _share_converts() -> type[ModulePass]:
     from ..transforms.share_converts import ShareConvertsPass
     return ShareConvertsPass
@@ -141,6 +146,7 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "psk-fuse-reduce": _fuse_reduce,
     "convert-psk-realize-to-kernel": _realize_to_kernel,
     "psk-kernel-dedup": _kernel_dedup,
+    "psk-kernel-forward-copies": _forward_copies,
     "psk-kernel-share-converts": _share_converts,
     "psk-kernel-hoist-input-converts": _hoist_input_converts,
     "psk-kernel-split": _kernel_split,

@@ -1,5 +1,6 @@
 """PSK-Kernel → machine code in this process: the native backend's pipeline.
 
+    psk-kernel-forward-copies            presk/transforms/forward_copies.py
     psk-kernel-share-converts            presk/transforms/share_converts.py
     psk-kernel-hoist-input-converts      presk/transforms/hoist_input_converts.py
     psk-kernel-split                     presk/transforms/kernel_split.py
@@ -35,6 +36,7 @@ from . import NativeCache, NativeProgram, load_native
 _PRESK = Path(__file__).resolve().parent.parent
 _LOWERING_SOURCES = (
     "conversion/kernel_to_std", "transforms/kernel_split.py",
+    "transforms/forward_copies.py",
     "transforms/share_converts.py", "transforms/hoist_input_converts.py",
     "conversion/std_to_llvm",
     "kernel_abi", "dialects/kernel",
@@ -116,10 +118,12 @@ def lowering_passes(threads: str | None = None) -> list[ModulePass]:
 
 def _kernel_passes() -> list[ModulePass]:
     """The lowering's first passes, PSK-Kernel to PSK-Kernel: they decide the entries'
-    buffers and the arena (psk-kernel-share-converts, psk-kernel-hoist-input-converts)."""
+    buffers and the arena (psk-kernel-forward-copies, psk-kernel-share-converts,
+    psk-kernel-hoist-input-converts)."""
     from ..transforms.hoist_input_converts import HoistInputConvertsPass
+    from ..transforms.forward_copies import ForwardCopiesPass
     from ..transforms.share_converts import ShareConvertsPass
-    return [ShareConvertsPass(), HoistInputConvertsPass()]
+    return [ForwardCopiesPass(), ShareConvertsPass(), HoistInputConvertsPass()]
 
 
 def _after_kernel_passes(threads: str | None) -> list[ModulePass]:
