@@ -63,12 +63,13 @@ def test_run_native_names_registered_passes_down_to_llvm(capsys, core_file) -> N
     kernel = out_of(capsys, presk, ["dump", TRAIN, "--stage", "kernel", *RECORD, "--grad",
                                     "--print-pipeline"]).strip()
     assert pipeline.startswith(kernel + ",")
-    # the kernel stage's passes, then the shared conversions, the inputs read only in
-    # f32 passed so, the split and the lowering to std (whose options — where a tile's
-    # packed operands live — are this machine's: printed when not default)
+    # the kernel stage's passes, then the residual copies forwarded, the shared
+    # conversions, the inputs read only in f32 passed so, the split and the lowering to
+    # std (whose options — where a tile's packed operands live — are this machine's:
+    # printed when not default)
     names = [p.partition("{")[0] for p in pipeline.split(",")]
-    assert names[kernel.count(",") + 1:][:4] == [
-        "psk-kernel-share-converts", "psk-kernel-hoist-input-converts", "psk-kernel-split",
+    assert names[kernel.count(",") + 1:][:5] == [
+        "psk-kernel-forward-copies", "psk-kernel-share-converts", "psk-kernel-hoist-input-converts", "psk-kernel-split",
         "convert-psk-kernel-to-std"]
     registered = PreskOptMain(args=[]).available_passes
     assert all(n in registered for n in names), names

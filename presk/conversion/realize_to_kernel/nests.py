@@ -662,8 +662,9 @@ def row_vectors(registers: int, fused: bool) -> int:
     scaled Tower at B = 1024, 2 workers, f32 unfused): x·w + b, g·wᵀ, xᵀ·g at 160, 152,
     156 GFLOP/s with two vectors a row (any of 4–12 rows), 230, 220, 222 with one: the
     fused products' rate (232, 218, 221, which no tile shape changes); f64 77, 77, 72
-    against 102, 104, 82. On a Xeon (one 512-bit FMA unit) a multiply and an add share
-    that unit, and either shape runs at half the fused rate."""
+    against 102, 104, 82. On the Xeon of earlier sessions unfused products ran at half
+    the fused rate (a multiply and an add share its one 512-bit FMA unit); one vector a
+    row was not measured there."""
     return 1 if registers >= 32 and not fused else 2
 
 
