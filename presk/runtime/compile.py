@@ -36,7 +36,7 @@ from . import NativeCache, NativeProgram, load_native
 _PRESK = Path(__file__).resolve().parent.parent
 _LOWERING_SOURCES = (
     "conversion/kernel_to_std", "transforms/kernel_split.py",
-    "transforms/forward_copies.py",
+    "transforms/forward_copies.py", "transforms/host_writes.py",
     "transforms/share_converts.py", "transforms/hoist_input_converts.py",
     "conversion/std_to_llvm",
     "kernel_abi", "dialects/kernel",

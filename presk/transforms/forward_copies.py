@@ -44,54 +44,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from presk.dialects import kernel as K
 
-from .share_converts import _root
+from .host_writes import Writes, root, written_args
 
 
 # --------------------------------------------------------------------------------------
 # What each op writes, over the calls
 # --------------------------------------------------------------------------------------
-
-def written_args(module: ModuleOp) -> dict[str, set[int]]:
-    """For each host, the indices of the arguments its body may write (through any view,
-    its calls included): a fixed point over the calls, from nothing written."""
-    hosts = K.hosts(module)
-    written: dict[str, set[int]] = {name: set() for name in hosts}
-    changed = True
-    while changed:
-        changed = False
-        writes = OpWrites(module, written)
-        for name, host in hosts.items():
-            roots = set().union(*(writes.of(op) for op in K.host_ops(host)))
-            now = {i for i, a in enumerate(host.args) if a in roots}
-            if now != written[name]:
-                written[name], changed = now, True
-    return written
-
-
-class OpWrites:
-    """The buffers (their roots) an op of a host may write, a call's as its callee's."""
-
-    def __init__(self, module: ModuleOp, written: dict[str, set[int]]):
-        self.kernels = K.kernels(module)
-        self.written = written
-
-    def of(self, op: Operation) -> set[SSAValue]:
-        if isinstance(op, (K.ConvertOp, K.CopyOp, K.FillOp)):
-            return {_root(op.dest)}
-        if isinstance(op, K.LaunchOp):  # a kernel stores into its outputs only
-            outputs = self.kernels[op.callee_name].output_count
-            return {_root(v) for v in op.arguments[len(op.arguments) - outputs:]}
-        if isinstance(op, K.CallOp):
-            wrote = self.written[op.callee_name]
-            return {_root(v) for i, v in enumerate(op.arguments) if i in wrote}
-        if isinstance(op, K.FoldOp):  # its scratch buffers, and what its body writes
-            out = {_root(v) for v in op.operands}
-            for inner in op.body.walk():
-                if inner is not op:
-                    out |= self.of(inner)
-            return out
-        return set()
-
 
 def _top(op: Operation, block: Block) -> Operation | None:
     """The op of `block` that is or holds `op`."""
@@ -112,11 +70,11 @@ def _users(value: SSAValue) -> list[Operation]:
     return out
 
 
-def _written_after(value: SSAValue, op: Operation, writes: OpWrites) -> bool:
+def _written_after(value: SSAValue, op: Operation, writes: Writes) -> bool:
     """Whether an op of `op`'s block after it writes `value`'s root."""
-    root, at = _root(value), op.next_op
+    buffer, at = root(value), op.next_op
     while at is not None:
-        if root in writes.of(at):
+        if buffer in writes.of(at):
             return True
         at = at.next_op
     return False
@@ -140,7 +98,7 @@ def _static_view(value: SSAValue, host: K.HostOp) -> list[int] | None:
     return [value.index, *reversed(indices)]
 
 
-def _hoistable(copy: K.CopyOp, host: K.HostOp, writes: OpWrites) -> list[int] | None:
+def _hoistable(copy: K.CopyOp, host: K.HostOp, writes: Writes) -> list[int] | None:
     """The view (`_static_view`) of `copy`'s source when the copy can move to the callers."""
     dest = copy.dest
     if not (isinstance(dest, BlockArgument) and dest.owner is host.body.block
@@ -152,7 +110,7 @@ def _hoistable(copy: K.CopyOp, host: K.HostOp, writes: OpWrites) -> list[int] | 
     return view
 
 
-def _hoist(host: K.HostOp, calls: list[K.CallOp], writes: OpWrites) -> int:
+def _hoist(host: K.HostOp, calls: list[K.CallOp], writes: Writes) -> int:
     """Move the host's hoistable copies to its callers; how many moved."""
     moved = 0
     for copy in [op for op in host.body.block.ops if isinstance(op, K.CopyOp)]:
@@ -199,7 +157,7 @@ def _position(block: Block) -> dict[Operation, int]:
 
 
 def _into_source(copy: K.CopyOp, block: Block, where: dict[Operation, int],
-                 writes: OpWrites) -> bool:
+                 writes: Writes) -> bool:
     """%b (a fresh alloc only the copy writes, read after it while %a lives) becomes %a."""
     b = copy.dest
     if not isinstance(b.owner, K.AllocOp) or b.owner.parent_block() is not block:
@@ -215,19 +173,13 @@ def _into_source(copy: K.CopyOp, block: Block, where: dict[Operation, int],
     ops = list(block.ops)
     if any(isinstance(op, K.ReleaseOp) for op in ops[where[copy] + 1:last + 1]):
         return False
-    a = copy.source
-    if _written_after(a, copy, writes):
+    if _written_after(copy.source, copy, writes):
         return False
-    alloc = b.owner
-    _erase_copy(copy)
-    b.replace_all_uses_with(a)
-    alloc.detach()
-    alloc.erase()
-    _erase_unused_views(a)
+    _merge(copy, b, copy.source)
     return True
 
 
-def _into_dest(copy: K.CopyOp, host: K.HostOp, writes: OpWrites) -> bool:
+def _into_dest(copy: K.CopyOp, host: K.HostOp, writes: Writes) -> bool:
     """%a (a fresh alloc nothing writes after the copy) becomes %b (an output only the copy
     touches)."""
     a, b = copy.source, copy.dest
@@ -238,12 +190,19 @@ def _into_dest(copy: K.CopyOp, host: K.HostOp, writes: OpWrites) -> bool:
         return False
     if _written_after(a, copy, writes):
         return False
-    alloc = a.owner
+    _merge(copy, a, b)
+    return True
+
+
+def _merge(copy: K.CopyOp, gone: SSAValue, kept: SSAValue) -> None:
+    """Erase `copy` and `gone`'s alloc; `gone`'s readers and writers use `kept`."""
+    alloc = gone.owner
     _erase_copy(copy)
-    a.replace_all_uses_with(b)
+    gone.replace_all_uses_with(kept)
+    assert isinstance(alloc, K.AllocOp)
     alloc.detach()
     alloc.erase()
-    return True
+    _erase_unused_views(kept)
 
 
 def _erase_copy(copy: K.CopyOp) -> None:
@@ -251,7 +210,7 @@ def _erase_copy(copy: K.CopyOp) -> None:
     copy.erase()
 
 
-def _coalesce(host: K.HostOp, writes: OpWrites) -> int:
+def _coalesce(host: K.HostOp, writes: Writes) -> int:
     block, gone = host.body.block, 0
     for copy in [op for op in block.ops if isinstance(op, K.CopyOp)]:
         where = _position(block)
@@ -305,7 +264,7 @@ def forward_copies(module: ModuleOp) -> int:
     writes what the call wrote), so the round's are a superset, and safe."""
     gone = 0
     while True:
-        writes = OpWrites(module, written_args(module))
+        writes = Writes(module, written_args(module))
         calls = _calls(module)
         changed = 0
         for name, host in K.hosts(module).items():

@@ -31,7 +31,8 @@ from xdsl.passes import ModulePass
 
 from presk.dialects import kernel as K
 from presk.kernel_abi.calling import ROUNDED_INPUTS
-from presk.transforms.share_converts import Writes, written_only_by
+from presk.transforms.host_writes import Writes
+from presk.transforms.share_converts import written_only_by
 
 
 def _sole_convert(arg: BlockArgument, writes: Writes) -> K.ConvertOp | None:

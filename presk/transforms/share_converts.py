@@ -26,36 +26,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from presk.dialects import kernel as K
-
-
-def _root(value: SSAValue) -> SSAValue:
-    """The buffer a view (`at`) is part of."""
-    while isinstance(value.owner, K.AtOp):
-        value = value.owner.source
-    return value
-
-
-class Writes:
-    """Which buffers an op of a host may write (their roots)."""
-
-    def __init__(self, module: Operation):
-        self.kernels = K.kernels(module)
-
-    def of(self, op: Operation) -> set[SSAValue]:
-        if isinstance(op, (K.ConvertOp, K.CopyOp, K.FillOp)):
-            return {_root(op.dest)}
-        if isinstance(op, K.LaunchOp):  # a kernel stores into its outputs only (its verifier)
-            outputs = self.kernels[op.callee_name].output_count
-            return {_root(v) for v in op.arguments[len(op.arguments) - outputs:]}
-        if isinstance(op, K.CallOp):  # a callee may write any buffer it is given
-            return {_root(v) for v in op.arguments}
-        if isinstance(op, K.FoldOp):  # so may a body, and what its ops write
-            out = {_root(v) for v in op.operands}
-            for inner in op.body.walk():
-                if inner is not op:
-                    out |= self.of(inner)
-            return out
-        return set()
+from presk.transforms.host_writes import Writes, root
 
 
 def written_only_by(value: SSAValue, op: Operation, writes: Writes) -> bool:
@@ -86,7 +57,7 @@ def share_block(block: Block, writes: Writes) -> int:
         if isinstance(op, (K.MarkOp, K.ReleaseOp)):
             made.clear()
             continue
-        shares = isinstance(op, K.ConvertOp) and op.source is _root(op.source) and \
+        shares = isinstance(op, K.ConvertOp) and op.source is root(op.source) and \
             written_only_by(op.dest, op, writes)
         if shares and (op.source, op.dest.type) in made:
             _drop(op, made[(op.source, op.dest.type)])

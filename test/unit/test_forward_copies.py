@@ -17,7 +17,7 @@ from presk.dialects import kernel as K
 from presk.pipeline import entry_call
 from presk.runtime.compile import native_kernel_module, native_program, native_signatures
 from presk.kernel_abi.arena import entry_signatures
-from presk.transforms.forward_copies import written_args
+from presk.transforms.host_writes import written_args
 from presk.transforms.hoist_input_converts import HoistInputConvertsPass
 from presk.transforms.share_converts import ShareConvertsPass
 
