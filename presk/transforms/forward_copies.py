@@ -48,7 +48,7 @@ from .host_writes import Writes, root, written_args
 
 
 # --------------------------------------------------------------------------------------
-# What each op writes, over the calls
+# A host's block: who uses a buffer, who writes it after an op
 # --------------------------------------------------------------------------------------
 
 def _top(op: Operation, block: Block) -> Operation | None:
