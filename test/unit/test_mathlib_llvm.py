@@ -14,6 +14,8 @@ is `void w(T *x, T *y, T *r) { *r = pow(*x, *y); }`, its points the mathlib test
 
 from __future__ import annotations
 
+import platform
+
 import ctypes
 from functools import lru_cache
 
@@ -237,3 +239,21 @@ def test_a_loop_calling_erf_runs_its_vector_variant_inlined() -> None:
     assert "call <8 x double> @presk_erf_f64_v8(" not in body
     assert "call double @presk_erf_f64(" not in body
     assert "fcmp olt <8 x double>" in body
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86-64's assembly")
+def test_a_loops_constants_are_memory_operands_not_spilled_registers() -> None:
+    """Native code is position-independent in the small code model (emit/llvm.py
+    `HostTarget.machine`): a constant of the pool is a RIP-relative operand. In MCJIT's
+    default (large) model each takes a `movabs` of its address, and a loop over erf's
+    picked coefficients hoisted them into registers and spilled them to the stack."""
+    from presk.analysis import entry as E
+    from presk.pipeline import entry_call, load_core
+    from presk.runtime.compile import native_program
+    core, _ = load_core("tutorial/04_mlp.psk")
+    prepared = E.prepare(core, "loss", {"B": 16})
+    call = entry_call(core, "loss", prepared.dims, E.weights(prepared, 0, None),
+                      E.inputs(prepared, 0, None), None, True, True)
+    asm = native_program(call.pipeline.kernel, cache=False).jit.asm()
+    assert ".LCPI" in asm and "(%rip)" in asm
+    assert "$.LCPI" not in asm  # no constant's address as an immediate (`movabsq $.LCPI…`)
