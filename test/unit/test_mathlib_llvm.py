@@ -14,9 +14,8 @@ is `void w(T *x, T *y, T *r) { *r = pow(*x, *y); }`, its points the mathlib test
 
 from __future__ import annotations
 
-import platform
-
 import ctypes
+import platform
 from functools import lru_cache
 
 import numpy as np
