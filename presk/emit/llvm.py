@@ -58,7 +58,7 @@ class HostTarget:
         so a loop's constants are hoisted into registers and spilled — erf's 22 picked
         coefficients and its pieces' bounds spilled 2 KiB a launch of gelu's slope —
         where here they are RIP-relative memory operands (`vdivpd c(%rip){1to8}`), and
-        LLVM turns erf's coefficient picks into one `vpermq` from a table each. The
+        each of erf's coefficient picks (a `vpermq`) reads its table from memory. The
         tutorial's gradient at B = 8 (f64, Zen 4): gelu's slope 182 → 156 ns a launch,
         a call 1.85 → 1.74 µs. It is safe to load: llvmlite's memory manager reserves
         one block for all of an object's sections (so a PC-relative reference within the
