@@ -44,7 +44,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from presk.dialects import kernel as K
 
-from .host_writes import Writes, root, written_args
+from .host_writes import Writes, root, symbols, written_args
 
 
 # --------------------------------------------------------------------------------------
@@ -249,11 +249,12 @@ def _drop_unused(host: K.HostOp, calls: list[K.CallOp]) -> int:
 # The pass
 # --------------------------------------------------------------------------------------
 
-def _calls(module: ModuleOp) -> dict[str, list[K.CallOp]]:
+def _calls(hosts: dict[str, K.HostOp]) -> dict[str, list[K.CallOp]]:
     out: dict[str, list[K.CallOp]] = {}
-    for op in module.walk():
-        if isinstance(op, K.CallOp):
-            out.setdefault(op.callee_name, []).append(op)
+    for host in hosts.values():
+        for op in K.host_ops(host):
+            if isinstance(op, K.CallOp):
+                out.setdefault(op.callee_name, []).append(op)
     return out
 
 
@@ -263,18 +264,19 @@ def forward_copies(module: ModuleOp) -> int:
     computed once: a hoist only takes writes away from a host (its caller's new copy
     writes what the call wrote), so the round's are a superset, and safe."""
     gone = 0
+    hosts = symbols(module, K.HostOp)
     while True:
         writes = Writes(module, written_args(module))
-        calls = _calls(module)
+        calls = _calls(hosts)
         changed = 0
-        for name, host in K.hosts(module).items():
+        for name, host in hosts.items():
             if host.entry is None and name in calls:
                 changed += _hoist(host, calls[name], writes)
-        for host in K.hosts(module).values():
+        for host in hosts.values():
             removed = _coalesce(host, writes)
             changed, gone = changed + removed, gone + removed
-        calls = _calls(module)
-        for name, host in K.hosts(module).items():
+        calls = _calls(hosts)
+        for name, host in hosts.items():
             if host.entry is None and name in calls:
                 _drop_unused(host, calls[name])
         if not changed:
