@@ -44,7 +44,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from presk.dialects import kernel as K
 
-from .host_writes import Writes, root, symbols, written_args
+from .host_writes import Writes, root, written_args
 
 
 # --------------------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def _position(block: Block) -> dict[Operation, int]:
 
 
 def _into_source(copy: K.CopyOp, block: Block, where: dict[Operation, int],
-                 writes: Writes) -> bool:
+                 releases: list[int], writes: Writes) -> bool:
     """%b (a fresh alloc only the copy writes, read after it while %a lives) becomes %a."""
     b = copy.dest
     if not isinstance(b.owner, K.AllocOp) or b.owner.parent_block() is not block:
@@ -170,8 +170,7 @@ def _into_source(copy: K.CopyOp, block: Block, where: dict[Operation, int],
         if top is None or where[top] <= where[copy] or b in writes.of(user):
             return False
         last = max(last, where[top])
-    ops = list(block.ops)
-    if any(isinstance(op, K.ReleaseOp) for op in ops[where[copy] + 1:last + 1]):
+    if any(where[copy] < r <= last for r in releases):
         return False
     if _written_after(copy.source, copy, writes):
         return False
@@ -211,10 +210,14 @@ def _erase_copy(copy: K.CopyOp) -> None:
 
 
 def _coalesce(host: K.HostOp, writes: Writes) -> int:
+    """Coalesce the copies of the host's top block; how many went. Coalescing only erases
+    ops, so the positions taken first keep the order of those left."""
     block, gone = host.body.block, 0
+    where = _position(block)
+    releases = [i for op, i in where.items() if isinstance(op, K.ReleaseOp)]
     for copy in [op for op in block.ops if isinstance(op, K.CopyOp)]:
-        where = _position(block)
-        if _into_source(copy, block, where, writes) or _into_dest(copy, host, writes):
+        if _into_source(copy, block, where, releases, writes) or \
+                _into_dest(copy, host, writes):
             gone += 1
     return gone
 
@@ -264,7 +267,7 @@ def forward_copies(module: ModuleOp) -> int:
     computed once: a hoist only takes writes away from a host (its caller's new copy
     writes what the call wrote), so the round's are a superset, and safe."""
     gone = 0
-    hosts = symbols(module, K.HostOp)
+    hosts = K.hosts(module)
     while True:
         writes = Writes(module, written_args(module))
         calls = _calls(hosts)

@@ -13,20 +13,9 @@ buffer a view is part of).
 
 from __future__ import annotations
 
-from typing import Any
-
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from presk.dialects import kernel as K
-
-
-def symbols(module: Operation, kind: type[K.KernelOp] | type[K.HostOp]) -> dict[str, Any]:
-    """The module's kernels or hosts by name: its top-level ops (`K.kernels` and
-    `K.hosts` walk every op, every kernel's loops included — most of a pass's time when
-    it asks for them round after round)."""
-    ops = module.body.block.ops if isinstance(module, ModuleOp) else module.walk()
-    return {op.sym_name.data: op for op in ops if isinstance(op, kind)}
 
 
 def root(value: SSAValue) -> SSAValue:
@@ -42,7 +31,7 @@ class Writes:
     buffer it is given."""
 
     def __init__(self, module: Operation, written: dict[str, set[int]] | None = None):
-        self.kernels = symbols(module, K.KernelOp)
+        self.kernels = K.kernels(module)
         self.written = written
 
     def of(self, op: Operation) -> set[SSAValue]:
@@ -68,7 +57,7 @@ class Writes:
 def written_args(module: Operation) -> dict[str, set[int]]:
     """For each host, the indices of the arguments its body may write (through any view,
     its calls included): a fixed point over the calls, from nothing written."""
-    hosts = symbols(module, K.HostOp)
+    hosts = K.hosts(module)
     written: dict[str, set[int]] = {name: set() for name in hosts}
     changed = True
     while changed:

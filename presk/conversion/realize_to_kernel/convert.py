@@ -392,12 +392,11 @@ def _epilogue(hc: _HostConversion, op: Operation) -> _Kernel:
     else:
         lhs_axes, rhs_axes, perm = product.axes
         lt, rt = product.lhs.type, product.rhs.type
-    out = hc.out(op)
+    out, fused = hc.out(op), _fused(product)
     build_contraction(nb, hc.kernel_input(product.lhs), hc.kernel_input(product.rhs), lt, rt,
                       lhs_axes, rhs_axes, perm, _compute(product.result.type.element), out,
-                      (steps, yielded, inputs, stand_in), fused=_fused(product))
-    return _Kernel(nb, out, default_layout(product, lt, rt, lhs_axes, rhs_axes,
-                                           _fused(product)),
+                      (steps, yielded, inputs, stand_in), fused=fused)
+    return _Kernel(nb, out, default_layout(product, lt, rt, lhs_axes, rhs_axes, fused),
                    sites=[_site(product), *(_site(s) for s in steps)],
                    fused=isinstance(op, R.GroupOp))
 
@@ -405,22 +404,22 @@ def _epilogue(hc: _HostConversion, op: Operation) -> _Kernel:
 def _dot(hc: _HostConversion, op: R.DotOp) -> _Kernel:
     nb = NestBuilder("dot")
     lt, rt = op.lhs.type, op.rhs.type
-    out = hc.out(op)
+    out, fused = hc.out(op), _fused(op)
     build_contraction(nb, hc.kernel_input(op.lhs), hc.kernel_input(op.rhs), lt, rt,
                       [lt.rank - 1], [0], None, _compute(op.result.type.element), out,
-                      fused=_fused(op))
-    return _Kernel(nb, out, default_layout(op, lt, rt, [lt.rank - 1], [0], _fused(op)))
+                      fused=fused)
+    return _Kernel(nb, out, default_layout(op, lt, rt, [lt.rank - 1], [0], fused))
 
 
 def _contract(hc: _HostConversion, op: R.ContractOp) -> _Kernel:
     nb = NestBuilder("contract")
     lhs_axes, rhs_axes, perm = op.axes
-    out = hc.out(op)
+    out, fused = hc.out(op), _fused(op)
     build_contraction(nb, hc.kernel_input(op.lhs), hc.kernel_input(op.rhs), op.lhs.type,
                       op.rhs.type, lhs_axes, rhs_axes, perm,
-                      _compute(op.result.type.element), out, fused=_fused(op))
+                      _compute(op.result.type.element), out, fused=fused)
     return _Kernel(nb, out, default_layout(op, op.lhs.type, op.rhs.type, lhs_axes, rhs_axes,
-                                           _fused(op)))
+                                           fused))
 
 
 def _fused(op: Operation) -> bool:

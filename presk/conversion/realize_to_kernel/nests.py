@@ -681,7 +681,7 @@ def tile_rows(registers: int, vectors: int, both_last: bool) -> int:
     operand in panels of R rows) ran 7 % slower, and keeps 8. One vector a row
     (`row_vectors`) takes 12 rows too: on Zen 4 unfused [12, 16] against [8, 16] x·w + b
     3 %, g·wᵀ 6 % faster."""
-    if registers >= 32 and vectors <= 2 and not both_last:
+    if registers >= 32 and not both_last:
         return 12
     return min(8, max(registers // 2 // vectors, 1))
 

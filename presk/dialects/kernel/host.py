@@ -539,12 +539,19 @@ HOST_BODY_OPS: tuple[type[Operation], ...] = (
 # --------------------------------------------------------------------------------------
 
 
+def _symbol_ops(module: Operation) -> Iterator[Operation]:
+    """Where a module's kernels and hosts stand: a ModuleOp's top-level ops (a walk would
+    visit every op of every kernel's loops, which the passes that ask round after round
+    paid for), any other op's walk."""
+    return iter(module.body.block.ops) if isinstance(module, ModuleOp) else module.walk()
+
+
 def kernels(module: Operation) -> dict[str, KernelOp]:
-    return {op.sym_name.data: op for op in module.walk() if isinstance(op, KernelOp)}
+    return {op.sym_name.data: op for op in _symbol_ops(module) if isinstance(op, KernelOp)}
 
 
 def hosts(module: Operation) -> dict[str, HostOp]:
-    return {op.sym_name.data: op for op in module.walk() if isinstance(op, HostOp)}
+    return {op.sym_name.data: op for op in _symbol_ops(module) if isinstance(op, HostOp)}
 
 
 def host_ops(host: HostOp) -> Iterator[Operation]:
