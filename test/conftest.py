@@ -26,6 +26,7 @@ import json
 import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,14 +140,32 @@ def _weight(item: pytest.Item) -> float:
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marks below must be seen
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The cases a module names in `SLOW_CASES` are marked `slow` (a combination of several
     parametrize decorators has no single `pytest.param` to mark); then the `early` files
     first, heaviest first (a stable sort: files stay whole, in order)."""
+    names: dict[Any, set[str]] = {}
     for item in items:
-        if item.name in getattr(getattr(item, "module", None), "SLOW_CASES", ()):
+        module = getattr(item, "module", None)
+        names.setdefault(module, set()).add(item.name)
+        if item.name in getattr(module, "SLOW_CASES", ()):
             item.add_marker(pytest.mark.slow)
+    if not config.option.keyword and not any("::" in a for a in config.args):
+        _check_slow_cases(names)  # whole modules collected: every name must be there
     items.sort(key=lambda item: -_weight(item))
+
+
+def _check_slow_cases(names: dict[Any, set[str]]) -> None:
+    """A `SLOW_CASES` that names no collected case, or that the module does not define
+    (written inside a string, say), would leave its cases in `make test-fast` silently."""
+    for module, collected in names.items():
+        if module is None:
+            continue
+        slow = getattr(module, "SLOW_CASES", None)
+        if slow is None and "\nSLOW_CASES = {" in Path(module.__file__).read_text():
+            raise pytest.UsageError(f"{module.__name__}: SLOW_CASES is not a module variable")
+        if unknown := sorted(set(slow or ()) - collected):
+            raise pytest.UsageError(f"{module.__name__}: SLOW_CASES names no case {unknown}")
 
 
 def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:

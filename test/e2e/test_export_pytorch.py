@@ -35,6 +35,16 @@ from programs import ROOT, TUTORIAL, program
 
 pytestmark = pytest.mark.early(0.62)  # CPU minutes (test/conftest.py)
 
+# make test-fast leaves these cases out (test/conftest.py); make test runs them
+# (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
+SLOW_CASES = {
+    "test_sinh_matches_the_f64_interpreter",
+    "test_more_ops_match_the_f64_interpreter",
+    "test_float32_follows_the_parameters_dtype",
+    "test_module_apply_matches_the_f64_interpreter[02_norm]",
+    "test_module_apply_matches_the_f64_interpreter[06_tower]",
+}
+
 BOUND = 1e-13
 # The entry's parameter module: (generated module, class).
 ENTRIES = {"03_activations": ("_03_activations", "Act"), "04_mlp": ("_04_mlp", "MLP"),
@@ -54,16 +64,6 @@ job = json.loads(sys.argv[1])
 sys.path.insert(0, job["dir"])
 import torch
 from safetensors.torch import load_file, save_file
-
-# make test-fast leaves these cases out (test/conftest.py); make test runs them
-# (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
-SLOW_CASES = {
-    "test_sinh_matches_the_f64_interpreter",
-    "test_more_ops_match_the_f64_interpreter",
-    "test_float32_follows_the_parameters_dtype",
-    "test_module_apply_matches_the_f64_interpreter[02_norm]",
-    "test_module_apply_matches_the_f64_interpreter[06_tower]",
-}
 
 dtype = getattr(torch, job["dtype"])
 cls = getattr(importlib.import_module(job["module"]), job["class"])
