@@ -89,8 +89,9 @@ def blocked_last_axis(x: np.ndarray) -> np.ndarray:
     return parts[0]
 
 
-def presk_in_process(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`presk *argv` run in `cwd` in this process: its exit code, stdout and stderr. The
+def presk_in_process(argv: list[str], cwd: Path | str | None = None
+                     ) -> subprocess.CompletedProcess[str]:
+    """`presk *argv` run in `cwd` (default: here) in this process: its exit code, stdout and stderr. The
     script is `sys.exit(main())`, so these are the command's, without a new interpreter's
     imports and compiles each time; an uncaught exception (the script's traceback) is
     raised here. For the tests that are about a command's behaviour, not its process
@@ -98,7 +99,7 @@ def presk_in_process(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[
     from presk.cli.main import main
     out, err = io.StringIO(), io.StringIO()
     here = os.getcwd()
-    os.chdir(cwd)
+    os.chdir(cwd or here)
     try:
         with redirect_stdout(out), redirect_stderr(err):
             try:
@@ -108,3 +109,10 @@ def presk_in_process(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[
     finally:
         os.chdir(here)
     return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
+def presk(*argv: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """`presk argv…` in this process (`presk_in_process`); with `check`, exit code 0."""
+    done = presk_in_process(list(argv))
+    assert not check or done.returncode == 0, done.stderr
+    return done

@@ -22,8 +22,6 @@ Every test runs in one module-wide temporary PRESK_CACHE_DIR, never the user's c
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import re
 import subprocess
@@ -35,16 +33,16 @@ import pytest
 
 from presk.analysis import entry as E
 from presk.analysis.kernel_interpret import KernelInterpreter
-from presk.cli.main import main
 from presk.pipeline import entry_call, run_kernel, run_native
 from presk.runtime.compile import native_program
-from programs import FIXTURES, PRESK, TUTORIAL, program
+from programs import FIXTURES, PRESK, TUTORIAL, presk_in_process, program
 
 pytestmark = pytest.mark.early(0.67)  # CPU minutes (test/conftest.py)
 
 # make test-fast leaves these cases out (test/conftest.py); make test runs them
 # (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
 SLOW_CASES = {
+    "test_tutorial_07_native_is_the_kernel_interpreter[B4-f32-grad-store]",
     "test_tutorial_07_native_is_the_kernel_interpreter[B4-mixed-grad-recompute]",
     "test_tutorial_losses_native_is_the_kernel_interpreter[03_activations-4-grad-store]",
 }
@@ -171,13 +169,7 @@ def presk(*args: str, script: bool = False) -> subprocess.CompletedProcess:
     if script:
         return subprocess.run([PRESK, *argv], capture_output=True, text=True, timeout=300,
                               env=os.environ.copy())
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:  # argparse's own usage errors
-            code = exc.code if isinstance(exc.code, int) else 2
-    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+    return presk_in_process(argv)
 
 
 @pytest.mark.parametrize("grad", [False, True])

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from presk.analysis.weights import load_tensors
+from programs import presk_in_process
 
 # make test-fast leaves these cases out (test/conftest.py); make test runs them
 # (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
@@ -23,14 +23,11 @@ SLOW_CASES = {
 
 
 ROOT = Path(__file__).resolve().parents[2]
-PRESK = str(Path(sys.executable).parent / "presk")
 TUTORIAL = "tutorial/07_train.psk"
 
 
 def presk(*argv: str, ok: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([PRESK, *argv], capture_output=True, text=True, timeout=900,
-                          cwd=ROOT)
-    assert "Traceback" not in done.stderr
+    done = presk_in_process(list(argv), ROOT)  # an uncaught exception is raised here
     if ok:
         assert done.returncode == 0, done.stderr
     return done

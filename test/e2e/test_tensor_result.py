@@ -22,17 +22,16 @@ import pytest
 from presk.analysis import entry as E
 from presk.analysis.weights import load_tensors, save_tensors
 from presk.pipeline import load_core
+from programs import presk_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 FILE = str(ROOT / "test" / "data" / "softmax_batch.psk")
-PRESK = str(Path(sys.executable).parent / "presk")
 DIMS = {"B": 2}
 ENGINES = ("mpfr", "f64", "kernel", "native")
 
 
 def presk(*argv: str, ok: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([PRESK, *argv], capture_output=True, text=True, timeout=600)
-    assert "Traceback" not in done.stderr
+    done = presk_in_process(list(argv))  # an uncaught exception is raised here
     if ok:
         assert done.returncode == 0, done.stderr
     return done

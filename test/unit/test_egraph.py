@@ -15,8 +15,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import gmpy2
@@ -29,9 +27,9 @@ from presk.analysis.realization import Realization
 from presk.dialects import core as C
 from presk.pipeline import differentiate, load_core, prepare_entry, run_kernel
 from presk.pipeline.optimize import optimize
+from programs import presk
 
 ROOT = Path(__file__).resolve().parents[2]
-PRESK = str(Path(sys.executable).parent / "presk")
 VARIANCE = str(ROOT / "test/precision_programs/variance.psk")
 PROGRAMS = [f"tutorial/{n}" for n in ("03_activations.psk", "04_mlp.psk", "05_stack.psk",
                                       "07_train.psk")] + \
@@ -106,11 +104,11 @@ def _solve(tmp: Path, opt: bool) -> tuple[int, float]:
     flag = ["--opt"] if opt else []
     env = tmp / f"env{int(opt)}.json"
     common = ["--entry", "loss", "--dim", "B=64"]
-    run = subprocess.run([PRESK, "calibrate", "--precision", VARIANCE, *common, "--out",
-                          str(env), *flag], capture_output=True, text=True)
+    run = presk("calibrate", "--precision", VARIANCE, *common, "--out",
+                str(env), *flag)
     assert run.returncode == 0, run.stderr
-    run = subprocess.run([PRESK, "solve", VARIANCE, "--precision", str(env), "--budget",
-                          "1e-4", *common, *flag], capture_output=True, text=True)
+    run = presk("solve", VARIANCE, "--precision", str(env), "--budget",
+                "1e-4", *common, *flag)
     assert run.returncode == 0, run.stderr
     cost = float(re.search(r"^  cost +(\S+)", run.stdout, re.M).group(1))
     table = run.stdout.split("The decisions", 1)[1].split("\n\n", 1)[0]
@@ -126,8 +124,8 @@ def test_solve_with_opt_narrows_more_sites_at_a_lower_cost(tmp_path: Path) -> No
 
 
 def test_dump_stage_opt_lists_each_rewrite() -> None:
-    run = subprocess.run([PRESK, "dump", "--stage", "opt", VARIANCE, "--entry", "loss",
-                          "--dim", "B=16"], capture_output=True, text=True)
+    run = presk("dump", "--stage", "opt", VARIANCE, "--entry", "loss",
+                "--dim", "B=16")
     assert run.returncode == 0, run.stderr
     out = run.stdout
     assert "mean axis feat x" in out and "sub z, m" not in out, out  # the shift is gone
@@ -139,15 +137,14 @@ def test_dump_stage_opt_lists_each_rewrite() -> None:
 
 
 def test_opt_on_run_says_what_it_rewrote() -> None:
-    run = subprocess.run([PRESK, "run", VARIANCE, "--entry", "loss", "--dim", "B=8",
-                          "--engine", "f64", "--opt"], capture_output=True, text=True)
+    run = presk("run", VARIANCE, "--entry", "loss", "--dim", "B=8",
+                "--engine", "f64", "--opt")
     assert run.returncode == 0, run.stderr
     assert "presk: --opt: 1 rewrite: variance" in run.stderr, run.stderr
 
 
 def test_an_unknown_entry_is_one_line() -> None:
-    run = subprocess.run([PRESK, "dump", "--stage", "opt", VARIANCE, "--entry", "nope"],
-                         capture_output=True, text=True)
+    run = presk("dump", "--stage", "opt", VARIANCE, "--entry", "nope")
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
 
 
@@ -182,10 +179,9 @@ def test_without_a_probe_the_cost_is_time_alone() -> None:
 def test_with_a_profile_the_time_term_is_its_prediction() -> None:
     """With a machine profile (the frozen fixture), time is the profile's predicted
     seconds: the report says so, and the figures are seconds (the same rewrite wins)."""
-    run = subprocess.run([PRESK, "dump", "--stage", "opt", VARIANCE, "--entry", "loss",
-                          "--dim", "B=64", "--profile",
-                          str(ROOT / "test/fixtures/profile-frozen.json")],
-                         capture_output=True, text=True)
+    run = presk("dump", "--stage", "opt", VARIANCE, "--entry", "loss",
+                "--dim", "B=64", "--profile",
+                str(ROOT / "test/fixtures/profile-frozen.json"))
     assert run.returncode == 0, run.stderr
     assert "time in seconds predicted by the profile" in run.stdout, run.stdout
     row = re.search(r"^loss +\d+ +\d+ +\d+ +\d+ +\w+ +\S+ +\S+ +(\S+) +(\S+)", run.stdout,

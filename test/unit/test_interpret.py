@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from presk.analysis.numbers import F64, MPFR
 from presk.analysis.weights import save_tensors
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
-from programs import LOSSES, TUTORIAL, program as core
+from programs import LOSSES, TUTORIAL, presk_in_process, program as core
 
 pytestmark = pytest.mark.early(0.49)  # CPU minutes (test/conftest.py)
 
@@ -37,8 +36,6 @@ SLOW_CASES = {
 }
 
 
-BIN = Path(sys.executable).parent
-PRESK = str(BIN / "presk")
 
 
 def run_loss(name: str, numbers, params: dict, values: dict, b: int):
@@ -331,8 +328,7 @@ T07 = str(TUTORIAL / "07_train.psk")
 
 
 def presk(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PRESK, *argv], capture_output=True, text=True, encoding="utf-8",
-                          cwd=cwd)
+    return presk_in_process(list(argv), cwd)
 
 
 def result_line(stdout: str) -> str:

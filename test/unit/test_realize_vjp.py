@@ -12,7 +12,6 @@ error of it. Run with `-s` to see the launch counts and the measured error.
 
 from __future__ import annotations
 
-import subprocess
 
 import numpy as np
 import pytest
@@ -23,7 +22,7 @@ from presk.analysis.numbers import F64
 from presk.pipeline import kernel_pipeline, run_kernel
 from presk.dialects import kernel as K
 from presk.transforms.differentiate import REMATS, Differentiator
-from programs import LOSSES, MIXED, PRESK, TUTORIAL, program
+from programs import LOSSES, MIXED, TUTORIAL, presk, program
 
 # make test-fast leaves these cases out (test/conftest.py); make test runs them
 # (each over 2 s of CPU; a lighter case of the same feature stays in the fast set).
@@ -163,9 +162,8 @@ def test_the_grad_entry_signature() -> None:
 @pytest.mark.parametrize("remat", REMATS)
 def test_presk_run_grad_engine_kernel_prints_what_f64_prints(remat: str) -> None:
     def run(engine: str) -> list[str]:
-        done = subprocess.run([PRESK, "run", str(TUTORIAL / "07_train.psk"), "--entry", "loss",
-                               "--dim", "B=4", "--grad", "--engine", engine, "--remat", remat],
-                              capture_output=True, text=True, timeout=300)
+        done = presk("run", str(TUTORIAL / "07_train.psk"), "--entry", "loss", "--dim", "B=4",
+                     "--grad", "--engine", engine, "--remat", remat)
         assert done.returncode == 0, done.stderr
         return done.stdout.splitlines()
     kernel, f64 = run("kernel"), run("f64")

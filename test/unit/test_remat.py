@@ -13,7 +13,6 @@ Run with `-s` to see the residual counts and the op-count line of `presk dump --
 from __future__ import annotations
 
 import re
-import subprocess
 from functools import lru_cache
 
 import numpy as np
@@ -27,7 +26,7 @@ from presk.analysis.numbers import F64, MPFR
 from presk.analysis.weights import initial_weights, tree_fields
 from presk.dialects import core as C
 from presk.transforms.differentiate import REMATS, Differentiator
-from programs import LOSSES, PRESK, TUTORIAL, program
+from programs import LOSSES, TUTORIAL, presk, program
 
 
 @lru_cache(maxsize=None)
@@ -143,9 +142,8 @@ def test_recompute_keeps_fewer_values(name: str) -> None:
 def test_the_vjp_dump_counts_operations_in_both_modes() -> None:
     lines = {}
     for remat in REMATS:
-        done = subprocess.run([PRESK, "dump", str(TUTORIAL / "07_train.psk"), "--stage", "vjp",
-                               "--entry", "loss", "--remat", remat],
-                              capture_output=True, text=True, timeout=120)
+        done = presk("dump", str(TUTORIAL / "07_train.psk"), "--stage", "vjp", "--entry", "loss",
+                     "--remat", remat)
         assert done.returncode == 0, done.stderr
         lines[remat] = done.stdout.splitlines()[0]
         print(f"\n[remat] {lines[remat]}")

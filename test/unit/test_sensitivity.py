@@ -17,7 +17,6 @@ differentiable argument (`real eps`, `real(c) * 2.0`, constants), whose cotangen
 from __future__ import annotations
 
 import argparse
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from presk.dialects import core as C
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
 from presk.transforms.differentiate import Differentiator, differentiable
-from programs import PRESK, ROOT, program as load
+from programs import ROOT, presk, program as load
 
 TRAIN = str(ROOT / "tutorial" / "07_train.psk")
 
@@ -289,8 +288,7 @@ def test_shared_cotangents_have_one_figure() -> None:
 
 def test_parameters_equal_the_one_norms_of_presk_run_grad(tmp_path: Path) -> None:
     out = tmp_path / "g.safetensors"
-    done = subprocess.run([PRESK, "run", TRAIN, "--entry", "loss", "--dim", "B=4", "--grad",
-                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    done = presk("run", TRAIN, "--entry", "loss", "--dim", "B=4", "--grad", "--out", str(out))
     assert done.returncode == 0, done.stderr
     grads = {k[len("grad."):]: v for k, v in load_tensors(str(out)).items()
              if k.startswith("grad.")}
