@@ -116,3 +116,15 @@ def presk(*argv: str, check: bool = False) -> subprocess.CompletedProcess[str]:
     done = presk_in_process(list(argv))
     assert not check or done.returncode == 0, done.stderr
     return done
+
+
+def scaled_call(batch: int):
+    """bench/scaled_tower.psk's value and gradient at B = `batch` under the all-f32
+    realization (bench/native.py's), recorded with its calls kept: an `EntryCall`."""
+    from presk.pipeline import entry_call
+    sys.path.insert(0, str(ROOT / "bench"))
+    from native import all_f32, load_entry
+    module, prepared, params, values = load_entry(ROOT / "bench" / "scaled_tower.psk",
+                                                  {"B": batch})
+    return entry_call(module, "loss", prepared.dims, params, values,
+                      all_f32(module, prepared, True), True, True)

@@ -5,32 +5,17 @@ interpreter's bits on the recorded module, copies and all."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-import numpy as np
-
 from xdsl.context import Context
 
 from presk.analysis.kernel_interpret import KernelInterpreter
 from presk.dialects import kernel as K
-from presk.pipeline import entry_call
 from presk.runtime.compile import native_kernel_module, native_program, native_signatures
 from presk.kernel_abi.arena import entry_signatures
 from presk.transforms.host_writes import written_args
 from presk.transforms.hoist_input_converts import HoistInputConvertsPass
 from presk.transforms.share_converts import ShareConvertsPass
+from programs import scaled_call
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _scaled_call(batch: int):
-    sys.path.insert(0, str(ROOT / "bench"))
-    from native import all_f32, load_entry
-    module, prepared, params, values = load_entry(ROOT / "bench" / "scaled_tower.psk",
-                                                  {"B": batch})
-    return entry_call(module, "loss", prepared.dims, params, values,
-                      all_f32(module, prepared, True), True, True)
 
 
 def _copies(module) -> int:
@@ -38,7 +23,7 @@ def _copies(module) -> int:
 
 
 def test_the_scaled_towers_residual_copies_go_with_the_same_bits() -> None:
-    call = _scaled_call(8)
+    call = scaled_call(8)
     recorded = call.pipeline.kernel
     assert _copies(recorded) >= 12  # x, w and the norm's input, per layer and level
     lowered = native_kernel_module(recorded)
@@ -59,7 +44,7 @@ def test_the_scaled_towers_residual_copies_go_with_the_same_bits() -> None:
 def test_a_host_writes_its_outputs_only_and_calls_write_what_their_callee_does() -> None:
     """`written_args`: over the calls, no host of the recording writes an input (so a
     backward's call reads its residuals in place), and each writes every output."""
-    module = _scaled_call(2).pipeline.kernel
+    module = scaled_call(2).pipeline.kernel
     written = written_args(module)
     for name, host in K.hosts(module).items():
         inputs = len(host.args) - host.output_count
