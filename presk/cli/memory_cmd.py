@@ -175,6 +175,12 @@ def format_step(training, dims: dict[str, int], counts: list, realization: str) 
                      f"run in native calls of up to {STEPS_PER_CALL} (presk train's default; "
                      "the batches gathered from the file's memory map, not counted: the "
                      "page cache's, not the process's)")
+    if h.narrowed:
+        lines.append(f"presk memory --step: native code takes the batch and the seed in "
+                     f"{h.batch_and_seed_native} bytes, not {h.batch_and_seed}: "
+                     f"{', '.join(h.narrowed)} read only in f32, passed in f32 (rounded "
+                     "once by the caller, psk-kernel-hoist-input-converts): what the loop "
+                     f"holds counts {h.batch_and_seed_native}")
     for c in counts:
         lines.append(_step_peak_line(c))
     return lines
@@ -193,7 +199,7 @@ def _step_peak_line(c) -> str:
             f"{h.group_g + h.scratch + h.scalars}"
             + (f", the native step's buffers {h.step_buffers}" if h.step_buffers else "")
             + f", the batch and the seed "
-            f"{h.batch_and_seed}, kept for the backward {c.kept_at_peak}, the gradient made "
+            f"{h.batch_and_seed_native}, kept for the backward {c.kept_at_peak}, the gradient made "
             f"so far {c.grad_at_peak}, the rest {rest}")
 
 

@@ -32,6 +32,8 @@ class Holdings:
 
     objective_params: int  # the objective's θ inputs, in their storage types
     batch_and_seed: int  # its other inputs: the batch and the cotangent seed
+    batch_and_seed_native: int  # the same as native code takes them (`native_inputs`)
+    narrowed: tuple[str, ...]  # of which passed in f32 (the caller rounds them)
     objective_outputs: int  # its bound outputs: the value and the gradient
     gradient: int  # of which the gradient
     master: int  # Trainer.params, f64 (0 when laid out or with a native step: they are
@@ -93,12 +95,28 @@ def holdings(trace: Trace, optimizer_kind: str,
     native = bool(steps_per_call) and all(b.element in OWN_TYPES for b in params + grads) \
         and all(b.element in STREAM_TYPES for b in read)
     cls = _NATIVE[optimizer_kind]
+    native_bytes, narrowed = native_inputs(trace)
     return Holdings(sum(b.bytes for b in params), sum(b.bytes for b in others),
+                    native_bytes, narrowed,
                     sum(b.bytes for b in outs), sum(b.bytes for b in grads),
                     0 if laid_out or native else n, n, n, 2 * n, len(cls.BUFFERS) * n,
                     len(cls.SCALARS) * MASTER.itemsize,
                     step_buffer_bytes(optimizer_kind, steps_per_call) if native else 0,
                     laid_out, tuple(cls.BUFFERS))
+
+
+def native_inputs(trace: Trace) -> tuple[int, tuple[str, ...]]:
+    """The bytes of the objective's inputs other than θ as native code takes them — what
+    the trainer's objective allocates — and the names of those the lowering narrowed
+    (psk-kernel-hoist-input-converts: read only in f32, passed in f32, the caller's data
+    rounded when it binds them). Every other figure counts the recorded program."""
+    from ..runtime.compile import native_signatures
+    name = trace.entry.sym_name.data
+    module = trace.entry.parent_op()
+    assert module is not None
+    (sig,) = [s for s in native_signatures(module) if s.host == name]
+    others = [b for b in sig.inputs if not b.name.startswith("θ.")]
+    return sum(b.nbytes for b in others), tuple(b.name for b in others if b.given)
 
 
 def reverse_start(trace: Trace) -> int:
@@ -125,7 +143,7 @@ def step_count(c: Count, remat: str, optimizer_kind: str,
     kept = _kept(c.trace, start, start) if start < len(c.trace.steps) else 0
     grad_at_peak = sum(b.bytes for b in live_at(c.trace, c.peak_step)
                        if b.kind == "output" and b.name.startswith("grad."))
-    bound = h.objective_params + h.batch_and_seed  # the objective's inputs
+    bound = h.objective_params + h.batch_and_seed_native  # the objective's inputs, bound
     name = c.trace.entry.sym_name.data
     # the update's own arrays: the f64 gradient the objective returns (`to_f64` copies),
     # alive until the group's `g` has them; none when the native code writes `g` itself

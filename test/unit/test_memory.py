@@ -348,7 +348,8 @@ def test_step_holdings_are_what_a_trainer_allocates(tmp_path, realization):
         assert sum(s.buffer.nbytes for s in obj.slots if s.name.startswith("θ.")) == \
             h.objective_params
         assert sum(s.buffer.nbytes for s in obj.slots if not s.name.startswith("θ.")) == \
-            h.batch_and_seed
+            h.batch_and_seed_native  # what the recording counts, less what native narrows
+        assert h.batch_and_seed_native <= h.batch_and_seed
         assert sum(o.nbytes for o in obj.outputs) == h.objective_outputs
         watch = LiveWatch()
         call = obj.call
@@ -371,6 +372,9 @@ def test_step_cli_prints_both_policies():
     assert "moments, exp_avg and exp_avg_sq                     1216        1216" in out
     assert "the batch and the seed                               264         264" in out
     assert "presk memory --step: under recompute, the peak is `loss.value_vjp`'s" in out
+    assert ("presk memory --step: native code takes the batch and the seed in 200 bytes, not "
+            "264: batch.1 read only in f32, passed in f32 (rounded once by the caller, "
+            "psk-kernel-hoist-input-converts): what the loop holds counts 200") in out
     r = presk("memory", str(PROGRAMS["04"]), "--step", "--dim", "B=4")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "training" in r.stderr
     r = presk("memory", str(PROGRAMS["07"]), "--step", "--symbolic",
