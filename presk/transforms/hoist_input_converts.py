@@ -34,8 +34,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, Float32Type, Float64Type, FunctionType, ModuleOp
-from xdsl.dialects.builtin import StringAttr, f32
+from xdsl.dialects.builtin import (ArrayAttr, Float32Type, Float64Type, FunctionType,
+                                   ModuleOp, StringAttr, f32)
 from xdsl.ir import BlockArgument, SSAValue, Use
 from xdsl.passes import ModulePass
 
@@ -105,14 +105,11 @@ def _holds(place: Place, places: set[Place], calls: _Calls, writes: Writes) -> b
     return True
 
 
-def narrowable(module: ModuleOp, writes: Writes, calls: _Calls) -> set[Place]:
+def narrowable(writes: Writes, calls: _Calls) -> set[Place]:
     """The arguments to narrow: the greatest set in which each holds (`_holds`)."""
     places = set(calls.candidates())
-    changed = True
-    while changed:
-        failed = {p for p in places if not _holds(p, places, calls, writes)}
+    while failed := {p for p in places if not _holds(p, places, calls, writes)}:
         places -= failed
-        changed = bool(failed)
     return places
 
 
@@ -139,7 +136,7 @@ def hoist_input_converts(module: ModuleOp) -> int:
     """Every input read only in f32, down the calls, narrowed; how many arguments."""
     writes = Writes(module, written_args(module))
     calls = _Calls(module)
-    places = narrowable(module, writes, calls)
+    places = narrowable(writes, calls)
     for name, index in sorted(places):
         _narrow(calls.hosts[name], index, writes)
     for name in {name for name, _ in places}:
