@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 import time
 from functools import lru_cache
 
@@ -27,31 +25,9 @@ from presk.analysis.envelope import (
 from presk.analysis.weights import save_tensors
 from presk.frontend.elaborate import elaborate
 from presk.frontend.lower import lower_program
-from programs import ROOT, program
+from programs import ROOT, presk, program
 
 TRAIN = str(ROOT / "tutorial" / "07_train.psk")
-
-# `presk calibrate` through presk.cli.main.main, registered here when main.py does not
-# list it yet (the subcommand lives in presk/cli/precision_cmds.py).
-MAIN = """
-import argparse, sys
-from presk.cli import main as M
-from presk.cli.precision_cmds import add_calibrate
-build = M.build_parser
-def with_calibrate():
-    p = build()
-    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
-    if "calibrate" not in sub.choices:
-        add_calibrate(sub)
-    return p
-M.build_parser = with_calibrate
-sys.exit(M.main(sys.argv[1:]))
-"""
-
-
-def presk(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", MAIN, *argv], capture_output=True,
-                          text=True, cwd=ROOT)
 
 
 def tutorial():
