@@ -37,7 +37,8 @@ Implementations:
   `with_fma`: llvm.fma, one rounding per multiply-add, docs/precision.md); `f32+fma
   fused`: the same realization under `--fuse-reductions` (the same bits as `f32+fma`,
   fewer launches). The AdamW step: the training step in one native
-  call that `presk train` makes (presk/train/native_step.py), one step a call: the batch
+  call that `presk train` makes (presk/train/native_step.py), one step a call
+  (`NativeStep.step`, which returns the loss as a float): the batch
   gathered from a `.psk.d` file holding it (memory-mapped, read in file order), the value
   and gradient, the constant schedule and AdamW's update of the f64 master copies `presk
   train` keeps (under an f32 realization the step rounds them into the objective's f32
@@ -260,9 +261,9 @@ def native_stepper(pb: Problem, objective, opt) -> Callable[[], float] | None:
     order = np.arange(stream.header.count, dtype=np.int64)
 
     def step() -> float:
-        losses, _ = step_program.run(1, opt.steps, 0, order)
+        loss = step_program.step(opt.steps, 0, order)
         opt.steps += 1
-        return float(losses[0])
+        return loss
     step.params = dict(groups[0].views)  # type: ignore[attr-defined]
     step.keep = (stream, objective, directory)  # type: ignore[attr-defined]
     return step

@@ -535,6 +535,7 @@ class NativeStep:
         # the returned slices made once per n.
         self._ctl = (ctypes.c_int64 * len(CTL)).from_buffer(self.ctl)
         self._views: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._first_loss = ctypes.c_double.from_buffer(self.losses)  # `step`'s result
         self._batch = geometry.batch
         self._given: np.ndarray | None = None  # the order last given
         self._bound: np.ndarray | None = None  # and as bound (int64, contiguous)
@@ -549,8 +550,7 @@ class NativeStep:
         this step's own buffers; returns the buffers' first n (what `into` got, if given,
         is not there)."""
         if not 1 <= n <= self.k or first < 0 or first + n * self._batch > order.size:
-            raise ValueError(f"{n} steps from place {first} of an order of {order.size} "
-                             f"(batch {self._batch}, at most {self.k} steps a call)")
+            self._refuse(n, first, order)
         if order is not self._given:
             self._bind_order(order)
         out = into or self._own
@@ -565,6 +565,27 @@ class NativeStep:
         if views is None:
             views = self._views[n] = (self.losses[:n], self.lrs[:n])
         return views
+
+    def step(self, t0: int, first: int, order: np.ndarray) -> float:
+        """One step, as `run(1, t0, first, order)`, its loss returned as a float: the
+        lean path for a caller that steps one at a time (no arrays made or indexed: about
+        0.4 µs of Python less a step)."""
+        if first < 0 or first + self._batch > order.size:
+            self._refuse(1, first, order)
+        if order is not self._given:
+            self._bind_order(order)
+        if self._out is not self._own:
+            self._argv[self._out_slot], self._argv[self._out_slot + 1] = self._out = self._own
+        ctl = self._ctl
+        ctl[0] = 1
+        ctl[1] = t0
+        ctl[2] = first
+        self._bound_call()
+        return self._first_loss.value
+
+    def _refuse(self, n: int, first: int, order: np.ndarray) -> None:
+        raise ValueError(f"{n} steps from place {first} of an order of {order.size} "
+                         f"(batch {self._batch}, at most {self.k} steps a call)")
 
     def _bind_order(self, order: np.ndarray) -> None:
         """Point argv's order at `order` (a contiguous int64 copy when it is not one)."""

@@ -216,6 +216,32 @@ def test_two_steps_of_one_geometry_keep_their_own_arguments(tmp_path: Path,
     _same(b, ref_b)
 
 
+def test_one_step_at_a_time_is_run_of_one(tmp_path: Path) -> None:
+    """`NativeStep.step` (one step, its loss a float) makes `run(1, …)`'s step: the same
+    loss, parameters and optimizer state, call after call — after a `run` into another
+    caller's buffers too; a batch past the order's end is refused."""
+    from presk.train.loop import Trainer
+    core, training = _load(ROOT / "tutorial" / "07_train.psk")
+    a = Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=5)
+    b = Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=5)
+    order = np.arange(a.stream.header.count, dtype=np.int64)[::-1].copy()
+    batch = a.native.geometry.batch
+    elsewhere = np.zeros((2, 5))
+    for t in range(6):
+        first = (t * batch) % (order.size - batch)
+        if t == 3:  # a's run writes its losses and learning rates elsewhere
+            a.native.run(1, t, first, order, (elsewhere[0].ctypes.data,
+                                              elsewhere[1].ctypes.data))
+            loss = float(elsewhere[0][0])
+        else:
+            loss = a.native.step(t, first, order)
+        losses, _ = b.native.run(1, t, first, order)
+        assert type(loss) is float and loss == losses[0], t
+    _same(a, b)
+    with pytest.raises(ValueError, match="steps from place"):
+        a.native.step(6, order.size - batch + 1, order)
+
+
 def _epoch_at_a_time(trainer, steps: int) -> None:
     """Native calls that end at each epoch's end, as `advance` made them before calls ran
     on across epochs."""
