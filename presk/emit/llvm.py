@@ -124,13 +124,13 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
     wanted = set(entries)
     host = host_target()
     variants = _vector_variants(module, host)
-    for variant, _ in variants.values():
+    for variant, _ in (v for widths in variants.values() for v in widths):
         module.body.block.add_op(variant)
     try:
         mod = convert_module(module, fallback_target_triple=host.triple,
                              data_layout=host.data_layout)
     finally:
-        for variant, _ in variants.values():
+        for variant, _ in (v for widths in variants.values() for v in widths):
             variant.detach()
     defined = set()
     for fn in mod.functions:
@@ -140,7 +140,7 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
         _check_no_fast_math(fn)
         fn.linkage = "" if fn.name in wanted else "internal"
         if fn.name in variants:
-            _map_to_vector_variant(fn, *variants[fn.name])
+            _map_to_vector_variants(fn, variants[fn.name])
         elif VECTOR_SYMBOL.fullmatch(fn.name):
             fn.linkage = ""  # kept until the vectorizer has mapped the calls to it
             fn.attributes.add("alwaysinline")  # then inlined (`optimize`'s second pass)
@@ -153,11 +153,17 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
     return str(mod)
 
 
-def _vector_variants(module: ModuleOp,
-                     host: HostTarget) -> dict[str, tuple[llvm_dialect.FuncOp, int]]:
-    """On an AVX-512 host, the 512-bit vector variant of each math function the module
-    defines that picks among several constants (erf's pieces), and its lanes, by the
-    scalar function's name."""
+VARIANT_BITS = (512, 256, 128)
+"""The widths of a math function's vector variants: the 512-bit one for long loops, the
+narrower ones for loops shorter than its lanes (a fused row of 4 f64 elements, whose
+erf would otherwise be a call of the scalar function per element)."""
+
+
+def _vector_variants(module: ModuleOp, host: HostTarget
+                     ) -> dict[str, list[tuple[llvm_dialect.FuncOp, int]]]:
+    """On an AVX-512 host, the vector variants (`VARIANT_BITS`) of each math function the
+    module defines that picks among several constants (erf's pieces), each with its lanes,
+    by the scalar function's name."""
     if "+avx512f" not in host.features.split(","):
         return {}
     out = {}
@@ -166,18 +172,21 @@ def _vector_variants(module: ModuleOp,
             MATH_SYMBOL.fullmatch(op.sym_name.data)
         if m and m.group(1) in mathlib.FUNCTIONS and has_wide_pick(*m.groups()):
             fn, ty = m.groups()
-            lanes = 8 if ty == "f64" else 16
-            out[op.sym_name.data] = to_llvm(fn, ty, lanes=lanes), lanes
+            widths = [bits // (64 if ty == "f64" else 32) for bits in VARIANT_BITS]
+            out[op.sym_name.data] = [(to_llvm(fn, ty, lanes=n), n) for n in widths]
     return out
 
 
-def _map_to_vector_variant(fn: ir.Function, variant: llvm_dialect.FuncOp, lanes: int) -> None:
+def _map_to_vector_variants(fn: ir.Function,
+                            variants: list[tuple[llvm_dialect.FuncOp, int]]) -> None:
     """Tell LLVM's loop vectorizer that a call of `fn` over N lanes is a call of the
-    variant (the vector function ABI's `vector-function-abi-variant`, which the vectorizer
-    reads from the callee), and keep the call until then: not inlined (LLVM infers that
-    it touches no memory, so a loop calling it vectorizes) and known not to unwind."""
+    variant of N lanes (the vector function ABI's `vector-function-abi-variant`, which the
+    vectorizer reads from the callee), and keep the call until then: not inlined (LLVM
+    infers that it touches no memory, so a loop calling it vectorizes) and known not to
+    unwind."""
     args = "v" * len(fn.args)
-    mapping = f"_ZGV_LLVM_N{lanes}{args}_{fn.name}({variant.sym_name.data})"
+    mapping = ",".join(f"_ZGV_LLVM_N{lanes}{args}_{fn.name}({variant.sym_name.data})"
+                       for variant, lanes in variants)
     fn.attributes.add("noinline")
     fn.attributes.add("nounwind")
     # llvmlite's attribute set takes only its known names; a string attribute is a

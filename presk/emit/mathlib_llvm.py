@@ -166,9 +166,13 @@ class _Picks:
     values becomes `permvar(table, index)`: the table the values padded with the last to
     the lanes, the index the first i whose c_i holds (m when none does), a chain of
     integer selects made once per list of conds. The chain's inner selects are then
-    unused (LLVM drops them)."""
+    unused (LLVM drops them). A width without a permutation of whole lanes below (two f64
+    or four f32 lanes: 128 bits) keeps its selects."""
 
-    PERMVAR = {"f64": "llvm.x86.avx512.permvar.df.512", "f32": "llvm.x86.avx512.permvar.sf.512"}
+    PERMVAR = {("f64", 8): "llvm.x86.avx512.permvar.df.512",  # vpermpd zmm
+               ("f64", 4): "llvm.x86.avx512.permvar.df.256",  # vpermpd ymm (AVX-512VL)
+               ("f32", 16): "llvm.x86.avx512.permvar.sf.512",  # vpermps zmm
+               ("f32", 8): "llvm.x86.avx2.permps"}  # vpermps ymm
 
     def __init__(self, p: mathlib.Program, lanes: int, add) -> None:
         self.p, self.lanes, self.add = p, lanes, add
@@ -196,14 +200,14 @@ class _Picks:
     def permuted(self, n: int, vals: list[SSAValue]) -> SSAValue | None:
         """Select n as one permutation, when it is a wide enough pick."""
         form = self.note(n)
-        if form is None or not WIDE_PICK <= len(form[1]) <= self.lanes:
+        permvar = self.PERMVAR.get((self.p.ty, self.lanes))
+        if form is None or permvar is None or not WIDE_PICK <= len(form[1]) <= self.lanes:
             return None
         conds, values = form
         table = [float(_const_float(v, self.p.ty).value.data) for v in values]
         table += [table[-1]] * (self.lanes - len(table))
         t = self.add(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(self.F, table), self.F))
-        return self.add(llvm.CallIntrinsicOp(self.PERMVAR[self.p.ty],
-                                             [t, self._index(conds, vals)], [self.F]))
+        return self.add(llvm.CallIntrinsicOp(permvar, [t, self._index(conds, vals)], [self.F]))
 
     def _index(self, conds: tuple[int, ...], vals: list[SSAValue]) -> SSAValue:
         if conds not in self.indices:
