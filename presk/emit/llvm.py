@@ -173,8 +173,15 @@ def _vector_variants(module: ModuleOp, host: HostTarget
         if m and m.group(1) in mathlib.FUNCTIONS and has_wide_pick(*m.groups()):
             fn, ty = m.groups()
             widths = [bits // (64 if ty == "f64" else 32) for bits in VARIANT_BITS]
-            out[op.sym_name.data] = [(to_llvm(fn, ty, lanes=n), n) for n in widths]
+            out[op.sym_name.data] = [(_variant(fn, ty, n).clone(), n) for n in widths]
     return out
+
+
+@lru_cache(maxsize=None)
+def _variant(fn: str, ty: str, lanes: int) -> llvm_dialect.FuncOp:
+    """A math function's vector variant, built once a process (10–30 ms each; a copy is
+    5)."""
+    return to_llvm(fn, ty, lanes=lanes)
 
 
 def _map_to_vector_variants(fn: ir.Function,
