@@ -118,9 +118,11 @@ def presk(*argv: str, check: bool = False) -> subprocess.CompletedProcess[str]:
     return done
 
 
+@lru_cache(maxsize=None)
 def scaled_call(batch: int):
     """bench/scaled_tower.psk's value and gradient at B = `batch` under the all-f32
-    realization (bench/native.py's), recorded with its calls kept: an `EntryCall`."""
+    realization (bench/native.py's), recorded with its calls kept: an `EntryCall`, one
+    per session (a caller that rewrites its module works on a clone)."""
     from presk.pipeline import entry_call
     sys.path.insert(0, str(ROOT / "bench"))
     from native import all_f32, load_entry
