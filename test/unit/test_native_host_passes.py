@@ -27,7 +27,6 @@ from presk.transforms.share_converts import ShareConvertsPass
 from programs import scaled_call
 
 
-
 def _copies(module) -> int:
     return sum(isinstance(op, K.CopyOp) for op in module.walk())
 
