@@ -105,7 +105,7 @@ def _holds(place: Place, places: set[Place], calls: _Calls, writes: Writes) -> b
     return True
 
 
-def narrowable(writes: Writes, calls: _Calls) -> set[Place]:
+def _narrowable(writes: Writes, calls: _Calls) -> set[Place]:
     """The arguments to narrow: the greatest set in which each holds (`_holds`)."""
     places = set(calls.candidates())
     while failed := {p for p in places if not _holds(p, places, calls, writes)}:
@@ -136,7 +136,7 @@ def hoist_input_converts(module: ModuleOp) -> int:
     """Every input read only in f32, down the calls, narrowed; how many arguments."""
     writes = Writes(module, written_args(module))
     calls = _Calls(module)
-    places = narrowable(writes, calls)
+    places = _narrowable(writes, calls)
     for name, index in sorted(places):
         _narrow(calls.hosts[name], index, writes)
     for name in {name for name, _ in places}:
