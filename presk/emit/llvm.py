@@ -124,13 +124,14 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
     wanted = set(entries)
     host = host_target()
     variants = _vector_variants(module, host)
-    for variant, _ in (v for widths in variants.values() for v in widths):
+    added = [variant for widths in variants.values() for variant, _ in widths]
+    for variant in added:
         module.body.block.add_op(variant)
     try:
         mod = convert_module(module, fallback_target_triple=host.triple,
                              data_layout=host.data_layout)
     finally:
-        for variant, _ in (v for widths in variants.values() for v in widths):
+        for variant in added:
             variant.detach()
     defined = set()
     for fn in mod.functions:
