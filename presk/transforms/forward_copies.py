@@ -44,7 +44,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from presk.dialects import kernel as K
 
-from .host_writes import Writes, root, written_args
+from .host_writes import Writes, call_sites, root, written_args
 
 
 # --------------------------------------------------------------------------------------
@@ -252,15 +252,6 @@ def _drop_unused(host: K.HostOp, calls: list[K.CallOp]) -> int:
 # The pass
 # --------------------------------------------------------------------------------------
 
-def _calls(hosts: dict[str, K.HostOp]) -> dict[str, list[K.CallOp]]:
-    out: dict[str, list[K.CallOp]] = {}
-    for host in hosts.values():
-        for op in K.host_ops(host):
-            if isinstance(op, K.CallOp):
-                out.setdefault(op.callee_name, []).append(op)
-    return out
-
-
 def forward_copies(module: ModuleOp) -> int:
     """Hoist and coalesce the module's copies to a fixed point; how many copies the
     coalescing removed (a hoisted copy once per call site it reached). A round's writes are
@@ -270,17 +261,17 @@ def forward_copies(module: ModuleOp) -> int:
     hosts = K.hosts(module)
     while True:
         writes = Writes(module, written_args(module))
-        calls = _calls(hosts)
+        calls = call_sites(hosts)
         changed = 0
         for name, host in hosts.items():
-            if host.entry is None and name in calls:
+            if host.entry is None and calls[name]:
                 changed += _hoist(host, calls[name], writes)
         for host in hosts.values():
             removed = _coalesce(host, writes)
             changed, gone = changed + removed, gone + removed
-        calls = _calls(hosts)
+        calls = call_sites(hosts)
         for name, host in hosts.items():
-            if host.entry is None and name in calls:
+            if host.entry is None and calls[name]:
                 _drop_unused(host, calls[name])
         if not changed:
             return gone

@@ -41,7 +41,7 @@ from xdsl.passes import ModulePass
 
 from presk.dialects import kernel as K
 from presk.kernel_abi.calling import ROUNDED_INPUTS
-from presk.transforms.host_writes import Writes, written_args
+from presk.transforms.host_writes import Writes, call_sites, written_args
 from presk.transforms.share_converts import written_only_by
 
 Place = tuple[str, int]  # a host's name and the index of one of its arguments
@@ -64,30 +64,21 @@ def _narrowing_convert(use: Use, writes: Writes) -> K.ConvertOp | None:
     return op
 
 
-class _Calls:
-    """The module's hosts, and each host's calls with the host that makes each."""
-
-    def __init__(self, module: ModuleOp):
-        self.hosts = K.hosts(module)
-        self.of: dict[str, list[tuple[K.CallOp, K.HostOp]]] = {n: [] for n in self.hosts}
-        for host in self.hosts.values():
-            for op in K.host_ops(host):
-                if isinstance(op, K.CallOp):
-                    self.of[op.callee_name].append((op, host))
-
-    def candidates(self) -> Iterator[Place]:
-        """Every f64 input argument of an entry or of a host that is called."""
-        for name, host in self.hosts.items():
-            if host.entry is not None or self.of[name]:
-                for arg in host.input_args:
-                    if _is_f64(arg):
-                        yield name, arg.index
+def _candidates(hosts: dict[str, K.HostOp], calls: dict[str, list[K.CallOp]]
+                ) -> Iterator[Place]:
+    """Every f64 input argument of an entry or of a host that is called."""
+    for name, host in hosts.items():
+        if host.entry is not None or calls[name]:
+            for arg in host.input_args:
+                if _is_f64(arg):
+                    yield name, arg.index
 
 
-def _holds(place: Place, places: set[Place], calls: _Calls, writes: Writes) -> bool:
+def _holds(place: Place, places: set[Place], hosts: dict[str, K.HostOp],
+           calls: dict[str, list[K.CallOp]], writes: Writes) -> bool:
     """Whether the argument at `place` may be narrowed while every place of `places` is."""
     name, index = place
-    host = calls.hosts[name]
+    host = hosts[name]
     for use in host.body.block.args[index].uses:
         op = use.operation
         if isinstance(op, K.CallOp):
@@ -97,18 +88,19 @@ def _holds(place: Place, places: set[Place], calls: _Calls, writes: Writes) -> b
             return False
     if host.entry is not None:
         return True
-    for call, caller in calls.of[name]:
+    for call in calls[name]:  # given an argument of the calling host itself
         given = call.arguments[index]
-        if not (isinstance(given, BlockArgument) and given.owner is caller.body.block
-                and (caller.sym_name.data, given.index) in places):
+        caller = given.owner.parent_op() if isinstance(given, BlockArgument) else None
+        if not (isinstance(caller, K.HostOp) and (caller.sym_name.data, given.index) in places):
             return False
     return True
 
 
-def _narrowable(writes: Writes, calls: _Calls) -> set[Place]:
+def _narrowable(hosts: dict[str, K.HostOp], calls: dict[str, list[K.CallOp]],
+                writes: Writes) -> set[Place]:
     """The arguments to narrow: the greatest set in which each holds (`_holds`)."""
-    places = set(calls.candidates())
-    while failed := {p for p in places if not _holds(p, places, calls, writes)}:
+    places = set(_candidates(hosts, calls))
+    while failed := {p for p in places if not _holds(p, places, hosts, calls, writes)}:
         places -= failed
     return places
 
@@ -135,12 +127,12 @@ def _narrow(host: K.HostOp, index: int, writes: Writes) -> None:
 def hoist_input_converts(module: ModuleOp) -> int:
     """Every input read only in f32, down the calls, narrowed; how many arguments."""
     writes = Writes(module, written_args(module))
-    calls = _Calls(module)
-    places = _narrowable(writes, calls)
+    hosts = K.hosts(module)
+    places = _narrowable(hosts, call_sites(hosts), writes)
     for name, index in sorted(places):
-        _narrow(calls.hosts[name], index, writes)
+        _narrow(hosts[name], index, writes)
     for name in {name for name, _ in places}:
-        host = calls.hosts[name]
+        host = hosts[name]
         host.attributes["function_type"] = FunctionType.from_lists(
             [a.type for a in host.body.block.args], [])
         if host.entry is not None:

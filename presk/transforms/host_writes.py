@@ -69,3 +69,14 @@ def written_args(module: Operation) -> dict[str, set[int]]:
             if now != written[name]:
                 written[name], changed = now, True
     return written
+
+
+def call_sites(hosts: dict[str, K.HostOp]) -> dict[str, list[K.CallOp]]:
+    """Each host's calls (folds' bodies included), by the callee's name; every host is
+    named, one nobody calls with none."""
+    out: dict[str, list[K.CallOp]] = {name: [] for name in hosts}
+    for host in hosts.values():
+        for op in K.host_ops(host):
+            if isinstance(op, K.CallOp):
+                out[op.callee_name].append(op)
+    return out
