@@ -38,7 +38,7 @@ Implementations:
   fused`: the same realization under `--fuse-reductions` (the same bits as `f32+fma`,
   fewer launches). The AdamW step: the training step in one native
   call that `presk train` makes (presk/train/native_step.py), one step a call
-  (`NativeStep.step`, which returns the loss as a float): the batch
+  (`NativeStep.stepper()`'s builtin function, which returns the loss as a float): the batch
   gathered from a `.psk.d` file holding it (memory-mapped, read in file order), the value
   and gradient, the constant schedule and AdamW's update of the f64 master copies `presk
   train` keeps (under an f32 realization the step rounds them into the objective's f32
@@ -188,11 +188,12 @@ def presk_impl(pb: Problem, label: str, dtype: str, realization: Callable[[bool]
                 NativeAdamW(lr=LR, beta1=BETAS[0], beta2=BETAS[1], eps=ADAM_EPS,
                             weight_decay=DECAY))
 
-    def stepper() -> Callable[[], float]:
+    def stepper() -> tuple[Callable[[], float], dict[str, np.ndarray]]:
+        """The step and the parameters it updates."""
         if native:
-            step = native_stepper(pb, *parts())
-            if step is not None:
-                return step
+            made = native_stepper(pb, *parts())
+            if made is not None:
+                return made
             print(f"  ({label}: no native step for this realization; its AdamW step is "
                   "driven from Python)")
         objective, opt = parts()
@@ -211,30 +212,31 @@ def presk_impl(pb: Problem, label: str, dtype: str, realization: Callable[[bool]
                 loss, grads = objective(params, batch)
                 opt.step(params, grads)
                 return loss
-        step.params = params  # type: ignore[attr-defined]
-        return step
+        return step, params
 
     def results():
         fwd = float(np.asarray(runs[0].result["result"], dtype=np.float64))
         grads = {p: np.asarray(runs[1].result[f"grad.{p}"], dtype=np.float64) for p in pb.paths}
-        step = stepper()
+        step, params = stepper()
         step()
-        return fwd, grads, {k: np.asarray(v, dtype=np.float64)
-                            for k, v in step.params.items()}  # type: ignore[attr-defined]
+        return fwd, grads, {k: np.asarray(v, dtype=np.float64) for k, v in params.items()}
 
     calls = {"forward": runs[0].entry.bind(runs[0].call.inputs),
              "value+gradient": runs[1].entry.bind(runs[1].call.inputs),
-             "AdamW step": stepper()}
+             "AdamW step": stepper()[0]}
     return Impl(label, dtype, calls, results, note)
 
 
-def native_stepper(pb: Problem, objective, opt) -> Callable[[], float] | None:
+def native_stepper(pb: Problem, objective, opt
+                   ) -> tuple[Callable[[], float], dict[str, np.ndarray]] | None:
     """The AdamW step as `presk train` makes it (presk/train/native_step.py): one native
     call a step — the batch gathered from a data file's memory map (the problem's batch
     written to a `.psk.d` file, read in file order), the value and gradient, the constant
     schedule and AdamW's update of the f64 master copies (rounded into the objective's own
-    buffers where it computes in f32). The step count goes on call after call, as a run's
-    does. None when the realization gives no native step (`native_step`'s None)."""
+    buffers where it computes in f32) — and the parameters it updates. The call is
+    `NativeStep.stepper()`'s builtin, started at the optimizer's step count: each call the
+    next step, the step count going on as a run's does. None when the realization gives
+    no native step (`native_step`'s None)."""
     import tempfile
 
     from presk.datafile import write_stream
@@ -258,15 +260,9 @@ def native_stepper(pb: Problem, objective, opt) -> Callable[[], float] | None:
         return None
     for name in step_program.geometry.buffers:  # AdamW's fresh moments: zeros, as made
         opt._made(groups[0], name)
-    order = np.arange(stream.header.count, dtype=np.int64)
-
-    def step() -> float:
-        loss = step_program.step(opt.steps, 0, order)
-        opt.steps += 1
-        return loss
-    step.params = dict(groups[0].views)  # type: ignore[attr-defined]
-    step.keep = (stream, objective, directory)  # type: ignore[attr-defined]
-    return step
+    step_program.keep = (stream, objective, directory)  # as long as the step lives
+    step_program.start(opt.steps, 0, np.arange(stream.header.count, dtype=np.int64))
+    return step_program.stepper(), dict(groups[0].views)
 
 
 def solved(pb: Problem) -> tuple[Any, str]:

@@ -38,6 +38,8 @@ length come in buffers, so one compiled step serves every run of that shape.
 which reads the argv's address from an internal global of the loaded module (written once
 through `presk_entry_<step>_slot()`, which returns the global's address): ctypes converts
 every argument of a call, so the argument-free call costs a third of the two-argument one.
+`NativeStep.stepper()` is a builtin function over `presk_entry_<step>_py`, one step a call
+(presk/train/step_builtin.py).
 
 argv: ctl (i64: steps, t0, first, total, warmup), hyper (f64: lr and the optimizer's
 fields), order (i64), data (the first sample's byte), losses (f64), lrs (f64), the
@@ -51,6 +53,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import math
+import operator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -69,10 +72,13 @@ from ..kernel_abi.calling import BufferSig, EntrySig, entry_symbol
 from .native_optim import (SPLIT_ELEMENTS, NativeAdamW, NativeSGD, _adamw_body, _ranges,
                            _sgd_body, launch, range_functions, stack_array, update_parts)
 from .optim import SGD, AdamW
+from .step_builtin import RELEASE_GIL_AT, STATE, builtin, declarations, python_entry, \
+    register_c_api
 
-_SOURCE = hashlib.sha256(Path(__file__).read_bytes() + Path(__file__).with_name(
-    "native_optim.py").read_bytes()).hexdigest()[:16]
-"""Part of the cache key: the step's code is this file's and native_optim.py's bodies."""
+_SOURCE = hashlib.sha256(b"".join(Path(__file__).with_name(n).read_bytes() for n in (
+    "native_step.py", "native_optim.py", "step_builtin.py"))).hexdigest()[:16]
+"""Part of the cache key: the step's code is this file's, native_optim.py's and
+step_builtin.py's."""
 
 STEPS_PER_CALL = 256
 """The native step's default most steps a call (`presk train --steps-per-call`): the
@@ -396,10 +402,11 @@ def argument_names(g: Geometry) -> list[str]:
             *rounded]
 
 
-def bound_names(g: Geometry) -> tuple[str, str]:
-    """The host names of the step's argument-free entry and of the entry that tells
-    where its argv's address is kept (`presk_entry_<g.name>_bound`, `…_slot`)."""
-    return g.name + "_bound", g.name + "_slot"
+def bound_names(g: Geometry) -> tuple[str, str, str]:
+    """The host names of the step's argument-free entry, of the entry that tells where
+    its argv's address is kept (`presk_entry_<g.name>_bound`, `…_slot`), and of the
+    builtin's function (`…_py`, presk/train/step_builtin.py)."""
+    return g.name + "_bound", g.name + "_slot", g.name + "_py"
 
 
 ARGV_GLOBAL = "presk_step_argv"
@@ -421,15 +428,18 @@ def _bound_entry(g: Geometry) -> list:
     s = Emitter(Builder(InsertPoint.at_end(slot)), InsertPoint.at_end(slot))
     s(func.ReturnOp(s(llvm.AddressOfOp(ARGV_GLOBAL, PTR))))
     names = bound_names(g)
+    ctl = {k: CTL.index(k) for k in ("steps", "t0", "first")}
     return [llvm.GlobalOp(i64, ARGV_GLOBAL, "internal", value=IntegerAttr(0, i64)),
             func.FuncOp(entry_symbol(names[0]), ([], []), Region(bound)),
-            func.FuncOp(entry_symbol(names[1]), ([], [PTR]), Region(slot))]
+            func.FuncOp(entry_symbol(names[1]), ([], [PTR]), Region(slot)),
+            python_entry(entry_symbol(names[2]), entry_symbol(g.name), g.batch, ctl,
+                         argument_names(g).index("losses"), g.n >= RELEASE_GIL_AT)]
 
 
 def build_step(g: Geometry) -> tuple[ModuleOp, list[EntrySig]]:
     """The llvm-dialect module of the step (`presk_entry_<g.name>`): as many steps a call
-    as `ctl[0]` says (the caller's losses and lrs hold that many); and its argument-free
-    twin (`_bound_entry`)."""
+    as `ctl[0]` says (the caller's losses and lrs hold that many); its argument-free
+    twin and the builtin's function (`_bound_entry`)."""
     from ..conversion.std_to_llvm.callees import declare_external_callees
     from ..runtime.compile import llvm_module_from_std
     names = argument_names(g)
@@ -444,7 +454,7 @@ def build_step(g: Geometry) -> tuple[ModuleOp, list[EntrySig]]:
                          linkage=llvm.LinkageAttr("external")),
              *(llvm.FuncOp(f"presk_libm_{n}", llvm.LLVMFunctionType(
                  [f64] * (2 if n == "pow" else 1), f64), linkage=llvm.LinkageAttr("external"))
-               for n in LIBM)]
+               for n in LIBM), *declarations()]
     module = ModuleOp([*decls, *build.functions,
                        func.FuncOp(entry_symbol(g.name), ([PTR, PTR], []), Region(block)),
                        *_bound_entry(g)])
@@ -485,7 +495,8 @@ def objective_symbol(objective) -> str:
 
 class NativeStep:
     """The step program bound to a trainer's arrays: `run(n, t0, first, order)` makes n
-    steps (n ≤ k) in one call and returns their losses and learning rates."""
+    steps (n ≤ k) in one call and returns their losses and learning rates; `step` makes
+    one and returns its loss, and `stepper()` is `step` as a builtin function."""
 
     def __init__(self, geometry: Geometry, k: int, objective, optimizer, group, stream,
                  cache: bool = True) -> None:
@@ -496,14 +507,15 @@ class NativeStep:
         self.k, self.geometry = k, geometry
         function, obj_argv, obj_arena = objective.bound_call
         _register_libm()
+        register_c_api()
         binding.add_symbol(geometry.objective, function)
         self.program = load_native(lambda: build_step(geometry),
                                    f"{geometry} {_SOURCE}", lowering_version(), cache=cache)
         symbol = entry_symbol(geometry.name)
         self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
             self.program.jit.address(symbol))
-        bound, slot = (self.program.jit.address(entry_symbol(n))
-                       for n in bound_names(geometry))
+        bound, slot, self._py_entry = (self.program.jit.address(entry_symbol(n))
+                                       for n in bound_names(geometry))
         self._bound_call = ctypes.CFUNCTYPE(None)(bound)
         self._argv_slot = ctypes.CFUNCTYPE(ctypes.c_void_p)(slot)()  # ARGV_GLOBAL's address
         self.ctl = np.zeros(len(CTL), np.int64)
@@ -539,6 +551,13 @@ class NativeStep:
         self._batch = geometry.batch
         self._given: np.ndarray | None = None  # the order last given
         self._bound: np.ndarray | None = None  # and as bound (int64, contiguous)
+        # The builtins' state (step_builtin.STATE): armed by `step`, disarmed by `run`.
+        self._fallback = self.step  # the bound method whose address the state holds (a
+        # cycle through self: the collector frees it)
+        self._state = np.zeros(len(STATE), np.int64)
+        self._state[[STATE.index("argv"), STATE.index("ctl"), STATE.index("fallback")]] = \
+            self._argv_at, self.ctl.ctypes.data, id(self._fallback)
+        self._st = (ctypes.c_int64 * len(STATE)).from_buffer(self._state)
 
     def run(self, n: int, t0: int, first: int, order: np.ndarray,
             into: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -551,6 +570,7 @@ class NativeStep:
         is not there)."""
         if not 1 <= n <= self.k or first < 0 or first + n * self._batch > order.size:
             self._refuse(n, first, order)
+        self._st[_ARMED] = 0  # the next `step()` has no step of its own to go on from
         if order is not self._given:
             self._bind_order(order)
         out = into or self._own
@@ -566,22 +586,46 @@ class NativeStep:
             views = self._views[n] = (self.losses[:n], self.lrs[:n])
         return views
 
-    def step(self, t0: int, first: int, order: np.ndarray) -> float:
-        """One step, as `run(1, t0, first, order)`, its loss returned as a float: the
-        lean path for a caller that steps one at a time (no arrays made or indexed: about
-        0.4 µs of Python less a step)."""
+    def start(self, t0: int, first: int, order: np.ndarray) -> None:
+        """Make `step()`'s next step the one from t0 updates done, its batch from place
+        `first` of `order` (as `run`'s)."""
+        t0, first = operator.index(t0), operator.index(first)
         if first < 0 or first + self._batch > order.size:
             self._refuse(1, first, order)
         if order is not self._given:
             self._bind_order(order)
         if self._out is not self._own:
             self._argv[self._out_slot], self._argv[self._out_slot + 1] = self._out = self._own
+        self._ctl[1], self._ctl[2] = t0, first
+        self._st[_ARMED], self._st[_PLACES] = id(order), self._bound.size
+
+    def step(self, *args) -> float:
+        """`step(t0, first, order)`: one step, as `run(1, t0, first, order)`, its loss
+        returned as a float; `step()`: the next one — t0 + 1, the order's next batch (its
+        first after its last whole batch). The Python twin of `stepper()`'s builtin (its
+        fallback: what the builtin does not take, it hands over here)."""
+        if len(args) == 3:
+            self.start(*args)
+        elif args:
+            raise TypeError(f"step() takes 0 or 3 arguments (t0, first, order), "
+                            f"{len(args)} given")
+        elif not self._st[_ARMED]:
+            raise ValueError("step(): no step to go on from (step(t0, first, order) or "
+                             "start first; a `run` since ends the sequence)")
         ctl = self._ctl
         ctl[0] = 1
-        ctl[1] = t0
-        ctl[2] = first
         self._bound_call()
+        ctl[1] += 1
+        ctl[2] = ctl[2] + self._batch if ctl[2] + 2 * self._batch <= self._st[_PLACES] \
+            else 0
         return self._first_loss.value
+
+    def stepper(self) -> Callable[..., float]:
+        """`step` as a builtin function (presk/train/step_builtin.py): the same calls and
+        results, about 40 ns of Python a call instead of 400 — for a caller that steps one
+        at a time (`presk train` calls `run`: its steps share one call)."""
+        return builtin(self._py_entry, self._state, self, "step",
+                       "step(t0, first, order) -> loss; step() -> the next step's loss")
 
     def _refuse(self, n: int, first: int, order: np.ndarray) -> None:
         raise ValueError(f"{n} steps from place {first} of an order of {order.size} "
@@ -592,6 +636,9 @@ class NativeStep:
         self._bound = np.ascontiguousarray(order, np.int64)
         self._given = order
         self._argv[self._order_slot] = self._bound.ctypes.data
+
+
+_ARMED, _PLACES = STATE.index("armed"), STATE.index("places")
 
 
 def _rounded_arrays(objective, group) -> dict[str, np.ndarray]:

@@ -21,8 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # make test-fast leaves these cases out (test/conftest.py); make test runs them: the
 # constant schedule with decay runs in test_calls_across_epochs_equal_steps_made_an_epoch_
 # at_a_time[adamw-constant], all-f32 parameters in test_all_f32_realization_native_equals_
-# the_python_step, the pool in test_a_wide_groups_step_on_the_pool_equals_the_python_step[f64].
+# the_python_step, the pool in test_a_wide_groups_step_on_the_pool_equals_the_python_step[f64],
+# the builtin step in its gil-held case.
 SLOW_CASES = {
+    "test_the_builtin_step_is_run_of_one[gil-released]",
     "test_adamw_decay_wide_w1_constant_native_equals_the_python_step",
     "test_a_wide_groups_step_on_the_pool_equals_the_python_step[all-f32]",
 }
@@ -240,6 +242,57 @@ def test_one_step_at_a_time_is_run_of_one(tmp_path: Path) -> None:
     _same(a, b)
     with pytest.raises(ValueError, match="steps from place"):
         a.native.step(6, order.size - batch + 1, order)
+
+
+
+@pytest.mark.parametrize("release", [False, True], ids=["gil-held", "gil-released"])
+def test_the_builtin_step_is_run_of_one(tmp_path: Path, monkeypatch, release: bool) -> None:
+    """`NativeStep.stepper()`'s builtin (presk/train/step_builtin.py) makes `run(1, …)`'s
+    steps: `step(t0, first, order)` that one, `step()` the next (t0 + 1, the next batch,
+    the order's first again after its last whole batch), the same bits call after call;
+    what its fast path does not take goes to the Python twin, which raises or rebinds; a
+    `run` ends the sequence; the builtin frees what it holds. `gil-released`: the step
+    built to release the GIL while it runs (the threshold lowered, the cache off)."""
+    import gc
+
+    from presk.train import native_step as NS
+    from presk.train import step_builtin as SB
+    from presk.train.loop import Trainer
+    if release:
+        monkeypatch.setattr(NS, "RELEASE_GIL_AT", 1)
+        monkeypatch.setenv("PRESK_CACHE", "off")
+    core, training = _load(ROOT / "tutorial" / "07_train.psk")
+    a = Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=5)
+    b = Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=5)
+    assert ("call @PyEval_SaveThread" in str(NS.build_step(a.native.geometry)[0])) is release
+    order = np.arange(a.stream.header.count, dtype=np.int64)[::-1].copy()
+    batch, places = a.native.geometry.batch, order.size
+    step, live = a.native.stepper(), len(SB._LIVE)
+    assert type(step).__name__ == "builtin_function_or_method"
+    first = places - 2 * batch
+    for t in range(5):
+        loss = step(t, first, order) if t == 0 else step()
+        losses, _ = b.native.run(1, t, first, order)
+        assert type(loss) is float and loss == losses[0], t
+        assert (a.native.ctl[1], a.native.ctl[2]) == (
+            t + 1, first + batch if first + 2 * batch <= places else 0), t
+        first = int(a.native.ctl[2])
+    moved = order.copy()  # another order: rebound by the Python twin, then fast again
+    for t in (5, 6):
+        assert step(t, 0, moved) == b.native.run(1, t, 0, moved)[0][0]
+    _same(a, b)
+    for bad, error in [((1.5, 0, moved), TypeError), ((7, places, moved), ValueError),
+                       ((7, 0), TypeError)]:
+        with pytest.raises(error):
+            step(*bad)
+    with pytest.raises(TypeError, match="keyword"):
+        step(7, 0, moved, extra=1)
+    a.native.run(1, 7, 0, moved)
+    with pytest.raises(ValueError, match="no step to go on from"):
+        step()
+    del step
+    gc.collect()
+    assert len(SB._LIVE) == live - 1
 
 
 def _epoch_at_a_time(trainer, steps: int) -> None:
