@@ -314,55 +314,56 @@ def _training(name: str):
     return next(iter(elaborate_program(str(PROGRAMS[name]), None).main.trainings.values()))
 
 
+@pytest.mark.parametrize("remat", ["store", pytest.param("recompute", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("realization", [pytest.param(MIXED, marks=pytest.mark.slow),  # not laid out
                                          None])  # laid out (make test-fast keeps this one)
-def test_step_holdings_are_what_a_trainer_allocates(tmp_path, realization):
+def test_step_holdings_are_what_a_trainer_allocates(tmp_path, realization, remat):
     """The loop's holdings equal the nbytes of a real Trainer's arrays after a step, and
-    the value_vjp call's peak the interpreter's LiveWatch on that host, per remat."""
+    the value_vjp call's peak the interpreter's LiveWatch on that host, per remat (make
+    test-fast keeps the laid-out store case)."""
     from presk.train.loop import Trainer
     from presk.train.step_memory import step_count
     training = _training("07")
     dims = dict(training.dims)
-    for remat in ("store", "recompute"):
-        pipe = kernel_pipeline(core("07"), "loss", dims, realization, grad=True,
-                               remat=remat)
-        sc = step_count(count(record_trace(pipe.kernel)), remat, training.optimizer.kind)
-        h = sc.holdings
-        trainer = Trainer.create(core("07"), training, str(tmp_path / remat),
-                                 realization=realization, remat=remat)
-        trainer.one_step()
-        [grp] = trainer.optimizer._groups
-        assert trainer.laid_out == h.laid_out == (realization is None)
-        assert (grp.p.nbytes, grp.g.nbytes, grp.tmp.nbytes + grp.tmp2.nbytes) == (
-            h.group_p, h.group_g, h.scratch)
-        assert sum(b.nbytes for b in grp.bufs.values()) == h.moments
-        assert sum(v.nbytes for v in trainer.params.values()
-                   if not np.shares_memory(v, grp.p)) == h.master
-        [(_, _, scalars, _)] = trainer.optimizer._native._bound.values()
-        assert scalars.nbytes == h.scalars
-        native = trainer.native  # the step in one native call, where it applies
-        step_arrays = [native.ctl, native.hyper, native.losses, native.lrs] if native else []
-        assert (native is not None) == bool(h.step_buffers)
-        assert sum(a.nbytes for a in step_arrays) == h.step_buffers
-        obj = trainer.objective
-        assert sum(s.buffer.nbytes for s in obj.slots if s.name.startswith("θ.")) == \
-            h.objective_params
-        assert sum(s.buffer.nbytes for s in obj.slots if not s.name.startswith("θ.")) == \
-            h.batch_and_seed_native  # what the recording counts, less what native narrows
-        assert h.batch_and_seed_native <= h.batch_and_seed
-        assert sum(o.nbytes for o in obj.outputs) == h.objective_outputs
-        watch = LiveWatch()
-        call = obj.call
-        KernelInterpreter(call.pipeline.kernel, watch=watch).run(call.host, call.inputs)
-        assert watch.peak == sc.count.peak
-        value_vjp = sc.calls[0]
-        c = sc.count
-        own = sum(b.bytes for b in live_at(c.trace, c.peak_step) if b.kind == "made")
-        arrays = {id(a): a.nbytes for a in [grp.p, grp.g, grp.tmp, grp.tmp2, scalars,
-                                            *grp.bufs.values(), *obj.outputs,
-                                            *(s.buffer for s in obj.slots), *step_arrays]}
-        master = sum(v.nbytes for v in trainer.params.values() if not np.shares_memory(v, grp.p))
-        assert value_vjp.with_loop == own + sum(arrays.values()) + master
+    pipe = kernel_pipeline(core("07"), "loss", dims, realization, grad=True,
+                           remat=remat)
+    sc = step_count(count(record_trace(pipe.kernel)), remat, training.optimizer.kind)
+    h = sc.holdings
+    trainer = Trainer.create(core("07"), training, str(tmp_path / remat),
+                             realization=realization, remat=remat)
+    trainer.one_step()
+    [grp] = trainer.optimizer._groups
+    assert trainer.laid_out == h.laid_out == (realization is None)
+    assert (grp.p.nbytes, grp.g.nbytes, grp.tmp.nbytes + grp.tmp2.nbytes) == (
+        h.group_p, h.group_g, h.scratch)
+    assert sum(b.nbytes for b in grp.bufs.values()) == h.moments
+    assert sum(v.nbytes for v in trainer.params.values()
+               if not np.shares_memory(v, grp.p)) == h.master
+    [(_, _, scalars, _)] = trainer.optimizer._native._bound.values()
+    assert scalars.nbytes == h.scalars
+    native = trainer.native  # the step in one native call, where it applies
+    step_arrays = [native.ctl, native.hyper, native.losses, native.lrs] if native else []
+    assert (native is not None) == bool(h.step_buffers)
+    assert sum(a.nbytes for a in step_arrays) == h.step_buffers
+    obj = trainer.objective
+    assert sum(s.buffer.nbytes for s in obj.slots if s.name.startswith("θ.")) == \
+        h.objective_params
+    assert sum(s.buffer.nbytes for s in obj.slots if not s.name.startswith("θ.")) == \
+        h.batch_and_seed_native  # what the recording counts, less what native narrows
+    assert h.batch_and_seed_native <= h.batch_and_seed
+    assert sum(o.nbytes for o in obj.outputs) == h.objective_outputs
+    watch = LiveWatch()
+    call = obj.call
+    KernelInterpreter(call.pipeline.kernel, watch=watch).run(call.host, call.inputs)
+    assert watch.peak == sc.count.peak
+    value_vjp = sc.calls[0]
+    c = sc.count
+    own = sum(b.bytes for b in live_at(c.trace, c.peak_step) if b.kind == "made")
+    arrays = {id(a): a.nbytes for a in [grp.p, grp.g, grp.tmp, grp.tmp2, scalars,
+                                        *grp.bufs.values(), *obj.outputs,
+                                        *(s.buffer for s in obj.slots), *step_arrays]}
+    master = sum(v.nbytes for v in trainer.params.values() if not np.shares_memory(v, grp.p))
+    assert value_vjp.with_loop == own + sum(arrays.values()) + master
 
 
 def test_step_cli_prints_both_policies():

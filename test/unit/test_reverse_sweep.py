@@ -18,6 +18,14 @@ TUTORIAL = "tutorial/07_train.psk"
 pytestmark = pytest.mark.early(0.3)
 BUDGET = 1e-3
 
+# make test-fast leaves these cases out (test/conftest.py); make test runs them: the solve
+# at 1e-3 with the gradient and fma takes 9 s of CPU; the fast set keeps the reverse sweep
+# measured and refused (test_a_tight_budget_leaves_the_reverse_sweep_f64).
+SLOW_CASES = {
+    "test_the_reverse_sweep_is_narrowed_within_the_budget",
+    "test_the_forward_ignores_the_reverse_sweep_s_sites",
+}
+
 
 @pytest.fixture(scope="module")
 def tutorial():
