@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import ModuleOp
 from presk.emit import mathlib
 from presk.emit.mathlib_llvm import SYMBOL as MATH_SYMBOL
 from presk.emit.mathlib_llvm import VECTOR_SYMBOL, has_wide_pick, to_llvm
+from presk.emit.wide_loops import PARTS, widen_loops
 
 FAST_MATH_FLAGS = frozenset({"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn",
                              "reassoc"})
@@ -151,13 +152,22 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
     missing = wanted - defined
     if missing:
         raise NativeCompileError(f"the module defines no entry {', '.join(sorted(missing))}")
+    widen_loops(mod, {name: _one_vector(name)[0] for name in variants})
     return str(mod)
 
 
 VARIANT_BITS = (512, 256, 128)
 """The widths of a math function's vector variants: the 512-bit one for long loops, the
 narrower ones for loops shorter than its lanes (a fused row of 4 f64 elements, whose
-erf would otherwise be a call of the scalar function per element)."""
+erf would otherwise be a call of the scalar function per element); and the 512-bit
+vector times each of wide_loops.PARTS, in as many parts side by side (presk/emit/
+wide_loops.py: the loops whose trip count they divide are vectorized at that width)."""
+
+
+def _one_vector(name: str) -> tuple[int, ...]:
+    """The lanes of the single-vector variants of the math function `name`."""
+    ty = MATH_SYMBOL.fullmatch(name).group(2)
+    return tuple(bits // (64 if ty == "f64" else 32) for bits in VARIANT_BITS)
 
 
 def _vector_variants(module: ModuleOp, host: HostTarget
@@ -173,16 +183,18 @@ def _vector_variants(module: ModuleOp, host: HostTarget
             MATH_SYMBOL.fullmatch(op.sym_name.data)
         if m and m.group(1) in mathlib.FUNCTIONS and has_wide_pick(*m.groups()):
             fn, ty = m.groups()
-            widths = [bits // (64 if ty == "f64" else 32) for bits in VARIANT_BITS]
-            out[op.sym_name.data] = [(_variant(fn, ty, n).clone(), n) for n in widths]
+            widths = [(n, 1) for n in _one_vector(op.sym_name.data)]
+            widths = [(widths[0][0], k) for k in PARTS] + widths
+            out[op.sym_name.data] = [(_variant(fn, ty, n, k).clone(), n * k)
+                                     for n, k in widths]
     return out
 
 
 @lru_cache(maxsize=None)
-def _variant(fn: str, ty: str, lanes: int) -> llvm_dialect.FuncOp:
+def _variant(fn: str, ty: str, lanes: int, parts: int) -> llvm_dialect.FuncOp:
     """A math function's vector variant, built once a process (10–30 ms each; a copy is
     5)."""
-    return to_llvm(fn, ty, lanes=lanes)
+    return to_llvm(fn, ty, lanes=lanes, parts=parts)
 
 
 def _map_to_vector_variants(fn: ir.Function,

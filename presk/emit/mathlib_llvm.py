@@ -31,6 +31,7 @@ from functools import lru_cache
 import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
@@ -39,6 +40,7 @@ from xdsl.dialects.builtin import (
     VectorType,
     f32,
     f64,
+    i32,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 
@@ -66,20 +68,25 @@ def _const_float(text: str, ty: str) -> FloatAttr:
 
 
 def to_llvm(fn: str | mathlib.Program, ty: str, linkage: str = "external",
-            lanes: int | None = None) -> llvm.FuncOp:
+            lanes: int | None = None, parts: int = 1) -> llvm.FuncOp:
     """`llvm.func @presk_<fn>_<ty>(T) -> T` (`(T, T) -> T` for pow): the program, one
     LLVM instruction per op. With `lanes`, its vector variant `@presk_<fn>_<ty>_v<lanes>`
     over `<lanes x T>` — the same ops lane by lane, and each pick among four or more
     constants (a chain of selects by `mathlib.Builder.pick`) one AVX-512 `permvar` of a
     table of them by the piece's index (`_Picks`): the same value, one instruction
-    instead of a select per constant."""
+    instead of a select per constant. With `parts` > 1, the variant over
+    `<parts·lanes x T>` (`_v<parts·lanes>`) splits its argument into `parts` vectors of
+    `lanes` and writes each op once per part, side by side: the parts' dependency chains
+    (erf's Horner rule of 22 steps) interleave, where one vector's chain leaves the
+    machine waiting on each step's latency; each part's picks permute as the `lanes`
+    variant's do."""
     p = fn if isinstance(fn, mathlib.Program) else mathlib.program(fn, ty)
     ti = mathlib.TI[p.ty]
     S, I0 = _FLOAT[p.ty], _INT[p.ty]
     F = S if lanes is None else VectorType(S, [lanes])
     I = I0 if lanes is None else VectorType(I0, [lanes])
-    block = Block(arg_types=[F] * p.arity)
-    n_arg = 0
+    whole = F if parts == 1 else VectorType(S, [lanes * parts])
+    block = Block(arg_types=[whole] * p.arity)
     ops: list[Operation] = []
 
     def add(op: Operation) -> SSAValue:
@@ -99,56 +106,86 @@ def to_llvm(fn: str | mathlib.Program, ty: str, linkage: str = "external",
         return constant(v, S, F)
 
     suffix = p.ty if lanes is None else f"v{lanes}{p.ty}"
-    picks = _Picks(p, lanes, add) if lanes is not None else None
-    vals: list[SSAValue] = []
+    args = [_split(add, a, lanes, parts, F) for a in block.args]
+    picks = [_Picks(p, lanes, add) if lanes is not None else None for _ in range(parts)]
+    vals: list[list[SSAValue]] = [[] for _ in range(parts)]
+    n_arg = 0
     for n, ins in enumerate(p.instrs):
-        a = [vals[i] for i in ins.args]
-        op = ins.op
-        if op == "arg":  # the n-th `arg` is the n-th argument
-            v = block.args[n_arg]
-            n_arg += 1
-        elif op == "const":
-            v = fconst(float(_const_float(ins.const, p.ty).value.data))
-        elif op in _ARITH:
-            v = add(_ARITH[op](a[0], a[1]))
-        elif op == "neg":
-            v = add(llvm.FNegOp(a[0]))
-        elif op == "abs":
-            # llvm.FAbsOp would be translated to an unmangled `llvm.fabs`, one
-            # declaration for f32 and f64 alike (xDSL 0.75): call the mangled name
-            v = add(llvm.CallIntrinsicOp(f"llvm.fabs.{suffix}", [a[0]], [F]))
-        elif op in _FCMP:
-            v = add(llvm.FCmpOp(a[0], a[1], _FCMP[op]))
-        elif op == "select":
-            v = picks.permuted(n, vals) if picks is not None else None
-            if v is None:
-                v = add(llvm.SelectOp(a[0], a[1], a[2]))
-        elif op == "pow2":
-            lo, hi = fconst(float(ti.emin)), fconst(float(ti.emax))
-            k = add(llvm.SelectOp(add(llvm.FCmpOp(a[0], lo, "oge")), a[0], lo))
-            k = add(llvm.SelectOp(add(llvm.FCmpOp(k, hi, "ogt")), hi, k))
-            ki = _to_int(add, k, ti, F, I, fconst, iconst, suffix)
-            e = add(llvm.AddOp(ki, iconst(ti.bias)))
-            v = add(llvm.BitcastOp(add(llvm.ShlOp(e, iconst(ti.mbits))), F))
-        elif op == "exponent":
-            bits = add(llvm.BitcastOp(a[0], I))
-            e = add(llvm.LShrOp(bits, iconst(ti.mbits)))
-            e = add(llvm.AndOp(e, iconst(2 * ti.bias + 1)))
-            e = add(llvm.SubOp(e, iconst(ti.bias)))
-            v = add(llvm.SIToFPOp(e, F))
-        elif op == "mantissa":
-            bits = add(llvm.BitcastOp(a[0], I))
-            m = add(llvm.AndOp(bits, iconst((1 << ti.mbits) - 1)))
-            m = add(llvm.OrOp(m, iconst(ti.bias << ti.mbits)))
-            v = add(llvm.BitcastOp(m, F))
-        else:
-            raise ValueError(f"mathlib op {op!r} has no LLVM form")
-        vals.append(v)
-    ops.append(llvm.ReturnOp(vals[p.result]))
+        shared = fconst(float(_const_float(ins.const, p.ty).value.data)) \
+            if ins.op == "const" else None
+        for j in range(parts):
+            if ins.op == "arg":  # the n-th `arg` is the n-th argument
+                v = args[n_arg][j]
+            else:
+                v = shared if shared is not None else _op(
+                    ins, n, vals[j], picks[j], add, ti, F, I, fconst, iconst, suffix)
+            vals[j].append(v)
+        n_arg += ins.op == "arg"
+    ops.append(llvm.ReturnOp(_joined(add, [v[p.result] for v in vals], lanes, S)))
     block.add_ops(ops)
-    name = symbol(p.name, p.ty) if lanes is None else vector_symbol(p.name, p.ty, lanes)
-    return llvm.FuncOp(name, llvm.LLVMFunctionType([F] * p.arity, F),
+    name = symbol(p.name, p.ty) if lanes is None else \
+        vector_symbol(p.name, p.ty, lanes * parts)
+    return llvm.FuncOp(name, llvm.LLVMFunctionType([whole] * p.arity, whole),
                        linkage=llvm.LinkageAttr(linkage), body=Region(block))
+
+
+def _op(ins: mathlib.Instr, n: int, vals: list[SSAValue], picks: "_Picks | None", add,
+        ti: mathlib.TypeInfo, F, I, fconst, iconst, suffix: str) -> SSAValue:
+    """Program instruction n (neither an argument nor a constant) on its operands."""
+    a = [vals[i] for i in ins.args]
+    op = ins.op
+    if op in _ARITH:
+        return add(_ARITH[op](a[0], a[1]))
+    if op == "neg":
+        return add(llvm.FNegOp(a[0]))
+    if op == "abs":
+        # llvm.FAbsOp would be translated to an unmangled `llvm.fabs`, one declaration
+        # for f32 and f64 alike (xDSL 0.75): call the mangled name
+        return add(llvm.CallIntrinsicOp(f"llvm.fabs.{suffix}", [a[0]], [F]))
+    if op in _FCMP:
+        return add(llvm.FCmpOp(a[0], a[1], _FCMP[op]))
+    if op == "select":
+        v = picks.permuted(n, vals) if picks is not None else None
+        return v if v is not None else add(llvm.SelectOp(a[0], a[1], a[2]))
+    if op == "pow2":
+        lo, hi = fconst(float(ti.emin)), fconst(float(ti.emax))
+        k = add(llvm.SelectOp(add(llvm.FCmpOp(a[0], lo, "oge")), a[0], lo))
+        k = add(llvm.SelectOp(add(llvm.FCmpOp(k, hi, "ogt")), hi, k))
+        ki = _to_int(add, k, ti, F, I, fconst, iconst, suffix)
+        e = add(llvm.AddOp(ki, iconst(ti.bias)))
+        return add(llvm.BitcastOp(add(llvm.ShlOp(e, iconst(ti.mbits))), F))
+    if op == "exponent":
+        bits = add(llvm.BitcastOp(a[0], I))
+        e = add(llvm.LShrOp(bits, iconst(ti.mbits)))
+        e = add(llvm.AndOp(e, iconst(2 * ti.bias + 1)))
+        e = add(llvm.SubOp(e, iconst(ti.bias)))
+        return add(llvm.SIToFPOp(e, F))
+    if op == "mantissa":
+        bits = add(llvm.BitcastOp(a[0], I))
+        m = add(llvm.AndOp(bits, iconst((1 << ti.mbits) - 1)))
+        m = add(llvm.OrOp(m, iconst(ti.bias << ti.mbits)))
+        return add(llvm.BitcastOp(m, F))
+    raise ValueError(f"mathlib op {op!r} has no LLVM form")
+
+
+def _split(add, whole: SSAValue, lanes: int | None, parts: int, F) -> list[SSAValue]:
+    """`whole` as `parts` vectors of `lanes` (itself when there is one part)."""
+    if parts == 1:
+        return [whole]
+    return [add(llvm.ShuffleVectorOp(whole, whole, DenseArrayBase.from_list(
+        i32, list(range(j * lanes, (j + 1) * lanes))), F)) for j in range(parts)]
+
+
+def _joined(add, vs: list[SSAValue], lanes: int | None, S) -> SSAValue:
+    """The parts side by side again, by pairs (a shuffle concatenates two vectors of one
+    width)."""
+    width = lanes
+    while len(vs) > 1:
+        width *= 2
+        t = VectorType(S, [width])
+        vs = [add(llvm.ShuffleVectorOp(a, b, DenseArrayBase.from_list(i32, list(range(width))), t))
+              for a, b in zip(vs[::2], vs[1::2])]
+    return vs[0]
 
 
 WIDE_PICK = 4

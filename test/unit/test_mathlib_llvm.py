@@ -29,6 +29,7 @@ from xdsl.ir import Block, Region
 from presk.emit import llvm as native
 from presk.emit import mathlib
 from presk.emit.mathlib_llvm import declare_all, has_wide_pick, symbol, to_llvm, vector_symbol
+from presk.emit.wide_loops import PARTS
 from test_mathlib import arguments
 
 CASES = [(f, t) for f in mathlib.FUNCTIONS for t in mathlib.TYPES]
@@ -191,15 +192,18 @@ def test_only_erf_picks_among_many_constants() -> None:
 
 @pytest.mark.skipif("+avx512f" not in native.host_target().features.split(","),
                     reason="the vector variants are AVX-512's (permvar)")
-@pytest.mark.parametrize("bits", native.VARIANT_BITS)
+@pytest.mark.parametrize("bits, parts", [(b, 1) for b in native.VARIANT_BITS] +
+                         [(512, k) for k in PARTS], ids=lambda v: str(v))
 @pytest.mark.parametrize("fn,ty", WIDE)
-def test_the_vector_variant_computes_the_same_bits_as_evaluate(fn: str, ty: str,
-                                                               bits: int) -> None:
+def test_the_vector_variant_computes_the_same_bits_as_evaluate(fn: str, ty: str, bits: int,
+                                                               parts: int) -> None:
     """erf's vector variants (its pieces' coefficients picked by `permvar` where the width
-    has one: 512 and 256 bits) on the mathlib test's points and NaN payloads, `lanes` at a
-    time, against `evaluate`."""
+    has one: 512 and 256 bits; `parts` 512-bit vectors side by side, presk/emit/
+    wide_loops.py) on the mathlib test's points and NaN payloads, their lanes at a time,
+    against `evaluate`."""
     lanes = bits // (64 if ty == "f64" else 32)
-    m = ModuleOp([_vector_wrapper(fn, ty, lanes), to_llvm(fn, ty, lanes=lanes)])
+    m = ModuleOp([_vector_wrapper(fn, ty, lanes * parts),
+                  to_llvm(fn, ty, lanes=lanes, parts=parts)])
     code = native.compile(native.llvm_ir(m, [f"wrapv_{fn}_{ty}"]))
     ti = mathlib.TI[ty]
     x = arguments(fn, ty, N_PER_PART)[0]
@@ -208,6 +212,7 @@ def test_the_vector_variant_computes_the_same_bits_as_evaluate(fn: str, ty: str,
                       for d in (0, 10)] + pieces, dtype=ti.dtype)
     nan = np.array([np.nan], dtype=ti.dtype)
     x = np.concatenate([x, edges, -edges, nan])
+    lanes *= parts
     x = np.concatenate([x, np.zeros(-len(x) % lanes, dtype=ti.dtype)])
     want = mathlib.evaluate(fn, ty, x)
     got = np.empty_like(x)
@@ -231,7 +236,9 @@ def test_a_loop_calling_erf_runs_its_vector_variant_inlined() -> None:
     the variant into the loop: no call of erf is left, scalar or vector, and the loop runs
     on 8 lanes."""
     _, ir, _ = jit()
-    assert ('"vector-function-abi-variant"="_ZGV_LLVM_N8v_presk_erf_f64(presk_erf_f64_v8),'
+    assert ('"vector-function-abi-variant"="_ZGV_LLVM_N32v_presk_erf_f64(presk_erf_f64_v32),'
+            '_ZGV_LLVM_N16v_presk_erf_f64(presk_erf_f64_v16),'
+            '_ZGV_LLVM_N8v_presk_erf_f64(presk_erf_f64_v8),'
             '_ZGV_LLVM_N4v_presk_erf_f64(presk_erf_f64_v4),'
             '_ZGV_LLVM_N2v_presk_erf_f64(presk_erf_f64_v2)"') \
         in native.llvm_ir(module(), [f"wrap_{fn}_{ty}" for fn, ty in CASES])
