@@ -24,12 +24,11 @@ from typing import Iterable
 import llvmlite.binding as binding
 from llvmlite import ir
 from xdsl.backend.llvm.convert import convert_module
-from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import ModuleOp
 
 from presk.emit import mathlib
 from presk.emit.mathlib_llvm import SYMBOL as MATH_SYMBOL
-from presk.emit.mathlib_llvm import VECTOR_SYMBOL, has_wide_pick, to_llvm
+from presk.emit.mathlib_llvm import VECTOR_SYMBOL, has_wide_pick, to_llvm, vector_symbol
 from presk.emit.wide_loops import PARTS, widen_loops
 
 FAST_MATH_FLAGS = frozenset({"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn",
@@ -121,19 +120,13 @@ def _check_no_fast_math(function: ir.Function) -> None:
 
 def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
     """The LLVM IR text of an llvm-dialect module for the host: every defined function
-    whose name is not in `entries` gets internal linkage; entries stay external."""
+    whose name is not in `entries` gets internal linkage; entries stay external. Each
+    math function with vector variants gets those its loops may run (`_variants`)."""
     wanted = set(entries)
     host = host_target()
-    variants = _vector_variants(module, host)
-    added = [variant for widths in variants.values() for variant, _ in widths]
-    for variant in added:
-        module.body.block.add_op(variant)
-    try:
-        mod = convert_module(module, fallback_target_triple=host.triple,
-                             data_layout=host.data_layout)
-    finally:
-        for variant in added:
-            variant.detach()
+    mod = convert_module(module, fallback_target_triple=host.triple,
+                         data_layout=host.data_layout)
+    wide = _wide_picks(mod, host)
     defined = set()
     for fn in mod.functions:
         if fn.is_declaration:
@@ -141,27 +134,34 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
         defined.add(fn.name)
         _check_no_fast_math(fn)
         fn.linkage = "" if fn.name in wanted else "internal"
-        if fn.name in variants:
-            _map_to_vector_variants(fn, variants[fn.name])
-        elif VECTOR_SYMBOL.fullmatch(fn.name):
-            fn.linkage = ""  # kept until the vectorizer has mapped the calls to it
-            fn.attributes.add("alwaysinline")  # then inlined (`optimize`'s second pass)
-        elif MATH_SYMBOL.fullmatch(fn.name):
+        if VECTOR_SYMBOL.fullmatch(fn.name):
+            _keep_until_mapped(fn)
+        elif MATH_SYMBOL.fullmatch(fn.name) and fn.name not in wide:
             # Straight-line code with selects: inlined, a loop calling it vectorizes.
             fn.attributes.add("alwaysinline")
     missing = wanted - defined
     if missing:
         raise NativeCompileError(f"the module defines no entry {', '.join(sorted(missing))}")
-    widen_loops(mod, {name: _one_vector(name)[0] for name in variants})
-    return str(mod)
+    used = widen_loops(mod, {name: _one_vector(name)[0] for name in wide})
+    texts = []
+    for name in wide:
+        fn, ty = MATH_SYMBOL.fullmatch(name).groups()
+        widths = [(_one_vector(name)[0], k) for k in PARTS
+                  if _one_vector(name)[0] * k in used[name]]
+        widths += [(n, 1) for n in _one_vector(name)]
+        _map_to_vector_variants(mod.get_global(name),
+                                [(vector_symbol(fn, ty, n * k), n * k) for n, k in widths])
+        texts += [_variant(fn, ty, n, k) for n, k in widths
+                  if vector_symbol(fn, ty, n * k) not in defined]
+    return _with_variants(str(mod), texts)
 
 
 VARIANT_BITS = (512, 256, 128)
 """The widths of a math function's vector variants: the 512-bit one for long loops, the
 narrower ones for loops shorter than its lanes (a fused row of 4 f64 elements, whose
-erf would otherwise be a call of the scalar function per element); and the 512-bit
-vector times each of wide_loops.PARTS, in as many parts side by side (presk/emit/
-wide_loops.py: the loops whose trip count they divide are vectorized at that width)."""
+erf would otherwise be a call of the scalar function per element); and, for the loops
+that run at it (presk/emit/wide_loops.py), the 512-bit vector times each of
+wide_loops.PARTS, in as many parts side by side."""
 
 
 def _one_vector(name: str) -> tuple[int, ...]:
@@ -170,42 +170,59 @@ def _one_vector(name: str) -> tuple[int, ...]:
     return tuple(bits // (64 if ty == "f64" else 32) for bits in VARIANT_BITS)
 
 
-def _vector_variants(module: ModuleOp, host: HostTarget
-                     ) -> dict[str, list[tuple[llvm_dialect.FuncOp, int]]]:
-    """On an AVX-512 host, the vector variants (`VARIANT_BITS`) of each math function the
-    module defines that picks among several constants (erf's pieces), each with its lanes,
-    by the scalar function's name."""
+def _wide_picks(mod: ir.Module, host: HostTarget) -> list[str]:
+    """On an AVX-512 host, the math functions `mod` defines that pick among several
+    constants (erf's pieces): those that get vector variants."""
     if "+avx512f" not in host.features.split(","):
-        return {}
-    out = {}
-    for op in module.ops:
-        m = isinstance(op, llvm_dialect.FuncOp) and op.body.blocks and \
-            MATH_SYMBOL.fullmatch(op.sym_name.data)
-        if m and m.group(1) in mathlib.FUNCTIONS and has_wide_pick(*m.groups()):
-            fn, ty = m.groups()
-            widths = [(n, 1) for n in _one_vector(op.sym_name.data)]
-            widths = [(widths[0][0], k) for k in PARTS] + widths
-            out[op.sym_name.data] = [(_variant(fn, ty, n, k).clone(), n * k)
-                                     for n, k in widths]
-    return out
+        return []
+    return [fn.name for fn in mod.functions if not fn.is_declaration
+            and (m := MATH_SYMBOL.fullmatch(fn.name)) and m.group(1) in mathlib.FUNCTIONS
+            and has_wide_pick(*m.groups())]
+
+
+def _keep_until_mapped(fn: ir.Function) -> None:
+    fn.linkage = ""  # kept until the vectorizer has mapped the calls to it
+    fn.attributes.add("alwaysinline")  # then inlined (`optimize`'s second pass)
 
 
 @lru_cache(maxsize=None)
-def _variant(fn: str, ty: str, lanes: int, parts: int) -> llvm_dialect.FuncOp:
-    """A math function's vector variant, built once a process (10–30 ms each; a copy is
-    5)."""
-    return to_llvm(fn, ty, lanes=lanes, parts=parts)
+def _variant(fn: str, ty: str, lanes: int, parts: int) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A math function's vector variant as LLVM IR text, built once a process (10–30 ms
+    for a vector, ~100 for four parts) and appended to each module's text that calls it:
+    its definition, and its declarations (name, text) of the intrinsics it calls."""
+    host = host_target()
+    mod = convert_module(ModuleOp([to_llvm(fn, ty, lanes=lanes, parts=parts)]),
+                         fallback_target_triple=host.triple, data_layout=host.data_layout)
+    definition, declarations = "", []
+    for f in mod.functions:
+        if f.is_declaration:
+            declarations.append((f.name, str(f)))
+        else:
+            _check_no_fast_math(f)
+            _keep_until_mapped(f)
+            definition = str(f)
+    return definition, tuple(declarations)
 
 
-def _map_to_vector_variants(fn: ir.Function,
-                            variants: list[tuple[llvm_dialect.FuncOp, int]]) -> None:
+def _with_variants(text: str, variants: list[tuple[str, tuple[tuple[str, str], ...]]]) -> str:
+    """The module's text with the variants' definitions, and the declarations it lacks."""
+    lines = [text]
+    for definition, declarations in variants:
+        for name, declaration in declarations:
+            if f'@"{name}"(' not in text and declaration not in lines:
+                lines.append(declaration)
+        lines.append(definition)
+    return "\n".join(lines)
+
+
+def _map_to_vector_variants(fn: ir.Function, variants: list[tuple[str, int]]) -> None:
     """Tell LLVM's loop vectorizer that a call of `fn` over N lanes is a call of the
     variant of N lanes (the vector function ABI's `vector-function-abi-variant`, which the
     vectorizer reads from the callee), and keep the call until then: not inlined (LLVM
     infers that it touches no memory, so a loop calling it vectorizes) and known not to
     unwind."""
     args = "v" * len(fn.args)
-    mapping = ",".join(f"_ZGV_LLVM_N{lanes}{args}_{fn.name}({variant.sym_name.data})"
+    mapping = ",".join(f"_ZGV_LLVM_N{lanes}{args}_{fn.name}({variant})"
                        for variant, lanes in variants)
     fn.attributes.add("noinline")
     fn.attributes.add("nounwind")

@@ -31,25 +31,30 @@ its trip count."""
 WIDTH = "llvm.loop.vectorize.width"
 
 
-def widen_loops(module: ir.Module, natural: dict[str, int]) -> int:
+def widen_loops(module: ir.Module, natural: dict[str, int]) -> dict[str, set[int]]:
     """Mark each innermost loop of `module` that calls a function of `natural` (name →
     its lanes in a 512-bit vector) and runs a constant multiple of `parts·lanes`
-    iterations; returns how many loops were marked."""
+    iterations; returns the widths marked, per function called."""
+    used: dict[str, set[int]] = {name: set() for name in natural}
     marked = 0
     for fn in module.functions:
         if fn.is_declaration or fn.name in natural:
             continue
         blocks = list(fn.blocks)
         for k, latch in enumerate(blocks):
-            width = _width(blocks, k, natural)
-            if width:
+            found = _width(blocks, k, natural)
+            if found:
+                name, width = found
                 _mark(module, latch.terminator, width, marked)
+                used[name].add(width)
                 marked += 1
-    return marked
+    return used
 
 
-def _width(blocks: list[ir.Block], k: int, natural: dict[str, int]) -> int | None:
-    """The width to vectorize the loop whose latch is blocks[k] at, or None."""
+def _width(blocks: list[ir.Block], k: int, natural: dict[str, int]
+           ) -> tuple[str, int] | None:
+    """The function of `natural` the loop whose latch is blocks[k] calls and the width to
+    vectorize it at, or None."""
     latch = blocks[k]
     term = latch.terminator
     if not isinstance(term, ir.Branch) or isinstance(term, ir.ConditionalBranch):
@@ -61,13 +66,15 @@ def _width(blocks: list[ir.Block], k: int, natural: dict[str, int]) -> int | Non
     body = blocks[at:k + 1]
     if any(_is_back_edge(blocks, j) for j in range(at, k)):
         return None  # an outer loop: the vectorizer works on innermost ones
-    lanes = {natural[c.callee.name] for b in body for c in b.instructions
-             if isinstance(c, ir.CallInstr) and getattr(c.callee, "name", None) in natural}
+    called = {c.callee.name for b in body for c in b.instructions
+              if isinstance(c, ir.CallInstr) and getattr(c.callee, "name", None) in natural}
     trips = _trip_count(head, latch)
-    if len(lanes) != 1 or trips is None:
-        return None
-    [n] = lanes
-    return next((n * p for p in PARTS if trips % (n * p) == 0), None)
+    if len(called) != 1 or trips is None:
+        return None  # (two such functions in one loop: each would want its own width)
+    [name] = called
+    n = natural[name]
+    width = next((n * p for p in PARTS if trips % (n * p) == 0), None)
+    return (name, width) if width else None
 
 
 def _is_back_edge(blocks: list[ir.Block], j: int) -> bool:
