@@ -146,9 +146,9 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
     texts = []
     for name in wide:
         fn, ty = MATH_SYMBOL.fullmatch(name).groups()
-        widths = [(_one_vector(name)[0], k) for k in PARTS
-                  if _one_vector(name)[0] * k in used[name]]
-        widths += [(n, 1) for n in _one_vector(name)]
+        lanes = _one_vector(name)  # the 512-bit vector's first
+        widths = [(lanes[0], k) for k in PARTS if lanes[0] * k in used[name]]
+        widths += [(n, 1) for n in lanes]
         _map_to_vector_variants(mod.get_global(name),
                                 [(vector_symbol(fn, ty, n * k), n * k) for n, k in widths])
         texts += [_variant(fn, ty, n, k) for n, k in widths
@@ -186,7 +186,8 @@ def _keep_until_mapped(fn: ir.Function) -> None:
 
 
 @lru_cache(maxsize=None)
-def _variant(fn: str, ty: str, lanes: int, parts: int) -> tuple[str, tuple[tuple[str, str], ...]]:
+def _variant(fn: str, ty: str, lanes: int, parts: int
+             ) -> tuple[str, tuple[tuple[str, str], ...]]:
     """A math function's vector variant as LLVM IR text, built once a process (10–30 ms
     for a vector, ~100 for four parts) and appended to each module's text that calls it:
     its definition, and its declarations (name, text) of the intrinsics it calls."""

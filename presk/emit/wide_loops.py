@@ -107,7 +107,8 @@ def _mark(module: ir.Module, term: ir.Instruction, width: int, n: int) -> None:
     """`!llvm.loop !{!self, !{"llvm.loop.vectorize.width", i32 width}}`, a node of its own
     per loop (made unique, then pointed at itself: llvmlite reuses a node of equal
     operands)."""
-    hint = module.add_metadata([ir.MetaDataString(module, WIDTH), ir.Constant(ir.IntType(32), width)])
+    hint = module.add_metadata([ir.MetaDataString(module, WIDTH),
+                                ir.Constant(ir.IntType(32), width)])
     loop = module.add_metadata([ir.MetaDataString(module, f"presk.loop.{n}")])
     loop.operands = (loop, hint)
     term.set_metadata("llvm.loop", loop)
