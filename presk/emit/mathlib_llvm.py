@@ -81,111 +81,131 @@ def to_llvm(fn: str | mathlib.Program, ty: str, linkage: str = "external",
     machine waiting on each step's latency; each part's picks permute as the `lanes`
     variant's do."""
     p = fn if isinstance(fn, mathlib.Program) else mathlib.program(fn, ty)
-    ti = mathlib.TI[p.ty]
-    S, I0 = _FLOAT[p.ty], _INT[p.ty]
-    F = S if lanes is None else VectorType(S, [lanes])
-    I = I0 if lanes is None else VectorType(I0, [lanes])
-    whole = F if parts == 1 else VectorType(S, [lanes * parts])
+    w = _Writer(p, lanes)
+    whole = w.F if parts == 1 else VectorType(w.S, [lanes * parts])
     block = Block(arg_types=[whole] * p.arity)
-    ops: list[Operation] = []
-
-    def add(op: Operation) -> SSAValue:
-        ops.append(op)
-        return op.results[0]
-
-    def constant(v: float | int, scalar, typ) -> SSAValue:
-        attr = FloatAttr(v, scalar) if scalar in (f32, f64) else IntegerAttr(v, scalar)
-        if lanes is None:
-            return add(llvm.ConstantOp(attr, typ))
-        return add(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(typ, [v] * lanes), typ))
-
-    def iconst(v: int) -> SSAValue:
-        return constant(v, I0, I)
-
-    def fconst(v: float) -> SSAValue:
-        return constant(v, S, F)
-
-    suffix = p.ty if lanes is None else f"v{lanes}{p.ty}"
-    args = [_split(add, a, lanes, parts, F) for a in block.args]
-    picks = [_Picks(p, lanes, add) if lanes is not None else None for _ in range(parts)]
+    args = [w.split(a, parts) for a in block.args]
+    picks = [_Picks(p, lanes, w.add) if lanes is not None else None for _ in range(parts)]
     vals: list[list[SSAValue]] = [[] for _ in range(parts)]
     n_arg = 0
     for n, ins in enumerate(p.instrs):
-        shared = fconst(float(_const_float(ins.const, p.ty).value.data)) \
+        shared = w.fconst(float(_const_float(ins.const, p.ty).value.data)) \
             if ins.op == "const" else None
         for j in range(parts):
             if ins.op == "arg":  # the n-th `arg` is the n-th argument
                 v = args[n_arg][j]
             else:
-                v = shared if shared is not None else _op(
-                    ins, n, vals[j], picks[j], add, ti, F, I, fconst, iconst, suffix)
+                v = shared if shared is not None else w.op(ins, n, vals[j], picks[j])
             vals[j].append(v)
         n_arg += ins.op == "arg"
-    ops.append(llvm.ReturnOp(_joined(add, [v[p.result] for v in vals], lanes, S)))
-    block.add_ops(ops)
+    w.ops.append(llvm.ReturnOp(w.joined([v[p.result] for v in vals])))
+    block.add_ops(w.ops)
     name = symbol(p.name, p.ty) if lanes is None else \
         vector_symbol(p.name, p.ty, lanes * parts)
     return llvm.FuncOp(name, llvm.LLVMFunctionType([whole] * p.arity, whole),
                        linkage=llvm.LinkageAttr(linkage), body=Region(block))
 
 
-def _op(ins: mathlib.Instr, n: int, vals: list[SSAValue], picks: "_Picks | None", add,
-        ti: mathlib.TypeInfo, F, I, fconst, iconst, suffix: str) -> SSAValue:
-    """Program instruction n (neither an argument nor a constant) on its operands."""
-    a = [vals[i] for i in ins.args]
-    op = ins.op
-    if op in _ARITH:
-        return add(_ARITH[op](a[0], a[1]))
-    if op == "neg":
-        return add(llvm.FNegOp(a[0]))
-    if op == "abs":
-        # llvm.FAbsOp would be translated to an unmangled `llvm.fabs`, one declaration
-        # for f32 and f64 alike (xDSL 0.75): call the mangled name
-        return add(llvm.CallIntrinsicOp(f"llvm.fabs.{suffix}", [a[0]], [F]))
-    if op in _FCMP:
-        return add(llvm.FCmpOp(a[0], a[1], _FCMP[op]))
-    if op == "select":
-        v = picks.permuted(n, vals) if picks is not None else None
-        return v if v is not None else add(llvm.SelectOp(a[0], a[1], a[2]))
-    if op == "pow2":
-        lo, hi = fconst(float(ti.emin)), fconst(float(ti.emax))
-        k = add(llvm.SelectOp(add(llvm.FCmpOp(a[0], lo, "oge")), a[0], lo))
-        k = add(llvm.SelectOp(add(llvm.FCmpOp(k, hi, "ogt")), hi, k))
-        ki = _to_int(add, k, ti, F, I, fconst, iconst, suffix)
-        e = add(llvm.AddOp(ki, iconst(ti.bias)))
-        return add(llvm.BitcastOp(add(llvm.ShlOp(e, iconst(ti.mbits))), F))
-    if op == "exponent":
-        bits = add(llvm.BitcastOp(a[0], I))
-        e = add(llvm.LShrOp(bits, iconst(ti.mbits)))
-        e = add(llvm.AndOp(e, iconst(2 * ti.bias + 1)))
-        e = add(llvm.SubOp(e, iconst(ti.bias)))
-        return add(llvm.SIToFPOp(e, F))
-    if op == "mantissa":
-        bits = add(llvm.BitcastOp(a[0], I))
-        m = add(llvm.AndOp(bits, iconst((1 << ti.mbits) - 1)))
-        m = add(llvm.OrOp(m, iconst(ti.bias << ti.mbits)))
-        return add(llvm.BitcastOp(m, F))
-    raise ValueError(f"mathlib op {op!r} has no LLVM form")
+class _Writer:
+    """The LLVM ops of one program over scalars or `<lanes x T>`, in order (`ops`)."""
 
+    def __init__(self, p: mathlib.Program, lanes: int | None) -> None:
+        self.ti, self.lanes = mathlib.TI[p.ty], lanes
+        self.S, self.I0 = _FLOAT[p.ty], _INT[p.ty]
+        self.F = self.S if lanes is None else VectorType(self.S, [lanes])
+        self.I = self.I0 if lanes is None else VectorType(self.I0, [lanes])
+        self.suffix = p.ty if lanes is None else f"v{lanes}{p.ty}"
+        self.ops: list[Operation] = []
 
-def _split(add, whole: SSAValue, lanes: int | None, parts: int, F) -> list[SSAValue]:
-    """`whole` as `parts` vectors of `lanes` (itself when there is one part)."""
-    if parts == 1:
-        return [whole]
-    return [add(llvm.ShuffleVectorOp(whole, whole, DenseArrayBase.from_list(
-        i32, list(range(j * lanes, (j + 1) * lanes))), F)) for j in range(parts)]
+    def add(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0]
 
+    def constant(self, v: float | int, scalar, typ) -> SSAValue:
+        attr = FloatAttr(v, scalar) if scalar in (f32, f64) else IntegerAttr(v, scalar)
+        if self.lanes is None:
+            return self.add(llvm.ConstantOp(attr, typ))
+        return self.add(llvm.ConstantOp(
+            DenseIntOrFPElementsAttr.from_list(typ, [v] * self.lanes), typ))
 
-def _joined(add, vs: list[SSAValue], lanes: int | None, S) -> SSAValue:
-    """The parts side by side again, by pairs (a shuffle concatenates two vectors of one
-    width)."""
-    width = lanes
-    while len(vs) > 1:
-        width *= 2
-        t = VectorType(S, [width])
-        vs = [add(llvm.ShuffleVectorOp(a, b, DenseArrayBase.from_list(i32, list(range(width))), t))
-              for a, b in zip(vs[::2], vs[1::2])]
-    return vs[0]
+    def iconst(self, v: int) -> SSAValue:
+        return self.constant(v, self.I0, self.I)
+
+    def fconst(self, v: float) -> SSAValue:
+        return self.constant(v, self.S, self.F)
+
+    def op(self, ins: mathlib.Instr, n: int, vals: list[SSAValue],
+           picks: _Picks | None) -> SSAValue:
+        """Program instruction n (neither an argument nor a constant) on its operands."""
+        a = [vals[i] for i in ins.args]
+        op, add, ti, F, I = ins.op, self.add, self.ti, self.F, self.I
+        if op in _ARITH:
+            return add(_ARITH[op](a[0], a[1]))
+        if op == "neg":
+            return add(llvm.FNegOp(a[0]))
+        if op == "abs":
+            # llvm.FAbsOp would be translated to an unmangled `llvm.fabs`, one declaration
+            # for f32 and f64 alike (xDSL 0.75): call the mangled name
+            return add(llvm.CallIntrinsicOp(f"llvm.fabs.{self.suffix}", [a[0]], [F]))
+        if op in _FCMP:
+            return add(llvm.FCmpOp(a[0], a[1], _FCMP[op]))
+        if op == "select":
+            v = picks.permuted(n, vals) if picks is not None else None
+            return v if v is not None else add(llvm.SelectOp(a[0], a[1], a[2]))
+        if op == "pow2":
+            lo, hi = self.fconst(float(ti.emin)), self.fconst(float(ti.emax))
+            k = add(llvm.SelectOp(add(llvm.FCmpOp(a[0], lo, "oge")), a[0], lo))
+            k = add(llvm.SelectOp(add(llvm.FCmpOp(k, hi, "ogt")), hi, k))
+            e = add(llvm.AddOp(self.to_int(k), self.iconst(ti.bias)))
+            return add(llvm.BitcastOp(add(llvm.ShlOp(e, self.iconst(ti.mbits))), F))
+        if op == "exponent":
+            bits = add(llvm.BitcastOp(a[0], I))
+            e = add(llvm.LShrOp(bits, self.iconst(ti.mbits)))
+            e = add(llvm.AndOp(e, self.iconst(2 * ti.bias + 1)))
+            e = add(llvm.SubOp(e, self.iconst(ti.bias)))
+            return add(llvm.SIToFPOp(e, F))
+        if op == "mantissa":
+            bits = add(llvm.BitcastOp(a[0], I))
+            m = add(llvm.AndOp(bits, self.iconst((1 << ti.mbits) - 1)))
+            m = add(llvm.OrOp(m, self.iconst(ti.bias << ti.mbits)))
+            return add(llvm.BitcastOp(m, F))
+        raise ValueError(f"mathlib op {op!r} has no LLVM form")
+
+    def to_int(self, k: SSAValue) -> SSAValue:
+        """The clamped k (|k| ≤ emax) truncated toward zero to the same-width integer, as
+        the C `(int)k` and numpy's astype: `llvm.trunc`, then + 1.5·2^mbits (exact: the
+        sum stays in [2^mbits, 2^(mbits+1)), where one unit is one ulp) and the sum's bits
+        less those of 1.5·2^mbits. Every step vectorizes; `llvm.fptosi.sat` (xDSL's llvm
+        dialect has no plain fptosi) was scalarized by the x86 backend — 16 scalar
+        conversions with their NaN and range checks per 16 lanes, ~40 % of the
+        instructions of gelu's slope."""
+        ti = self.ti
+        magic = 1.5 * 2.0 ** ti.mbits
+        whole = self.add(llvm.CallIntrinsicOp(f"llvm.trunc.{self.suffix}", [k], [self.F]))
+        bits = self.add(llvm.BitcastOp(self.add(llvm.FAddOp(whole, self.fconst(magic))),
+                                       self.I))
+        return self.add(llvm.SubOp(bits, self.iconst(int(np.array(magic, ti.dtype).view(
+            ti.uint)))))
+
+    def split(self, whole: SSAValue, parts: int) -> list[SSAValue]:
+        """`whole` as `parts` vectors of `lanes` (itself when there is one part)."""
+        if parts == 1:
+            return [whole]
+        n = self.lanes
+        return [self.add(llvm.ShuffleVectorOp(whole, whole, DenseArrayBase.from_list(
+            i32, list(range(j * n, (j + 1) * n))), self.F)) for j in range(parts)]
+
+    def joined(self, vs: list[SSAValue]) -> SSAValue:
+        """The parts side by side again, by pairs (a shuffle concatenates two vectors of
+        one width)."""
+        width = self.lanes
+        while len(vs) > 1:
+            width *= 2
+            t = VectorType(self.S, [width])
+            mask = DenseArrayBase.from_list(i32, list(range(width)))
+            vs = [self.add(llvm.ShuffleVectorOp(a, b, mask, t))
+                  for a, b in zip(vs[::2], vs[1::2])]
+        return vs[0]
 
 
 WIDE_PICK = 4
@@ -266,20 +286,6 @@ def has_wide_pick(fn: str, ty: str) -> bool:
     picks = _Picks(p, lanes=64, add=None)
     return any(ins.op == "select" and (form := picks.note(n)) is not None
                and len(form[1]) >= WIDE_PICK for n, ins in enumerate(p.instrs))
-
-
-def _to_int(add, k: SSAValue, ti: mathlib.TypeInfo, F, I, fconst, iconst,
-            suffix: str) -> SSAValue:
-    """The clamped k (|k| ≤ emax) truncated toward zero to the same-width integer, as the
-    C `(int)k` and numpy's astype: `llvm.trunc`, then + 1.5·2^mbits (exact: the sum
-    stays in [2^mbits, 2^(mbits+1)), where one unit is one ulp) and the sum's bits less
-    those of 1.5·2^mbits. Every step vectorizes; `llvm.fptosi.sat` (xDSL's llvm dialect
-    has no plain fptosi) was scalarized by the x86 backend — 16 scalar conversions with
-    their NaN and range checks per 16 lanes, ~40 % of the instructions of gelu's slope."""
-    magic = 1.5 * 2.0 ** ti.mbits
-    whole = add(llvm.CallIntrinsicOp(f"llvm.trunc.{suffix}", [k], [F]))
-    bits = add(llvm.BitcastOp(add(llvm.FAddOp(whole, fconst(magic))), I))
-    return add(llvm.SubOp(bits, iconst(int(np.array(magic, ti.dtype).view(ti.uint)))))
 
 
 SYMBOL = re.compile(r"presk_(\w+)_(f32|f64)")

@@ -41,46 +41,44 @@ def widen_loops(module: ir.Module, natural: dict[str, int]) -> dict[str, set[int
         if fn.is_declaration or fn.name in natural:
             continue
         blocks = list(fn.blocks)
-        for k, latch in enumerate(blocks):
-            found = _width(blocks, k, natural)
+        for head, latch in _innermost_loops(blocks):
+            found = _width(blocks[head:latch + 1], natural)
             if found:
                 name, width = found
-                _mark(module, latch.terminator, width, marked)
+                _mark(module, blocks[latch].terminator, width, marked)
                 used[name].add(width)
                 marked += 1
     return used
 
 
-def _width(blocks: list[ir.Block], k: int, natural: dict[str, int]
-           ) -> tuple[str, int] | None:
-    """The function of `natural` the loop whose latch is blocks[k] calls and the width to
-    vectorize it at, or None."""
-    latch = blocks[k]
-    term = latch.terminator
-    if not isinstance(term, ir.Branch) or isinstance(term, ir.ConditionalBranch):
-        return None
-    head = term.operands[0]
-    at = next((j for j, b in enumerate(blocks) if b is head), None)
-    if at is None or at > k:
-        return None
-    body = blocks[at:k + 1]
-    if any(_is_back_edge(blocks, j) for j in range(at, k)):
-        return None  # an outer loop: the vectorizer works on innermost ones
+def _innermost_loops(blocks: list[ir.Block]) -> list[tuple[int, int]]:
+    """(header, latch) indices of the loops whose latch branches back unconditionally and
+    that hold no other back edge (the vectorizer works on innermost loops)."""
+    index = {id(b): j for j, b in enumerate(blocks)}
+    back = []  # (j, the earliest block j's terminator branches back to)
+    for j, b in enumerate(blocks):
+        targets = [index[id(t)] for t in getattr(b.terminator, "operands", ())
+                   if isinstance(t, ir.Block)]
+        if targets and min(targets) <= j:
+            back.append((j, min(targets)))
+    return [(head, j) for i, (j, head) in enumerate(back)
+            if isinstance(blocks[j].terminator, ir.Branch)
+            and not isinstance(blocks[j].terminator, ir.ConditionalBranch)
+            and not (i and back[i - 1][0] >= head)]
+
+
+def _width(body: list[ir.Block], natural: dict[str, int]) -> tuple[str, int] | None:
+    """The function of `natural` the loop of `body` (header first, latch last) calls and
+    the width to vectorize it at, or None."""
     called = {c.callee.name for b in body for c in b.instructions
               if isinstance(c, ir.CallInstr) and getattr(c.callee, "name", None) in natural}
-    trips = _trip_count(head, latch)
+    trips = _trip_count(body[0], body[-1])
     if len(called) != 1 or trips is None:
         return None  # (two such functions in one loop: each would want its own width)
     [name] = called
     n = natural[name]
     width = next((n * p for p in PARTS if trips % (n * p) == 0), None)
     return (name, width) if width else None
-
-
-def _is_back_edge(blocks: list[ir.Block], j: int) -> bool:
-    term = blocks[j].terminator
-    targets = [t for t in getattr(term, "operands", ()) if isinstance(t, ir.Block)]
-    return any(any(b is t for b in blocks[:j + 1]) for t in targets)
 
 
 def _trip_count(head: ir.Block, latch: ir.Block) -> int | None:

@@ -554,10 +554,10 @@ class NativeStep:
         # The builtins' state (step_builtin.STATE): armed by `step`, disarmed by `run`.
         self._fallback = self.step  # the bound method whose address the state holds (a
         # cycle through self: the collector frees it)
-        self._state = np.zeros(len(STATE), np.int64)
-        self._state[[STATE.index("argv"), STATE.index("ctl"), STATE.index("fallback")]] = \
-            self._argv_at, self.ctl.ctypes.data, id(self._fallback)
-        self._st = (ctypes.c_int64 * len(STATE)).from_buffer(self._state)
+        self._st = (ctypes.c_int64 * len(STATE))()
+        self._st[STATE.index("argv")] = self._argv_at
+        self._st[STATE.index("ctl")] = self.ctl.ctypes.data
+        self._st[STATE.index("fallback")] = id(self._fallback)
 
     def run(self, n: int, t0: int, first: int, order: np.ndarray,
             into: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -624,7 +624,7 @@ class NativeStep:
         """`step` as a builtin function (presk/train/step_builtin.py): the same calls and
         results, about 40 ns of Python a call instead of 400 — for a caller that steps one
         at a time (`presk train` calls `run`: its steps share one call)."""
-        return builtin(self._py_entry, self._state, self, "step",
+        return builtin(self._py_entry, ctypes.addressof(self._st), self, "step",
                        "step(t0, first, order) -> loss; step() -> the next step's loss")
 
     def _refuse(self, n: int, first: int, order: np.ndarray) -> None:

@@ -34,9 +34,9 @@ given to MCJIT by their addresses in this process (`register_c_api`).
 from __future__ import annotations
 
 import ctypes
+from functools import cache
 from typing import Callable
 
-import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, llvm, scf
 from xdsl.dialects.builtin import f64, i1, i64
@@ -71,8 +71,9 @@ def declarations() -> list[llvm.FuncOp]:
             for name, (args, result) in C_API.items()]
 
 
+@cache
 def register_c_api() -> None:
-    """Give MCJIT the addresses of `C_API`'s functions in this process."""
+    """Give MCJIT the addresses of `C_API`'s functions in this process (once)."""
     import llvmlite.binding as binding
     for name in C_API:
         binding.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name),
@@ -208,10 +209,10 @@ class _MethodDef(ctypes.Structure):
 
 
 _LIVE: dict[int, tuple] = {}
-"""Per builtin (keyed by its definition's address): its definition and what its native
-code reads (the owner: the state array, the argv, the loaded program, the fallback's
-object). Dropped by the capsule's destructor, when the builtin is freed: the owner never
-refers to its builtins, so nothing here makes a cycle."""
+"""Per builtin (keyed by its definition's address): its definition and the owner of what
+its native code reads (the state, the argv, the loaded program, the fallback's object).
+Dropped by the capsule's destructor, when the builtin is freed: the owner never refers to
+its builtins, so nothing here makes a cycle."""
 
 _API = ctypes.pythonapi
 _capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
@@ -230,14 +231,14 @@ def _released(capsule: int) -> None:
     _LIVE.pop(_get_context(capsule), None)
 
 
-def builtin(address: int, state: np.ndarray, owner: object, name: str,
+def builtin(address: int, state: int, owner: object, name: str,
             doc: str) -> Callable[..., float]:
     """The builtin function (METH_FASTCALL) of the entry at `address`, its `self` a
-    capsule of `state`'s address (int64, `STATE`'s fields). `owner` holds everything the
-    native code reads: it lives as long as the builtin."""
+    capsule of `state` (the address of `STATE`'s int64 fields). `owner` holds everything
+    the native code reads, the state included: it lives as long as the builtin."""
     definition = _MethodDef(name.encode(), address, METH_FASTCALL, doc.encode())
     key = ctypes.addressof(definition)
-    _LIVE[key] = (definition, state, owner)
-    capsule = _capsule_new(state.ctypes.data, None, ctypes.cast(_released, ctypes.c_void_p))
+    _LIVE[key] = (definition, owner)
+    capsule = _capsule_new(state, None, ctypes.cast(_released, ctypes.c_void_p))
     _capsule_context(capsule, key)
     return _function_new(key, capsule, None)
