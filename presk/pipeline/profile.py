@@ -241,29 +241,45 @@ def measure(quick: bool, machine: Machine, progress: Callable[[str, int, int], N
 
 
 def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 500) -> np.ndarray:
-    """argmin ‖a·x − b‖₂ over x ≥ 0 (Lawson–Hanson's active set)."""
+    """argmin ‖a·x − b‖₂ over x ≥ 0 (Lawson–Hanson's active set), on columns scaled to
+    unit norm: the features' scales span twenty decades, and unscaled, a column that
+    should enter could come back from lstsq at exactly 0 — then Lawson–Hanson's step
+    is 0 / 0, and which machine that happens on depends on its BLAS kernels."""
     m, n = a.shape
+    norm = np.linalg.norm(a, axis=0)
+    norm[norm == 0] = 1.0
+    a = a / norm
     x = np.zeros(n)
     passive = np.zeros(n, dtype=bool)
+    refused = np.zeros(n, dtype=bool)    # entered, and lstsq would not give them weight
     w = a.T @ (b - a @ x)
     for _ in range(iterations):
-        if passive.all() or w[~passive].max(initial=-np.inf) <= 1e-12 * max(1.0, abs(w).max()):
+        free = ~passive & ~refused
+        if not free.any() or w[free].max() <= 1e-12 * max(1.0, abs(w).max()):
             break
-        j = int(np.argmax(np.where(passive, -np.inf, w)))
+        j = int(np.argmax(np.where(free, w, -np.inf)))
         passive[j] = True
-        while True:
-            z = np.zeros(n)
-            z[passive] = np.linalg.lstsq(a[:, passive], b, rcond=None)[0]
-            if (z[passive] > 0).all():
-                x = z
-                break
+        z = _passive_solution(a, b, passive)
+        if z[j] <= 0:                   # in exact arithmetic w_j > 0 makes z_j > 0
+            passive[j], refused[j] = False, True
+            continue
+        while not (z[passive] > 0).all():
             neg = passive & (z <= 0)
             alpha = np.min(x[neg] / (x[neg] - z[neg]))
             x = x + alpha * (z - x)
             passive &= x > 1e-300
             x[~passive] = 0.0
+            z = _passive_solution(a, b, passive)
+        x = z
+        refused[:] = False
         w = a.T @ (b - a @ x)
-    return x
+    return x / norm
+
+
+def _passive_solution(a: np.ndarray, b: np.ndarray, passive: np.ndarray) -> np.ndarray:
+    z = np.zeros(a.shape[1])
+    z[passive] = np.linalg.lstsq(a[:, passive], b, rcond=None)[0]
+    return z
 
 
 def _predict(x: np.ndarray, theta: np.ndarray, p: float, parts: np.ndarray | None = None,

@@ -105,6 +105,29 @@ def test_nnls_and_spearman():
     assert spearman(u, v) == pytest.approx(direct)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_nnls_against_every_active_set(seed):
+    """NNLS on columns whose scales span twenty decades (as the profile's features do),
+    one of them zero, against the brute-force optimum: every subset of columns solved
+    by least squares, the best whose solution is non-negative."""
+    from itertools import combinations
+    from presk.pipeline.profile import nnls
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0, 1, (40, 6)) * 10.0 ** rng.uniform(-10, 10, 6)
+    a[:, 3] = 0.0
+    b = rng.uniform(0.5, 1.5, 40)
+    unit = a / np.where(a.any(axis=0), np.linalg.norm(a, axis=0), 1.0)
+    best = np.inf
+    for k in range(1, 6):
+        for cols in combinations((0, 1, 2, 4, 5), k):
+            z = np.linalg.lstsq(unit[:, cols], b, rcond=None)[0]
+            if (z >= 0).all():
+                best = min(best, float(np.sum((unit[:, cols] @ z - b) ** 2)))
+    x = nnls(a, b)
+    assert (x >= 0).all() and x[3] == 0.0
+    assert float(np.sum((a @ x - b) ** 2)) == pytest.approx(best, rel=1e-9, abs=1e-12)
+
+
 @pytest.mark.parametrize("n, m", [(8, 16), (4, 4)])
 def test_strided_lines_counted(tmp_path, n, m):
     """A contraction as written walks down a column of its right operand: every k step
