@@ -4,20 +4,21 @@ An entry is `void presk_entry_<host>(void **argv, void *arena)` (presk/kernel_ab
 code trusts its pointers: a buffer of the wrong type, shape or layout would be read out
 of bounds or misread silently. `NativeEntry.__call__` therefore checks every input
 against the `EntrySig` and names the first that does not match; `bind` checks once and
-returns a call with no Python work left but the ctypes call itself, for timing loops.
+returns a call with no Python work left (a builtin's call: presk/runtime/bound_call.py),
+for timing loops and training steps.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ..kernel_abi.calling import BufferSig, EntrySig
 from ..emit.llvm import JitModule
 from ..limits import require_memory
+from .bound_call import BoundCall, bound_call
 from .buffers import aligned_empty, empty, storage_dtype
 
 _ENTRY_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
@@ -107,18 +108,17 @@ class NativeEntry:
         return outputs
 
     def bind(self, inputs: Sequence[np.ndarray],
-             outputs: Sequence[np.ndarray] | None = None) -> Callable[[], None]:
+             outputs: Sequence[np.ndarray] | None = None) -> BoundCall:
         """A zero-argument call of the entry on `inputs` into `outputs` (new aligned
-        arrays when not given; read them from the returned callable's `outputs`). The
-        arguments are checked and argv is built once: a call costs what the bare ctypes
-        call costs. The callable keeps the arrays alive; do not resize them."""
+        arrays when not given; read them from the returned call's `outputs`). The
+        arguments are checked and argv is built once: a call costs what a builtin's call
+        costs (presk/runtime/bound_call.py). The call keeps the arrays alive; do not
+        resize them."""
         arrays = self.check_inputs(inputs)
         outs = (self.check_outputs(outputs) if outputs is not None
                 else [empty(b) for b in self.sig.outputs])
         argv = (ctypes.c_void_p * len(self.sig.args))(
             *[a.ctypes.data for a in arrays + outs])
-        call = functools.partial(self.function, ctypes.addressof(argv),
-                                 self.arena.ctypes.data)
-        call.keep_alive = (argv, arrays, self)  # type: ignore[attr-defined]
-        call.outputs = outs  # type: ignore[attr-defined]
-        return call
+        return bound_call(ctypes.cast(self.function, ctypes.c_void_p).value, argv,
+                          self.arena.ctypes.data, sum(a.size for a in arrays + outs), outs,
+                          (arrays, self))

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
 from ..analysis import entry as E
 from ..analysis.kernel_interpret import to_f64, to_storage
+from ..runtime.bound_call import BoundCall
 
 
 @dataclass
@@ -56,8 +55,8 @@ class NativeObjective:
         # the entry's own input buffers, in its types (an input the lowering narrowed to
         # f32 is one: psk-kernel-hoist-input-converts); the slots write into them
         inputs = self.entry.check_inputs(self.call.inputs)
-        self._step: Callable[[], None] = self.entry.bind(inputs)
-        self.outputs: list[np.ndarray] = self._step.outputs  # type: ignore[attr-defined]
+        self._step: BoundCall = self.entry.bind(inputs)
+        self.outputs: list[np.ndarray] = self._step.outputs
         self.slots = [Slot(sig.name, b, sig.element)
                       for sig, b in zip(self.entry.sig.inputs, inputs)]
         self._param_slots = {s.name.partition(".")[2]: s for s in self.slots
@@ -107,15 +106,13 @@ class NativeObjective:
     def bound_call(self) -> tuple[int, int, int]:
         """(the entry's address, its argv, its arena) as `bind` bound them: what a native
         caller (presk/train/native_step.py) calls the objective with."""
-        import ctypes
-        argv, arena = self._step.args  # type: ignore[attr-defined]
-        return ctypes.cast(self._step.func, ctypes.c_void_p).value, argv, arena  # type: ignore[attr-defined]
+        return self._step.function, self._step.argv, self._step.arena
 
     @property
     def result_buffer(self) -> np.ndarray:
         """The bound output the loss is written to."""
         names = self.call.output_names
-        return self._step.outputs[names.index("result")]  # type: ignore[attr-defined]
+        return self._step.outputs[names.index("result")]
 
     @property
     def batch_slots(self) -> list[Slot]:
@@ -128,7 +125,7 @@ class NativeObjective:
         bound now: what a native step converts itself when the objective cannot read the
         f64 master copies (`can_bind`)."""
         elements = {b.name: b.element for b in self.entry.sig.outputs}
-        outs = dict(zip(self.call.output_names, self._step.outputs))  # type: ignore[attr-defined]
+        outs = dict(zip(self.call.output_names, self._step.outputs))
         grads = {p: Slot(f"grad.{p}", outs[f"grad.{p}"], elements[f"grad.{p}"])
                  for p in self.paths}
         return dict(self._param_slots), grads

@@ -34,7 +34,6 @@ given to MCJIT by their addresses in this process (`register_c_api`).
 from __future__ import annotations
 
 import ctypes
-from functools import cache
 from typing import Callable
 
 from xdsl.builder import Builder
@@ -44,6 +43,8 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from ..conversion.kernel_to_std import PTR, Emitter
+from ..runtime.bound_call import MethodDef
+from ..runtime.bound_call import register_c_api as register
 
 STATE = ("argv", "ctl", "armed", "places", "fallback")
 RELEASE_GIL_AT = 1 << 14
@@ -71,13 +72,9 @@ def declarations() -> list[llvm.FuncOp]:
             for name, (args, result) in C_API.items()]
 
 
-@cache
 def register_c_api() -> None:
     """Give MCJIT the addresses of `C_API`'s functions in this process (once)."""
-    import llvmlite.binding as binding
-    for name in C_API:
-        binding.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name),
-                                             ctypes.c_void_p).value)
+    register(tuple(C_API))
 
 
 # --------------------------------------------------------------------------------------
@@ -202,12 +199,6 @@ def python_entry(symbol: str, step: str, batch: int, ctl: dict[str, int], losses
 # --------------------------------------------------------------------------------------
 
 
-class _MethodDef(ctypes.Structure):
-    """CPython's PyMethodDef."""
-    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p),
-                ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
-
-
 _LIVE: dict[int, tuple] = {}
 """Per builtin (keyed by its definition's address): its definition and the owner of what
 its native code reads (the state, the argv, the loaded program, the fallback's object).
@@ -236,7 +227,7 @@ def builtin(address: int, state: int, owner: object, name: str,
     """The builtin function (METH_FASTCALL) of the entry at `address`, its `self` a
     capsule of `state` (the address of `STATE`'s int64 fields). `owner` holds everything
     the native code reads, the state included: it lives as long as the builtin."""
-    definition = _MethodDef(name.encode(), address, METH_FASTCALL, doc.encode())
+    definition = MethodDef(name.encode(), address, METH_FASTCALL, doc.encode())
     key = ctypes.addressof(definition)
     _LIVE[key] = (definition, owner)
     capsule = _capsule_new(state, None, ctypes.cast(_released, ctypes.c_void_p))

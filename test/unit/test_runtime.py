@@ -210,6 +210,35 @@ def test_bind_writes_into_given_outputs(cache_env: Path) -> None:
     assert np.array_equal(auto.outputs[0], out)  # type: ignore[attr-defined]
 
 
+def test_a_bound_call_is_a_native_method(cache_env: Path) -> None:
+    """The bound call's `__call__` is the native method (presk/runtime/bound_call.py):
+    it computes what the entry computes, through the GIL-holding and the GIL-releasing
+    path alike, refuses arguments before the native code runs, and keeps what it reads
+    alive after the entry and the arrays are dropped."""
+    import gc
+    from presk.runtime.bound_call import RELEASE_GIL_AT, BoundCall, install
+    assert install() and type(BoundCall.__dict__["__call__"]).__name__ == "method_descriptor"
+    program = load_native(Factory(), KEY_TEXT, LOWERING)
+    a, b, c = madd_inputs(seed=3)
+    want = madd_expected(a, b, c).view(np.uint32)
+    call = program.entry("madd").bind([a.copy(), b.copy(), c.copy()])
+    assert call.release == int(4 * N >= RELEASE_GIL_AT)
+    del program
+    gc.collect()
+    for release in (0, 1):
+        call.outputs[0][:] = 0
+        call.release = release
+        assert call() is None
+        assert np.array_equal(call.outputs[0].view(np.uint32), want)
+    call.outputs[0][:] = 0
+    call.call_by_ctypes()
+    assert np.array_equal(call.outputs[0].view(np.uint32), want)
+    with pytest.raises(TypeError, match="takes no arguments"):
+        call(1)
+    with pytest.raises(TypeError):
+        BoundCall.__call__(object())
+
+
 def test_alignment(cache_env: Path) -> None:
     program = load_native(Factory(), KEY_TEXT, LOWERING)
     twice = program.entry("twice")
