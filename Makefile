@@ -44,7 +44,7 @@ fuzz: $(STAMP)
 
 # Everything but the tests marked `slow` (pytest -m slow lists them), and the lit tests.
 test-fast: $(STAMP)
-	$(PYTEST) -m "not slow" test/unit test/e2e test/fuzz
+	PRESK_FUZZ_SCALE=$${PRESK_FUZZ_SCALE:-0.5} $(PYTEST) -m "not slow" test/unit test/e2e test/fuzz
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/lit -sv test/filecheck
 
 # Golden files: regenerate them with the commands whose output they hold; tests compare.

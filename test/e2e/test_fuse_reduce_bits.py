@@ -96,6 +96,7 @@ def kinds(tmp_path_factory: pytest.TempPathFactory):
 # (each over 2 s of CPU; a lighter case of the same feature stays in the fast set). The fast
 # set keeps every kind short in both types, blocked in f64, and the short gradient in f64.
 SLOW_CASES = {
+    "test_programs_keep_their_bits[gradient-tutorial-f64]",
     "test_programs_keep_their_bits[gradient-tutorial-mixed]",
     "test_every_reduction_kind_keeps_its_bits[value-blocked-f32]",
     "test_every_reduction_kind_keeps_its_bits[gradient-short-f32]",

@@ -58,6 +58,8 @@ def trace_of(name: str, b: int, realization=None, grad: bool = False):
 # (each over 2 s of CPU; a lighter case of the same feature stays in the fast set). The fast
 # set keeps the deep stack's stored gradient.
 SLOW_CASES = {
+    "test_the_interpreter_measures_the_counted_gradient_peak[store-deep]",
+    "test_the_interpreter_measures_the_counted_gradient_peak[store-07-mixed]",
     "test_the_interpreter_measures_the_counted_gradient_peak[recompute-deep]",
     "test_the_interpreter_measures_the_counted_gradient_peak[recompute-07-mixed]",
     "test_deep_fold_native_is_the_kernel_interpreter",

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # the_python_step, the pool in test_a_wide_groups_step_on_the_pool_equals_the_python_step[f64],
 # the builtin step in its gil-held case.
 SLOW_CASES = {
+    "test_calls_across_epochs_equal_steps_made_an_epoch_at_a_time[adamw-constant]",
     "test_the_builtin_step_is_run_of_one[gil-released]",
     "test_adamw_decay_wide_w1_constant_native_equals_the_python_step",
     "test_a_wide_groups_step_on_the_pool_equals_the_python_step[all-f32]",
