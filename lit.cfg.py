@@ -12,11 +12,13 @@ venv_bin = os.path.join(os.path.dirname(__file__), ".venv", "bin")
 config.environment["PATH"] = os.pathsep.join([venv_bin, os.environ.get("PATH", "")])
 config.substitutions.append(("%tutorial", os.path.join(os.path.dirname(__file__), "tutorial")))
 
-# `REQUIRES: avx512f`: tests of what Presk emits on an AVX-512 host only (erf's vector
-# variants, presk/emit/llvm.py)
+# `REQUIRES: avx512f`, `avx2`: tests of what Presk emits on such a host only (erf's vector
+# variants, presk/emit/llvm.py: their widths are the host's vectors')
 try:
     with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-        if " avx512f" in cpuinfo.read():
-            config.available_features.add("avx512f")
+        flags = cpuinfo.read()
+    for flag in ("avx512f", "avx2"):
+        if f" {flag}" in flags:
+            config.available_features.add(flag)
 except OSError:
     pass

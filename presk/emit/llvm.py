@@ -126,7 +126,8 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
     host = host_target()
     mod = convert_module(module, fallback_target_triple=host.triple,
                          data_layout=host.data_layout)
-    wide = _wide_picks(mod, host)
+    isa = vector_isa(host)
+    wide = _wide_picks(mod, isa)
     defined = set()
     for fn in mod.functions:
         if fn.is_declaration:
@@ -142,38 +143,47 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
     missing = wanted - defined
     if missing:
         raise NativeCompileError(f"the module defines no entry {', '.join(sorted(missing))}")
-    used = widen_loops(mod, {name: _one_vector(name)[0] for name in wide})
+    used = widen_loops(mod, {name: _one_vector(name, isa)[0] for name in wide})
     texts = []
     for name in wide:
         fn, ty = MATH_SYMBOL.fullmatch(name).groups()
-        lanes = _one_vector(name)  # the 512-bit vector's first
+        lanes = _one_vector(name, isa)  # the widest vector's first
         widths = [(lanes[0], k) for k in PARTS if lanes[0] * k in used[name]]
         widths += [(n, 1) for n in lanes]
         _map_to_vector_variants(mod.get_global(name),
                                 [(vector_symbol(fn, ty, n * k), n * k) for n, k in widths])
-        texts += [_variant(fn, ty, n, k) for n, k in widths
+        texts += [_variant(fn, ty, n, k, isa) for n, k in widths
                   if vector_symbol(fn, ty, n * k) not in defined]
     return _with_variants(str(mod), texts)
 
 
-VARIANT_BITS = (512, 256, 128)
-"""The widths of a math function's vector variants: the 512-bit one for long loops, the
-narrower ones for loops shorter than its lanes (a fused row of 4 f64 elements, whose
-erf would otherwise be a call of the scalar function per element); and, for the loops
-that run at it (presk/emit/wide_loops.py), the 512-bit vector times each of
-wide_loops.PARTS, in as many parts side by side."""
+VARIANT_BITS = {"avx512": (512, 256, 128), "avx2": (256, 128)}
+"""The widths of a math function's vector variants on each instruction set (`vector_isa`):
+the widest vector's for long loops, the narrower ones for loops shorter than its lanes (a
+fused row of 4 f64 elements, whose erf would otherwise be a call of the scalar function
+per element); and, for the loops that run at it (presk/emit/wide_loops.py), the widest
+vector times each of wide_loops.PARTS, in as many parts side by side."""
 
 
-def _one_vector(name: str) -> tuple[int, ...]:
-    """The lanes of the single-vector variants of the math function `name`."""
+def vector_isa(host: HostTarget) -> str | None:
+    """The instruction set the math functions' vector variants are written for on this
+    host (mathlib_llvm.PERMUTES): AVX-512 (F and VL), else AVX2, else none."""
+    flags = set(host.features.split(","))
+    if {"+avx512f", "+avx512vl"} <= flags:
+        return "avx512"
+    return "avx2" if "+avx2" in flags else None
+
+
+def _one_vector(name: str, isa: str) -> tuple[int, ...]:
+    """The lanes of the single-vector variants of the math function `name`, widest first."""
     ty = MATH_SYMBOL.fullmatch(name).group(2)
-    return tuple(bits // (64 if ty == "f64" else 32) for bits in VARIANT_BITS)
+    return tuple(bits // (64 if ty == "f64" else 32) for bits in VARIANT_BITS[isa])
 
 
-def _wide_picks(mod: ir.Module, host: HostTarget) -> list[str]:
-    """On an AVX-512 host, the math functions `mod` defines that pick among several
-    constants (erf's pieces): those that get vector variants."""
-    if "+avx512f" not in host.features.split(","):
+def _wide_picks(mod: ir.Module, isa: str | None) -> list[str]:
+    """On a host with vector variants, the math functions `mod` defines that pick among
+    several constants (erf's pieces): those that get them."""
+    if isa is None:
         return []
     return [fn.name for fn in mod.functions if not fn.is_declaration
             and (m := MATH_SYMBOL.fullmatch(fn.name)) and m.group(1) in mathlib.FUNCTIONS
@@ -186,13 +196,13 @@ def _keep_until_mapped(fn: ir.Function) -> None:
 
 
 @lru_cache(maxsize=None)
-def _variant(fn: str, ty: str, lanes: int, parts: int
+def _variant(fn: str, ty: str, lanes: int, parts: int, isa: str
              ) -> tuple[str, tuple[tuple[str, str], ...]]:
     """A math function's vector variant as LLVM IR text, built once a process (10–30 ms
     for a vector, ~100 for four parts) and appended to each module's text that calls it:
     its definition, and its declarations (name, text) of the intrinsics it calls."""
     host = host_target()
-    mod = convert_module(ModuleOp([to_llvm(fn, ty, lanes=lanes, parts=parts)]),
+    mod = convert_module(ModuleOp([to_llvm(fn, ty, lanes=lanes, parts=parts, isa=isa)]),
                          fallback_target_triple=host.triple, data_layout=host.data_layout)
     definition, declarations = "", []
     for f in mod.functions:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -68,42 +69,40 @@ def _const_float(text: str, ty: str) -> FloatAttr:
 
 
 def to_llvm(fn: str | mathlib.Program, ty: str, linkage: str = "external",
-            lanes: int | None = None, parts: int = 1) -> llvm.FuncOp:
+            lanes: int | None = None, parts: int = 1, isa: str = "avx512") -> llvm.FuncOp:
     """`llvm.func @presk_<fn>_<ty>(T) -> T` (`(T, T) -> T` for pow): the program, one
     LLVM instruction per op. With `lanes`, its vector variant `@presk_<fn>_<ty>_v<lanes>`
     over `<lanes x T>` — the same ops lane by lane, and each pick among four or more
-    constants (a chain of selects by `mathlib.Builder.pick`) one AVX-512 `permvar` of a
-    table of them by the piece's index (`_Picks`): the same value, one instruction
-    instead of a select per constant. With `parts` > 1, the variant over
-    `<parts·lanes x T>` (`_v<parts·lanes>`) splits its argument into `parts` vectors of
-    `lanes` and writes each op once per part, side by side: the parts' dependency chains
-    (erf's Horner rule of 22 steps) interleave, where one vector's chain leaves the
-    machine waiting on each step's latency; each part's picks permute as the `lanes`
-    variant's do."""
+    constants (a chain of selects by `mathlib.Builder.pick`) one variable permute of the
+    instruction set `isa` (`PERMUTES`) of a table of them by the piece's index (`_Picks`):
+    the same value, one instruction instead of a select per constant. A program whose
+    picks share one list of pieces (erf's) is written three times after the pieces are
+    known (`_Cases`): for vectors whose lanes all lie in the first piece, in the first
+    two, and in any. With `parts` > 1, the variant over `<parts·lanes x T>`
+    (`_v<parts·lanes>`) splits its argument into `parts` vectors of `lanes` and writes
+    each op once per part, side by side: the parts' dependency chains (erf's Horner rule
+    of 22 steps) interleave, where one vector's chain leaves the machine waiting on each
+    step's latency; each part's picks permute as the `lanes` variant's do."""
     p = fn if isinstance(fn, mathlib.Program) else mathlib.program(fn, ty)
     w = _Writer(p, lanes)
     whole = w.F if parts == 1 else VectorType(w.S, [lanes * parts])
-    block = Block(arg_types=[whole] * p.arity)
-    args = [w.split(a, parts) for a in block.args]
-    picks = [_Picks(p, lanes, w.add) if lanes is not None else None for _ in range(parts)]
+    entry = Block(arg_types=[whole] * p.arity)
+    args = [w.split(a, parts) for a in entry.args]
     vals: list[list[SSAValue]] = [[] for _ in range(parts)]
-    n_arg = 0
-    for n, ins in enumerate(p.instrs):
-        shared = w.fconst(float(_const_float(ins.const, p.ty).value.data)) \
-            if ins.op == "const" else None
-        for j in range(parts):
-            if ins.op == "arg":  # the n-th `arg` is the n-th argument
-                v = args[n_arg][j]
-            else:
-                v = shared if shared is not None else w.op(ins, n, vals[j], picks[j])
-            vals[j].append(v)
-        n_arg += ins.op == "arg"
-    w.ops.append(llvm.ReturnOp(w.joined([v[p.result] for v in vals])))
-    block.add_ops(w.ops)
+    cases = _Cases.of(p) if lanes is not None else None
+    if cases is None:
+        w.write(p, range(len(p.instrs)), args, vals,
+                [_Picks(p, lanes, w, isa) if lanes is not None else None
+                 for _ in range(parts)])
+        w.ops.append(llvm.ReturnOp(w.joined([v[p.result] for v in vals])))
+        entry.add_ops(w.ops)
+        blocks = [entry]
+    else:
+        blocks = cases.write(w, p, entry, args, vals, isa)
     name = symbol(p.name, p.ty) if lanes is None else \
         vector_symbol(p.name, p.ty, lanes * parts)
     return llvm.FuncOp(name, llvm.LLVMFunctionType([whole] * p.arity, whole),
-                       linkage=llvm.LinkageAttr(linkage), body=Region(block))
+                       linkage=llvm.LinkageAttr(linkage), body=Region(blocks))
 
 
 class _Writer:
@@ -133,6 +132,21 @@ class _Writer:
 
     def fconst(self, v: float) -> SSAValue:
         return self.constant(v, self.S, self.F)
+
+    def write(self, p: mathlib.Program, instrs: range, args: list[list[SSAValue]],
+              vals: list[list[SSAValue]], picks: list[_Picks | None]) -> None:
+        """Program instructions `instrs`, each once per part side by side, appended to
+        each part's values."""
+        for n in instrs:
+            ins = p.instrs[n]
+            shared = self.fconst(float(_const_float(ins.const, p.ty).value.data)) \
+                if ins.op == "const" else None
+            for j, (part, pick) in enumerate(zip(vals, picks)):
+                if ins.op == "arg":  # the n-th `arg` is the n-th argument
+                    v = args[sum(i.op == "arg" for i in p.instrs[:n])][j]
+                else:
+                    v = shared if shared is not None else self.op(ins, n, part, pick)
+                part.append(v)
 
     def op(self, ins: mathlib.Instr, n: int, vals: list[SSAValue],
            picks: _Picks | None) -> SSAValue:
@@ -214,78 +228,164 @@ made once and shared by every pick on the same conds: erf's 23 coefficients and 
 a shorter one stays selects (exp's scale factor among 3: no fewer instructions)."""
 
 
-class _Picks:
-    """The picks of a program among constants, as permutations of a table.
+PERMUTES: dict[str, dict[tuple[str, int], str]] = {
+    "avx512": {("f64", 8): "llvm.x86.avx512.permvar.df.512",  # vpermpd zmm
+               ("f64", 4): "llvm.x86.avx512.permvar.df.256",  # vpermpd ymm (AVX-512VL)
+               ("f32", 16): "llvm.x86.avx512.permvar.sf.512",  # vpermps zmm
+               ("f32", 8): "llvm.x86.avx2.permps"},  # vpermps ymm
+    "avx2": {("f32", 8): "llvm.x86.avx2.permps"},
+}
+"""The variable permutes of a whole vector each instruction set has, by (type, lanes).
+AVX2 has none of 64-bit lanes; on Zen 3 its `vpermps` takes two micro-ops on one pipe,
+so erf's f64 picks (six pieces in four lanes: two permutes and a select) stay selects."""
+
+
+def _forms(p: mathlib.Program) -> dict[int, tuple[tuple[int, ...], tuple[str, ...]]]:
+    """Each select of the program that is a pick among constants: (conds, values).
 
     `Builder.pick(conds, values)` is the chain select(c0, v0, select(c1, v1, … v_m)): a
     select whose taken value is a constant and whose other is a constant or such a
-    chain is a pick with conds (c, …) and values (v, …). Each pick of WIDE_PICK or more
-    values becomes `permvar(table, index)`: the table the values padded with the last to
-    the lanes, the index the first i whose c_i holds (m when none does), a chain of
-    integer selects made once per list of conds. The chain's inner selects are then
-    unused (LLVM drops them). A width without a permutation of whole lanes below (two f64
-    or four f32 lanes: 128 bits) keeps its selects."""
+    chain is a pick with conds (c, …) and values (v, …)."""
+    forms: dict[int, tuple[tuple[int, ...], tuple[str, ...]]] = {}
 
-    PERMVAR = {("f64", 8): "llvm.x86.avx512.permvar.df.512",  # vpermpd zmm
-               ("f64", 4): "llvm.x86.avx512.permvar.df.256",  # vpermpd ymm (AVX-512VL)
-               ("f32", 16): "llvm.x86.avx512.permvar.sf.512",  # vpermps zmm
-               ("f32", 8): "llvm.x86.avx2.permps"}  # vpermps ymm
+    def form(n: int):
+        ins = p.instrs[n]
+        return ((), (ins.const,)) if ins.op == "const" else forms.get(n)
 
-    def __init__(self, p: mathlib.Program, lanes: int, add) -> None:
-        self.p, self.lanes, self.add = p, lanes, add
-        self.forms: dict[int, tuple[tuple[int, ...], tuple[str, ...]]] = {}
+    for n, ins in enumerate(p.instrs):
+        if ins.op == "select":
+            cond, taken, other = ins.args
+            first, rest = form(taken), form(other)
+            if first is not None and not first[0] and rest is not None:
+                forms[n] = (cond, *rest[0]), (*first[1], *rest[1])
+    return forms
+
+
+class _Picks:
+    """The picks of a program among constants (`_forms`), written for one part.
+
+    Each pick of WIDE_PICK or more values becomes `permute(table, index)`: the table the
+    values padded with the last to the lanes, the index the first i whose c_i holds (m
+    when none does), a chain of integer selects made once per list of conds. The chain's
+    inner selects are then unused (LLVM drops them). A width the instruction set has no
+    permute of (`PERMUTES`) keeps its selects. Under a `level` of `_Cases` (every lane's
+    index at most `level` in the chain on `cases`), a pick on those conds is the chain of
+    its first `level` + 1 values: a constant, or one select."""
+
+    def __init__(self, p: mathlib.Program, lanes: int, w: _Writer | None, isa: str = "avx512",
+                 level: int | None = None, cases: tuple[int, ...] = ()) -> None:
+        self.p, self.lanes, self.w = p, lanes, w
+        self.permute = PERMUTES[isa].get((p.ty, lanes))
+        self.level, self.cases = level, cases
+        self.forms = _forms(p)
         self.indices: dict[tuple[int, ...], SSAValue] = {}
-        self.I = VectorType(_INT[p.ty], [lanes])
-        self.F = VectorType(_FLOAT[p.ty], [lanes])
-
-    def form(self, n: int) -> tuple[tuple[int, ...], tuple[str, ...]] | None:
-        """(conds, values) of instruction n when it is a constant or a pick of them."""
-        ins = self.p.instrs[n]
-        if ins.op == "const":
-            return (), (ins.const,)
-        return self.forms.get(n)
-
-    def note(self, n: int) -> tuple[tuple[int, ...], tuple[str, ...]] | None:
-        """The form of select n when it is a pick (recorded for the selects after it)."""
-        cond, taken, other = self.p.instrs[n].args
-        first, rest = self.form(taken), self.form(other)
-        if first is None or first[0] or rest is None:
-            return None
-        self.forms[n] = (cond, *rest[0]), (*first[1], *rest[1])
-        return self.forms[n]
 
     def permuted(self, n: int, vals: list[SSAValue]) -> SSAValue | None:
-        """Select n as one permutation, when it is a wide enough pick."""
-        form = self.note(n)
-        permvar = self.PERMVAR.get((self.p.ty, self.lanes))
-        if form is None or permvar is None or not WIDE_PICK <= len(form[1]) <= self.lanes:
+        """Select n as one permutation (or its level's chain), when it is a wide enough
+        pick."""
+        form = self.forms.get(n)
+        if form is None:
             return None
         conds, values = form
+        if self.level is not None and conds == self.cases:
+            return self._chain(conds[:self.level], values[:self.level + 1], vals)
+        if self.permute is None or not WIDE_PICK <= len(values) <= self.lanes:
+            return None
+        w = self.w
         table = [float(_const_float(v, self.p.ty).value.data) for v in values]
         table += [table[-1]] * (self.lanes - len(table))
-        t = self.add(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(self.F, table), self.F))
-        return self.add(llvm.CallIntrinsicOp(permvar, [t, self._index(conds, vals)], [self.F]))
+        t = w.add(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(w.F, table), w.F))
+        return w.add(llvm.CallIntrinsicOp(self.permute, [t, self._index(conds, vals)], [w.F]))
+
+    def _chain(self, conds: tuple[int, ...], values: tuple[str, ...],
+               vals: list[SSAValue]) -> SSAValue:
+        w = self.w
+        v = w.fconst(float(_const_float(values[-1], self.p.ty).value.data))
+        for c, value in zip(reversed(conds), reversed(values[:-1])):
+            taken = w.fconst(float(_const_float(value, self.p.ty).value.data))
+            v = w.add(llvm.SelectOp(vals[c], taken, v))
+        return v
 
     def _index(self, conds: tuple[int, ...], vals: list[SSAValue]) -> SSAValue:
         if conds not in self.indices:
-            def const(i: int) -> SSAValue:
-                return self.add(llvm.ConstantOp(
-                    DenseIntOrFPElementsAttr.from_list(self.I, [i] * self.lanes), self.I))
-            index = const(len(conds))
+            index = self.w.iconst(len(conds))
             for i in reversed(range(len(conds))):
-                index = self.add(llvm.SelectOp(vals[conds[i]], const(i), index))
+                index = self.w.add(llvm.SelectOp(vals[conds[i]], self.w.iconst(i), index))
             self.indices[conds] = index
         return self.indices[conds]
+
+
+@dataclass(frozen=True)
+class _Cases:
+    """A program written three times after its pieces are known: erf's 23 coefficients
+    and its centre are picks among six pieces by five conds (|x| < 0.75, < 1.5, …), and
+    a pick costs what its Horner step costs several times over (on AVX2 a select per
+    piece and a broadcast per constant; on Zen 3 the permute of `PERMUTES` costs as
+    much). So the variant computes the program up to its last cond (`after`), then
+    branches: every lane of every part in the first piece — each pick a constant, the
+    Horner rule a multiply and an add with a constant a step —, every lane in the first
+    two — a select each —, else the picks as before. Each lane computes the same
+    operations on the same values in every branch: the bits stay. An activation's
+    arguments mostly lie in the first pieces (|x| < 1.5 is 87 % of a standard normal's
+    draws under gelu's x/√2)."""
+
+    conds: tuple[int, ...]  # the conds of the program's widest picks
+    after: int  # the first instruction after the last of them
+
+    LEVELS = (0, 1)
+
+    @staticmethod
+    def of(p: mathlib.Program) -> _Cases | None:
+        """The program's cases, when its wide picks (WIDE_PICK values or more) are chains
+        on one list of conds and its suffixes (the chain's inner selects)."""
+        wide = [c for c, v in _forms(p).values() if len(v) >= WIDE_PICK]
+        if not wide:
+            return None
+        longest = max(wide, key=len)
+        if len(longest) <= max(_Cases.LEVELS) or any(c != longest[-len(c):] for c in wide):
+            return None
+        return _Cases(longest, max(longest) + 1)
+
+    def write(self, w: _Writer, p: mathlib.Program, entry: Block, args: list[list[SSAValue]],
+              vals: list[list[SSAValue]], isa: str) -> list[Block]:
+        """The entry (the program up to `after`, the tests, the first branch), a block
+        for the second test, and a block per case, each returning the result."""
+        general = [_Picks(p, w.lanes, w, isa) for _ in vals]
+        w.write(p, range(self.after), args, vals, general)
+        tests = [self._all_within(w, vals, level) for level in self.LEVELS]
+        entry_ops, bodies = w.ops, []
+        for level in (*self.LEVELS, None):
+            w.ops = []
+            mine = [list(v) for v in vals]
+            w.write(p, range(self.after, len(p.instrs)), args, mine,
+                    [_Picks(p, w.lanes, w, isa, level, self.conds) for _ in vals])
+            w.ops.append(llvm.ReturnOp(w.joined([v[p.result] for v in mine])))
+            bodies.append(Block(w.ops))
+        second = Block([llvm.CondBrOp(tests[1], bodies[1], [], bodies[2], [])])
+        entry.add_ops([*entry_ops, llvm.CondBrOp(tests[0], bodies[0], [], second, [])])
+        return [entry, second, *bodies]
+
+    def _all_within(self, w: _Writer, vals: list[list[SSAValue]], level: int) -> SSAValue:
+        """Whether every lane of every part has one of conds[0..level] (its index in the
+        chain at most `level`)."""
+        within = []
+        for part in vals:
+            m = part[self.conds[0]]
+            for c in self.conds[1:level + 1]:
+                m = w.add(llvm.OrOp(m, part[c]))
+            within.append(m)
+        mask = within[0]
+        for m in within[1:]:
+            mask = w.add(llvm.AndOp(mask, m))
+        return w.add(llvm.CallIntrinsicOp(f"llvm.vector.reduce.and.v{w.lanes}i1", [mask],
+                                          [IntegerType(1)]))
 
 
 @lru_cache(maxsize=None)
 def has_wide_pick(fn: str, ty: str) -> bool:
     """Whether the program picks among WIDE_PICK or more constants (its vector variant
     then permutes where the scalar function selects)."""
-    p = mathlib.program(fn, ty)
-    picks = _Picks(p, lanes=64, add=None)
-    return any(ins.op == "select" and (form := picks.note(n)) is not None
-               and len(form[1]) >= WIDE_PICK for n, ins in enumerate(p.instrs))
+    return any(len(values) >= WIDE_PICK for _, values in _forms(mathlib.program(fn, ty)).values())
 
 
 SYMBOL = re.compile(r"presk_(\w+)_(f32|f64)")

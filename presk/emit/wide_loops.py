@@ -2,14 +2,14 @@
 
 erf's vector variant (presk/emit/mathlib_llvm.py) spends most of its time in one Horner
 rule of 22 steps, each a multiply then an add on the one before: a chain of latencies.
-LLVM's loop vectorizer runs such a loop one 512-bit vector a step, and the out-of-order
-core does not overlap two steps' chains (its scheduler fills with one chain's dependent
-operations). Interleaving (`llvm.loop.interleave.count`) does not help: the copies are
+LLVM's loop vectorizer runs such a loop one vector a step (the host's widest: 512 bits
+on AVX-512, 256 on AVX2), and the out-of-order core does not overlap two steps' chains
+(its scheduler fills with one chain's dependent operations). Interleaving (`llvm.loop.interleave.count`) does not help: the copies are
 calls, inlined one after another.
 
 So a loop whose trip count is a constant multiple of `parts` vectors is told to vectorize
 at that many vectors' lanes (`llvm.loop.vectorize.width`), and the function's variant of
-that width (`to_llvm(..., parts=k)`) splits its argument into 512-bit vectors and writes
+that width (`to_llvm(..., parts=k)`) splits its argument into such vectors and writes
 each operation once per part, side by side: the parts' chains interleave. Each lane
 computes the same operations as before: the bits stay. The other operations of the loop
 body are LLVM's own, on vectors it splits alike.
@@ -25,7 +25,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 PARTS = (4, 2)
-"""The multiples of the 512-bit vector a loop may run at, the largest first that divides
+"""The multiples of the widest vector a loop may run at, the largest first that divides
 its trip count."""
 
 WIDTH = "llvm.loop.vectorize.width"
@@ -33,7 +33,7 @@ WIDTH = "llvm.loop.vectorize.width"
 
 def widen_loops(module: ir.Module, natural: dict[str, int]) -> dict[str, set[int]]:
     """Mark each innermost loop of `module` that calls a function of `natural` (name →
-    its lanes in a 512-bit vector) and runs a constant multiple of `parts·lanes`
+    its lanes in the widest vector) and runs a constant multiple of `parts·lanes`
     iterations; returns the widths marked, per function called."""
     used: dict[str, set[int]] = {name: set() for name in natural}
     marked = 0

@@ -28,7 +28,8 @@ from xdsl.ir import Block, Region
 
 from presk.emit import llvm as native
 from presk.emit import mathlib
-from presk.emit.mathlib_llvm import declare_all, has_wide_pick, symbol, to_llvm, vector_symbol
+from presk.emit.mathlib_llvm import (PERMUTES, _Cases, declare_all, has_wide_pick, symbol,
+                                     to_llvm, vector_symbol)
 from presk.emit.wide_loops import PARTS
 from test_mathlib import arguments
 
@@ -190,20 +191,39 @@ def test_only_erf_picks_among_many_constants() -> None:
     assert WIDE == [("erf", "f32"), ("erf", "f64")]
 
 
-@pytest.mark.skipif("+avx512f" not in native.host_target().features.split(","),
-                    reason="the vector variants are AVX-512's (permvar)")
-@pytest.mark.parametrize("bits, parts", [(b, 1) for b in native.VARIANT_BITS] +
-                         [(512, k) for k in PARTS], ids=lambda v: str(v))
+ISA = native.vector_isa(native.host_target())
+WIDTHS = [(b, 1) for b in native.VARIANT_BITS.get(ISA, ())] + \
+    [(native.VARIANT_BITS[ISA][0], k) for k in PARTS if ISA]
+
+
+def _cases_of_chunks(fn: str, ty: str, x: np.ndarray, lanes: int) -> set[int]:
+    """Which of `_Cases`' branches each chunk of `lanes` points takes: the largest piece
+    index among its lanes, capped at the general case (len(LEVELS))."""
+    p = mathlib.program(fn, ty)
+    cases = _Cases.of(p)
+    bounds = [float(mathlib._const_value(p.instrs[p.instrs[c].args[1]].const, mathlib.TI[ty]))
+              for c in cases.conds]
+    index = np.full(len(x), len(bounds))  # NaN: past them
+    for i, bound in reversed(list(enumerate(bounds))):
+        index[np.abs(x) < bound] = i
+    worst = index.reshape(-1, lanes).max(axis=1)
+    return set(np.minimum(worst, len(_Cases.LEVELS)).tolist())
+
+
+@pytest.mark.skipif(ISA is None, reason="no vector variants on this host (AVX2 or AVX-512)")
+@pytest.mark.parametrize("bits, parts", WIDTHS, ids=lambda v: str(v))
 @pytest.mark.parametrize("fn,ty", WIDE)
 def test_the_vector_variant_computes_the_same_bits_as_evaluate(fn: str, ty: str, bits: int,
                                                                parts: int) -> None:
-    """erf's vector variants (its pieces' coefficients picked by `permvar` where the width
-    has one: 512 and 256 bits; `parts` 512-bit vectors side by side, presk/emit/
-    wide_loops.py) on the mathlib test's points and NaN payloads, their lanes at a time,
-    against `evaluate`."""
+    """erf's vector variants for this host's instruction set (its pieces' coefficients
+    picked by a permute where the width has one; `parts` vectors side by side, presk/
+    emit/wide_loops.py) on the mathlib test's points and NaN payloads, their lanes at a
+    time, against `evaluate` — and on the same points sorted, so that every one of
+    `_Cases`' branches runs: whole chunks in the first piece, in the first two, and
+    mixed."""
     lanes = bits // (64 if ty == "f64" else 32)
     m = ModuleOp([_vector_wrapper(fn, ty, lanes * parts),
-                  to_llvm(fn, ty, lanes=lanes, parts=parts)])
+                  to_llvm(fn, ty, lanes=lanes, parts=parts, isa=ISA)])
     code = native.compile(native.llvm_ir(m, [f"wrapv_{fn}_{ty}"]))
     ti = mathlib.TI[ty]
     x = arguments(fn, ty, N_PER_PART)[0]
@@ -214,6 +234,8 @@ def test_the_vector_variant_computes_the_same_bits_as_evaluate(fn: str, ty: str,
     x = np.concatenate([x, edges, -edges, nan])
     lanes *= parts
     x = np.concatenate([x, np.zeros(-len(x) % lanes, dtype=ti.dtype)])
+    x = np.concatenate([x, np.sort(x)])
+    assert _cases_of_chunks(fn, ty, x, lanes) == {0, 1, 2}
     want = mathlib.evaluate(fn, ty, x)
     got = np.empty_like(x)
     wrap = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
@@ -222,23 +244,24 @@ def test_the_vector_variant_computes_the_same_bits_as_evaluate(fn: str, ty: str,
         wrap(x.ctypes.data + i * x.itemsize, got.ctypes.data + i * x.itemsize)
     differ = want.view(ti.uint) != got.view(ti.uint)
     assert not differ.any(), (fn, ty, x[differ][:5], want[differ][:5], got[differ][:5])
-    assert ("permvar" in code.optimized_ir or "permps" in code.optimized_ir) == (bits > 128)
+    permutes = PERMUTES[ISA].get((ty, bits // (64 if ty == "f64" else 32)))
+    assert (permutes is not None and permutes in code.optimized_ir) == (permutes is not None)
+    assert code.optimized_ir.count("br i1 ") >= 2  # the cases' two tests
 
 
 SCALAR_ERF_CALL = re.compile(r"call [^@\n]*double @presk_erf_f64\(")  # `call fastcc …`
 
 
-@pytest.mark.skipif("+avx512f" not in native.host_target().features.split(","),
-                    reason="the vector variants are AVX-512's (permvar)")
+@pytest.mark.skipif(ISA is None, reason="no vector variants on this host (AVX2 or AVX-512)")
 def test_a_loop_calling_erf_runs_its_vector_variant_inlined() -> None:
     """The loop vectorizer maps erf's calls to its variants (the vector function ABI
-    attribute: 512, 256 and 128 bits), and `optimize`'s second always-inliner pass inlines
-    the variant into the loop: no call of erf is left, scalar or vector, and the loop runs
-    on 8 lanes."""
+    attribute: the host's widest vector and the narrower ones down to 128 bits), and
+    `optimize`'s second always-inliner pass inlines the variant into the loop: no call of
+    erf is left, scalar or vector, and the loop runs on the widest vector's lanes."""
+    lanes = [bits // 64 for bits in native.VARIANT_BITS[ISA]]
     _, ir, _ = jit()
-    assert ('"vector-function-abi-variant"="_ZGV_LLVM_N8v_presk_erf_f64(presk_erf_f64_v8),'
-            '_ZGV_LLVM_N4v_presk_erf_f64(presk_erf_f64_v4),'
-            '_ZGV_LLVM_N2v_presk_erf_f64(presk_erf_f64_v2)"') \
+    mapping = ",".join(f"_ZGV_LLVM_N{n}v_presk_erf_f64(presk_erf_f64_v{n})" for n in lanes)
+    assert f'"vector-function-abi-variant"="{mapping}"' \
         in native.llvm_ir(module(), [f"wrap_{fn}_{ty}" for fn, ty in CASES])
     from presk.analysis import entry as E
     from presk.pipeline import entry_call, load_core
@@ -249,18 +272,18 @@ def test_a_loop_calling_erf_runs_its_vector_variant_inlined() -> None:
                       E.inputs(prepared, 0, None), None, True, False)
     optimized = native_program(call.pipeline.kernel, cache=False).jit.optimized_ir
     body = optimized[optimized.index("define"):]
-    assert not re.search(r"call [^@\n]*@presk_erf_f64_v8\(", body)
+    assert not re.search(rf"call [^@\n]*@presk_erf_f64_v{lanes[0]}\(", body)
     assert not SCALAR_ERF_CALL.search(body)
-    assert "fcmp olt <8 x double>" in body
+    assert f"fcmp olt <{lanes[0]} x double>" in body
 
 
-@pytest.mark.skipif("+avx512f" not in native.host_target().features.split(","),
-                    reason="the vector variants are AVX-512's (permvar)")
+@pytest.mark.skipif(ISA is None, reason="no vector variants on this host (AVX2 or AVX-512)")
 def test_a_row_shorter_than_the_vectors_runs_a_narrower_variant() -> None:
     """The tutorial's forward under --fuse-reductions at B = 4: RMSNorm and gelu fused,
-    gelu's erf in a loop over a row of 4 f64 elements, fewer than a 512-bit vector's 8.
-    It runs on the 256-bit variant, inlined: no call of the scalar erf per element (it
-    was one, and the forward took 1.75 µs a call against the unfused 0.74)."""
+    gelu's erf in a loop over a row of 4 f64 elements, fewer than a 512-bit vector's 8
+    (AVX2's one vector). It runs on the 256-bit variant, inlined: no call of the scalar
+    erf per element (it was one, and the forward took 1.75 µs a call against the unfused
+    0.74); on AVX-512 its picks permute (`vpermpd` ymm)."""
     from presk.analysis import entry as E
     from presk.pipeline import entry_call, load_core
     from presk.runtime.compile import native_program
@@ -271,7 +294,7 @@ def test_a_row_shorter_than_the_vectors_runs_a_narrower_variant() -> None:
     optimized = native_program(call.pipeline.kernel, cache=False).jit.optimized_ir
     body = optimized[optimized.index("define"):]
     assert not SCALAR_ERF_CALL.search(body)
-    assert "permvar.df.256" in body
+    assert ("permvar.df.256" in body) == (ISA == "avx512")
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="x86-64's assembly")
