@@ -95,7 +95,7 @@ def to_llvm(fn: str | mathlib.Program, ty: str, linkage: str = "external",
                 [_Picks(p, lanes, w, isa) if lanes is not None else None
                  for _ in range(parts)])
         w.ops.append(llvm.ReturnOp(w.joined([v[p.result] for v in vals])))
-        entry.add_ops(w.ops)
+        entry.add_ops(w.block())
         blocks = [entry]
     else:
         blocks = cases.write(w, p, entry, args, vals, isa)
@@ -115,17 +115,27 @@ class _Writer:
         self.I = self.I0 if lanes is None else VectorType(self.I0, [lanes])
         self.suffix = p.ty if lanes is None else f"v{lanes}{p.ty}"
         self.ops: list[Operation] = []
+        self._constants: dict[tuple, SSAValue] = {}  # this block's, by type and bits
 
     def add(self, op: Operation) -> SSAValue:
         self.ops.append(op)
         return op.results[0]
 
+    def block(self) -> list[Operation]:
+        """The ops written so far, as one block's; the next ops start another."""
+        ops, self.ops, self._constants = self.ops, [], {}
+        return ops
+
     def constant(self, v: float | int, scalar, typ) -> SSAValue:
-        attr = FloatAttr(v, scalar) if scalar in (f32, f64) else IntegerAttr(v, scalar)
-        if self.lanes is None:
-            return self.add(llvm.ConstantOp(attr, typ))
-        return self.add(llvm.ConstantOp(
-            DenseIntOrFPElementsAttr.from_list(typ, [v] * self.lanes), typ))
+        """A constant of `typ` (each value made once a block: the parts and the picks
+        share it)."""
+        key = (typ, v.hex() if isinstance(v, float) else v)
+        if key not in self._constants:
+            attr = FloatAttr(v, scalar) if scalar in (f32, f64) else IntegerAttr(v, scalar)
+            self._constants[key] = self.add(llvm.ConstantOp(attr, typ)) if self.lanes is None \
+                else self.add(llvm.ConstantOp(
+                    DenseIntOrFPElementsAttr.from_list(typ, [v] * self.lanes), typ))
+        return self._constants[key]
 
     def iconst(self, v: int) -> SSAValue:
         return self.constant(v, self.I0, self.I)
@@ -357,14 +367,13 @@ class _Cases:
         general = [_Picks(p, w.lanes, w, isa) for _ in vals]
         w.write(p, range(self.after), args, vals, general)
         tests = [self._all_within(w, vals, level) for level in self.LEVELS]
-        entry_ops, bodies = w.ops, []
+        entry_ops, bodies = w.block(), []
         for level in (*self.LEVELS, None):
-            w.ops = []
             mine = [list(v) for v in vals]
             w.write(p, range(self.after, len(p.instrs)), args, mine,
                     [_Picks(p, w.lanes, w, isa, level, self.conds) for _ in vals])
             w.ops.append(llvm.ReturnOp(w.joined([v[p.result] for v in mine])))
-            bodies.append(Block(w.ops))
+            bodies.append(Block(w.block()))
         checks = [entry, *(Block() for _ in tests[1:])]
         for j, (check, test) in enumerate(zip(checks, tests)):
             otherwise = checks[j + 1] if j + 1 < len(checks) else bodies[-1]
