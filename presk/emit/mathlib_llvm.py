@@ -282,7 +282,7 @@ class _Picks:
     index at most `level` in the chain on `cases`), a pick on those conds is the chain of
     its first `level` + 1 values: a constant, or one select."""
 
-    def __init__(self, p: mathlib.Program, lanes: int, w: _Writer | None, isa: str = "avx512",
+    def __init__(self, p: mathlib.Program, lanes: int, w: _Writer, isa: str = "avx512",
                  level: int | None = None, cases: tuple[int, ...] = ()) -> None:
         self.p, self.lanes, self.w = p, lanes, w
         self.permute = PERMUTES[isa].get((p.ty, lanes))
@@ -338,8 +338,8 @@ class _Cases:
     before. Each lane computes the same operations on the same values in every branch:
     the bits stay. An activation's arguments mostly lie in the first pieces (|x| < 1.5
     holds 87 % of a standard normal's draws under gelu's x/√2, |x| < 3 all but 3 in
-    1 000). Measured on Zen 3 (f64, 4 parts of 4 lanes): the tutorial's gelu at B = 1024
-    10.0 → 5.9 ns an element on standard normal arguments; `presk train`'s tutorial step
+    1 000). Measured on Zen 3 (f64, 4 parts of 4 lanes): gelu over 4 096 standard normal
+    arguments 10.0 → 5.9 ns an element; `presk train`'s tutorial step
     3.3 → 2.6 µs once trained (its arguments spread past 1.5: a level at 1 alone gave
     3.1, at 0 and 1 3.1, at 1, 2 and 3 2.7)."""
 
@@ -401,7 +401,8 @@ class _Cases:
 def has_wide_pick(fn: str, ty: str) -> bool:
     """Whether the program picks among WIDE_PICK or more constants (its vector variant
     then permutes where the scalar function selects)."""
-    return any(len(values) >= WIDE_PICK for _, values in _forms(mathlib.program(fn, ty)).values())
+    forms = _forms(mathlib.program(fn, ty))
+    return any(len(values) >= WIDE_PICK for _, values in forms.values())
 
 
 SYMBOL = re.compile(r"presk_(\w+)_(f32|f64)")

@@ -107,7 +107,7 @@ class MethodDef(ctypes.Structure):
                 ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
 
 
-def _header_words() -> int | None:
+def _buffer_offset() -> int | None:
     """The offset of a ctypes instance's buffer pointer (`b_ptr`) in its object, when it
     is the word after the object's header, as it has been in every CPython 3."""
     probe = BoundCall()
@@ -121,7 +121,7 @@ def install() -> bool:
     """Make `BoundCall.__call__` the native method (once a process); False where it
     cannot be (then `__call__` calls through ctypes)."""
     from ..emit.llvm import compile as compile_ir
-    offset = _header_words()
+    offset = _buffer_offset()
     if offset is None:
         BoundCall.__call__ = BoundCall.call_by_ctypes
         return False
@@ -131,15 +131,14 @@ def install() -> bool:
     jit = compile_ir(_TRAMPOLINE.replace("{offset}", str(offset)))
     definition = MethodDef(b"__call__", jit.address(SYMBOL), METH_NOARGS,
                             b"Run the entry on the arrays it is bound to.")
-    new_method = ctypes.pythonapi.PyDescr_NewMethod
-    new_method.restype, new_method.argtypes = ctypes.py_object, [ctypes.py_object,
-                                                                 ctypes.c_void_p]
-    BoundCall.__call__ = new_method(BoundCall, ctypes.addressof(definition))
+    BoundCall.__call__ = _new_method(BoundCall, ctypes.addressof(definition))
     _KEEP.extend([jit, definition])  # the code and the definition: for the process
     return True
 
 
 _KEEP: list[object] = []
+_new_method = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object, ctypes.c_void_p)(
+    ("PyDescr_NewMethod", ctypes.pythonapi))
 
 
 def bound_call(function: int, argv: ctypes.Array, arena: int, elements: int,
