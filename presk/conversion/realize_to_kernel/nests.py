@@ -548,6 +548,29 @@ def _vector_unit() -> tuple[int, int]:
     from presk.analysis.profile import host_vector_unit
     return host_vector_unit() or (VECTOR_REGISTERS, VECTOR_BYTES)
 
+KBLOCK_L2 = 1 << 20
+"""The L2 a core (bytes) from which an xᵀ·g's default layout sweeps a long k in blocks
+(`_both_last`). The scaled Tower's xᵀ·g (K = 1024, 2 workers) a launch, [4, 16] or
+[8, 16] with panels, k whole against k in blocks of 256: on Zen 4 (1 MiB L2) 0.63 →
+0.54 ms in f32 and 1.85 → 1.53 in f64 with the blocks; on Zen 3 (512 KiB) 0.87 → 1.30
+ms and 2.42 → 2.59 with them (bench/contractions.py's points). The block's working set
+(the j operand's 256 rows read in place, the i operand's panels, the tiles) is the same
+share of L2 in Zen 4's f64 as in Zen 3's f32, so its size alone does not tell them
+apart: this is the measured boundary, not a model; a plan made with the machine's
+profile (`presk plan`) chooses by the cost model instead."""
+
+
+@lru_cache(maxsize=1)
+def blocks_k() -> bool:
+    """Whether this machine's L2 is KBLOCK_L2 or more (a machine whose caches sysfs does
+    not give: as the larger)."""
+    from presk.analysis.profile import ProfileError, read_machine
+    try:
+        return read_machine().l2 >= KBLOCK_L2
+    except (ProfileError, OSError):
+        return True
+
+
 SPLIT_WORK = 1 << 21
 """Multiply-adds from which a contraction's rows are split among the machine's cores: a
 split launch on the worker pool costs a few µs, a small fraction of such a kernel's time."""
@@ -612,7 +635,8 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     this machine (`vector_unit`) — `row_vectors` vectors when J holds them, else one, else
     up to 4 lanes — by as many rows (I) as `tile_rows` gives; tiles visited I-major, the
     operands packed into panels when the tile has 16 columns or more and the product
-    PANEL_TILES rows of tiles, and an xᵀ·g's long k swept in blocks (`_both_last`).
+    PANEL_TILES rows of tiles, and an xᵀ·g's long k swept in blocks (`_both_last`) on a
+    machine of a large L2 (`blocks_k`).
     `fused`: the realization fuses the product's multiply-adds. AVX-512 (32 × 64 bytes):
     fused [12, 32] f32, [12, 16] f64, xᵀ·g [8, 32] and [8, 16]; a multiply and an add
     [12, 16] f32, [12, 8] f64, xᵀ·g [8, 16] and [8, 8]. AVX2 (16 × 32 bytes, znver2
@@ -644,8 +668,8 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
         k_size *= lhs.sizes[a]
     n = workers()
     pack = "panels" if tile[1] >= 16 and i_size >= PANEL_TILES * rows else ""
-    kblock = KBLOCK if pack and k_size >= 2 * KBLOCK and _both_last(lhs, rhs, lhs_axes,
-                                                                     rhs_axes) else 0
+    kblock = KBLOCK if pack and k_size >= 2 * KBLOCK and blocks_k() and \
+        _both_last(lhs, rhs, lhs_axes, rhs_axes) else 0
     split = (0, n) if n > 1 and i_size * j_size * k_size >= SPLIT_WORK and \
         i_size >= 2 * rows else ()
     return K.LayoutAttr.tiled(tile, lanes, "IJ", split=split, pack=pack, kblock=kblock)
