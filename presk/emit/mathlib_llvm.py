@@ -89,16 +89,17 @@ def to_llvm(fn: str | mathlib.Program, ty: str, linkage: str = "external",
     entry = Block(arg_types=[whole] * p.arity)
     args = [w.split(a, parts) for a in entry.args]
     vals: list[list[SSAValue]] = [[] for _ in range(parts)]
-    cases = _Cases.of(p) if lanes is not None else None
+    forms = _forms(p) if lanes is not None else {}
+    cases = _Cases.of(forms) if lanes is not None else None
     if cases is None:
         w.write(p, range(len(p.instrs)), args, vals,
-                [_Picks(p, lanes, w, isa) if lanes is not None else None
+                [_Picks(p, lanes, w, forms, isa) if lanes is not None else None
                  for _ in range(parts)])
         w.ops.append(llvm.ReturnOp(w.joined([v[p.result] for v in vals])))
         entry.add_ops(w.block())
         blocks = [entry]
     else:
-        blocks = cases.write(w, p, entry, args, vals, isa)
+        blocks = cases.write(w, p, forms, entry, args, vals, isa)
     name = symbol(p.name, p.ty) if lanes is None else \
         vector_symbol(p.name, p.ty, lanes * parts)
     return llvm.FuncOp(name, llvm.LLVMFunctionType([whole] * p.arity, whole),
@@ -250,13 +251,17 @@ AVX2 has none of 64-bit lanes; on Zen 3 its `vpermps` takes two micro-ops on one
 so erf's f64 picks (six pieces in four lanes: two permutes and a select) stay selects."""
 
 
-def _forms(p: mathlib.Program) -> dict[int, tuple[tuple[int, ...], tuple[str, ...]]]:
+Forms = dict[int, tuple[tuple[int, ...], tuple[str, ...]]]
+"""Select n → (conds, values) of the pick it is (`_forms`)."""
+
+
+def _forms(p: mathlib.Program) -> Forms:
     """Each select of the program that is a pick among constants: (conds, values).
 
     `Builder.pick(conds, values)` is the chain select(c0, v0, select(c1, v1, … v_m)): a
     select whose taken value is a constant and whose other is a constant or such a
     chain is a pick with conds (c, …) and values (v, …)."""
-    forms: dict[int, tuple[tuple[int, ...], tuple[str, ...]]] = {}
+    forms: Forms = {}
 
     def form(n: int):
         ins = p.instrs[n]
@@ -282,12 +287,13 @@ class _Picks:
     index at most `level` in the chain on `cases`), a pick on those conds is the chain of
     its first `level` + 1 values: a constant, or one select."""
 
-    def __init__(self, p: mathlib.Program, lanes: int, w: _Writer, isa: str = "avx512",
-                 level: int | None = None, cases: tuple[int, ...] = ()) -> None:
+    def __init__(self, p: mathlib.Program, lanes: int, w: _Writer, forms: Forms,
+                 isa: str = "avx512", level: int | None = None,
+                 cases: tuple[int, ...] = ()) -> None:
         self.p, self.lanes, self.w = p, lanes, w
         self.permute = PERMUTES[isa].get((p.ty, lanes))
         self.level, self.cases = level, cases
-        self.forms = _forms(p)
+        self.forms = forms
         self.indices: dict[tuple[int, ...], SSAValue] = {}
 
     def permuted(self, n: int, vals: list[SSAValue]) -> SSAValue | None:
@@ -349,10 +355,10 @@ class _Cases:
     LEVELS = (1, 3)
 
     @staticmethod
-    def of(p: mathlib.Program) -> _Cases | None:
+    def of(forms: Forms) -> _Cases | None:
         """The program's cases, when its wide picks (WIDE_PICK values or more) are chains
         on one list of conds and its suffixes (the chain's inner selects)."""
-        wide = [c for c, v in _forms(p).values() if len(v) >= WIDE_PICK]
+        wide = [c for c, v in forms.values() if len(v) >= WIDE_PICK]
         if not wide:
             return None
         longest = max(wide, key=len)
@@ -360,18 +366,18 @@ class _Cases:
             return None
         return _Cases(longest, max(longest) + 1)
 
-    def write(self, w: _Writer, p: mathlib.Program, entry: Block, args: list[list[SSAValue]],
-              vals: list[list[SSAValue]], isa: str) -> list[Block]:
+    def write(self, w: _Writer, p: mathlib.Program, forms: Forms, entry: Block,
+              args: list[list[SSAValue]], vals: list[list[SSAValue]], isa: str) -> list[Block]:
         """The entry (the program up to `after`, the tests, the first branch), a block
         per further test, and a block per case, each returning the result."""
-        general = [_Picks(p, w.lanes, w, isa) for _ in vals]
+        general = [_Picks(p, w.lanes, w, forms, isa) for _ in vals]
         w.write(p, range(self.after), args, vals, general)
         tests = [self._all_within(w, vals, level) for level in self.LEVELS]
         entry_ops, bodies = w.block(), []
         for level in (*self.LEVELS, None):
             mine = [list(v) for v in vals]
             w.write(p, range(self.after, len(p.instrs)), args, mine,
-                    [_Picks(p, w.lanes, w, isa, level, self.conds) for _ in vals])
+                    [_Picks(p, w.lanes, w, forms, isa, level, self.conds) for _ in vals])
             w.ops.append(llvm.ReturnOp(w.joined([v[p.result] for v in mine])))
             bodies.append(Block(w.block()))
         checks = [entry, *(Block() for _ in tests[1:])]

@@ -28,7 +28,7 @@ from xdsl.ir import Block, Region
 
 from presk.emit import llvm as native
 from presk.emit import mathlib
-from presk.emit.mathlib_llvm import (PERMUTES, _Cases, declare_all, has_wide_pick, symbol,
+from presk.emit.mathlib_llvm import (PERMUTES, _Cases, _forms, declare_all, has_wide_pick, symbol,
                                      to_llvm, vector_symbol)
 from presk.emit.wide_loops import PARTS
 from test_mathlib import arguments
@@ -201,7 +201,7 @@ def _cases_of_chunks(fn: str, ty: str, x: np.ndarray, lanes: int) -> set[int]:
     or above the largest piece index among a chunk's lanes (len(LEVELS): the general
     case)."""
     p = mathlib.program(fn, ty)
-    cases = _Cases.of(p)
+    cases = _Cases.of(_forms(p))
     bounds = [float(mathlib._const_value(p.instrs[p.instrs[c].args[1]].const, mathlib.TI[ty]))
               for c in cases.conds]
     index = np.full(len(x), len(bounds))  # NaN: past them
