@@ -18,6 +18,20 @@ from xdsl.ir import Block, SSAValue
 from ..dialects import kernel as K
 
 
+PANEL_BYTES = 64
+"""A register tile's row from which its operands are offered packed into panels (the
+default layout's and the plan's space): a cache line — 16 f32 or 8 f64 columns. A
+narrower tile's k sweep reads too few columns for the copy to pay. (It was 16 columns
+whatever the type, which left f64's [4, 8] unpanelled: on Zen 3 the scaled Tower's f64
+products ran 1.6–2.5× faster with panels — x·w + b 2.82 → 1.67 ms a launch, g·wᵀ 2.71 →
+1.64, xᵀ·g 4.44 → 1.81, 2 workers.)"""
+
+
+def panel_columns(element_bytes: int) -> int:
+    """The columns of a PANEL_BYTES row of elements of `element_bytes`."""
+    return PANEL_BYTES // element_bytes
+
+
 KBLOCK = 256
 """The k block a panelled tile sweeps when its k loop is at least twice as long (`kblock =
 256`, the default layout's for xᵀ·g, one point more of the plan's space): a block of the

@@ -8,7 +8,8 @@ A nest's layout space is the points the native backend lowers today (`layout_spa
   unrolled, C columns in one vector of C lanes (tile_contraction.py; the rows past the
   last full tile run as a tile of fewer rows) — for R in 1, 2, 4, 8, 12 and C in 2, 4,
   8, 16, 32 up to the nest's rows and columns, each split or not; and
-  for R ≥ 4 and C ≥ 16 each of those again with its operands packed into panels
+  for R ≥ 4 and C·(the element's bytes) ≥ 64 (16 f32 or 8 f64 columns) each of those again
+  with its operands packed into panels
   (`pack = "panels"`: the j operand's tile columns, and an xᵀ operand's tile rows,
   contiguous along k), and when its k loop has 2·KBLOCK = 512 iterations or more each
   panelled point once more with k swept in blocks of 256 (`kblock = 256`).
@@ -33,19 +34,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import Float64Type, ModuleOp
 from xdsl.passes import ModulePass
 
 from presk.analysis.artifact import check_format, expect, read_json
 from presk.dialects import kernel as K
-from presk.kernel_abi.tiles import KBLOCK, innermost_pair
+from presk.kernel_abi.tiles import KBLOCK, innermost_pair, panel_columns
 
 FORMAT = "presk-plan/1"
 ROWS = (1, 2, 4, 8, 12)
 COLUMNS = (2, 4, 8, 16, 32)
-PANEL_ROWS, PANEL_COLUMNS = 4, 16
-"""The tiles whose operands the space also offers packed into panels: below them a
-tile's k sweep reads too few columns for the copy to pay (and the tutorial's space, all
+PANEL_ROWS = 4
+"""The rows of the tiles whose operands the space also offers packed into panels, with a
+row of a cache line or more (kernel_abi/tiles.py `PANEL_BYTES`; the tutorial's space, all
 of 4 columns, stays as it was)."""
 
 
@@ -142,13 +143,15 @@ def layout_space(kernel: K.KernelOp, workers: int) -> list[Point]:
     if sides is not None:
         rows, cols = sides
         tiles += [(r, c) for r in ROWS for c in COLUMNS if r <= rows and c <= cols]
+    wide = isinstance(kernel.body.block.args[-1].type.compute, Float64Type)
+    columns = panel_columns(8 if wide else 4)  # (bf16 computes in f32)
     points = []
     for tile in tiles:
         for n in splits:
             if tile and n > 1 and -(-trip // tile[0]) < n:
                 continue  # a tiled split's parts are whole tiles' rows: one per worker
             points.append(Point(tile, n))
-            if tile and tile[0] >= PANEL_ROWS and tile[1] >= PANEL_COLUMNS:
+            if tile and tile[0] >= PANEL_ROWS and tile[1] >= columns:
                 points.append(Point(tile, n, True))
                 if blocked:
                     points.append(Point(tile, n, True, KBLOCK))

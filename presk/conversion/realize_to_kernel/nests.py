@@ -17,7 +17,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from presk import ops
 from presk.dialects import kernel as K, realize as R
 from presk.dialects.realize.ops import _operand_places
-from presk.kernel_abi.tiles import KBLOCK
+from presk.kernel_abi.tiles import KBLOCK, panel_columns
 from presk.powers import power
 from presk.summation import partials_for
 
@@ -634,7 +634,8 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     """A contraction's default layout: a register tile of the J side in vector lanes of
     this machine (`vector_unit`) — `row_vectors` vectors when J holds them, else one, else
     up to 4 lanes — by as many rows (I) as `tile_rows` gives; tiles visited I-major, the
-    operands packed into panels when the tile has 16 columns or more and the product
+    operands packed into panels when a tile row spans a cache line (`panel_columns`: 16
+    f32 or 8 f64 columns) and the product
     PANEL_TILES rows of tiles, and an xᵀ·g's long k swept in blocks (`_both_last`) on a
     machine of a large L2 (`blocks_k`).
     `fused`: the realization fuses the product's multiply-adds. AVX-512 (32 × 64 bytes):
@@ -667,7 +668,9 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     for a in lhs_axes:
         k_size *= lhs.sizes[a]
     n = workers()
-    pack = "panels" if tile[1] >= 16 and i_size >= PANEL_TILES * rows else ""
+    element_bytes = 8 if isinstance(element, Float64Type) else 4
+    pack = "panels" if tile[1] >= panel_columns(element_bytes) and \
+        i_size >= PANEL_TILES * rows else ""
     kblock = KBLOCK if pack and k_size >= 2 * KBLOCK and blocks_k() and \
         _both_last(lhs, rhs, lhs_axes, rhs_axes) else 0
     split = (0, n) if n > 1 and i_size * j_size * k_size >= SPLIT_WORK and \
