@@ -143,11 +143,11 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
     missing = wanted - defined
     if missing:
         raise NativeCompileError(f"the module defines no entry {', '.join(sorted(missing))}")
-    used = widen_loops(mod, {name: _one_vector(name, isa)[0] for name in wide})
+    one_vector = {name: _one_vector(name, isa) for name in wide}  # the widest first
+    used = widen_loops(mod, {name: lanes[0] for name, lanes in one_vector.items()})
     texts = []
-    for name in wide:
+    for name, lanes in one_vector.items():
         fn, ty = MATH_SYMBOL.fullmatch(name).groups()
-        lanes = _one_vector(name, isa)  # the widest vector's first
         widths = [(lanes[0], k) for k in PARTS if lanes[0] * k in used[name]]
         widths += [(n, 1) for n in lanes]
         _map_to_vector_variants(mod.get_global(name),

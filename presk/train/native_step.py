@@ -75,10 +75,11 @@ from .optim import SGD, AdamW
 from .step_builtin import RELEASE_GIL_AT, STATE, builtin, declarations, python_entry, \
     register_c_api
 
-_SOURCE = hashlib.sha256(b"".join(Path(__file__).with_name(n).read_bytes() for n in (
-    "native_step.py", "native_optim.py", "step_builtin.py"))).hexdigest()[:16]
-"""Part of the cache key: the step's code is this file's, native_optim.py's and
-step_builtin.py's."""
+_SOURCE = hashlib.sha256(b"".join((Path(__file__).parent / n).read_bytes() for n in (
+    "native_step.py", "native_optim.py", "step_builtin.py",
+    "../runtime/bound_call.py"))).hexdigest()[:16]
+"""Part of the cache key: the step's code is this file's, native_optim.py's,
+step_builtin.py's and bound_call.py's (its GIL threshold)."""
 
 STEPS_PER_CALL = 256
 """The native step's default most steps a call (`presk train --steps-per-call`): the

@@ -43,13 +43,10 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from ..conversion.kernel_to_std import PTR, Emitter
-from ..runtime.bound_call import MethodDef
+from ..runtime.bound_call import RELEASE_GIL_AT, MethodDef
 from ..runtime.bound_call import register_c_api as register
 
 STATE = ("argv", "ctl", "armed", "places", "fallback")
-RELEASE_GIL_AT = 1 << 14
-"""Parameters from which a step releases the GIL while it runs (tens of microseconds of
-work and more: the ~40 ns of releasing and taking it back are then noise)."""
 
 C_API: dict[str, tuple[tuple[Attribute, ...], Attribute | None]] = {
     "PyCapsule_GetPointer": ((PTR, PTR), PTR),
