@@ -90,7 +90,7 @@ def to_llvm(fn: str | mathlib.Program, ty: str, linkage: str = "external",
     args = [w.split(a, parts) for a in entry.args]
     vals: list[list[SSAValue]] = [[] for _ in range(parts)]
     forms = _forms(p) if lanes is not None else {}
-    cases = _Cases.of(forms) if lanes is not None else None
+    cases = _Cases.of(forms, isa) if lanes is not None else None
     if cases is None:
         w.write(p, range(len(p.instrs)), args, vals,
                 [_Picks(p, lanes, w, forms, isa) if lanes is not None else None
@@ -339,32 +339,38 @@ class _Cases:
     AVX2 a select per piece and a broadcast per constant; on Zen 3 the permute of
     `PERMUTES` costs as much). So the variant computes the program up to its last cond
     (`after`), then branches on the largest piece index among the lanes of every part:
-    at most `LEVELS[0]` (1: |x| < 1.5) — each pick one select, the Horner step's constant
-    one of two —, at most `LEVELS[1]` (3: |x| < 3) — three selects —, else the picks as
+    at most the first level (1: |x| < 1.5) — each pick one select, the Horner step's
+    constant one of two —, at most the second (3: |x| < 3) — three selects —, else the picks as
     before. Each lane computes the same operations on the same values in every branch:
     the bits stay. An activation's arguments mostly lie in the first pieces (|x| < 1.5
     holds 87 % of a standard normal's draws under gelu's x/√2, |x| < 3 all but 3 in
     1 000). Measured on Zen 3 (f64, 4 parts of 4 lanes): gelu over 4 096 standard normal
     arguments 10.0 → 5.9 ns an element; `presk train`'s tutorial step
     3.3 → 2.6 µs once trained (its arguments spread past 1.5: a level at 1 alone gave
-    3.1, at 0 and 1 3.1, at 1, 2 and 3 2.7)."""
+    3.1, at 0 and 1 3.1, at 1, 2 and 3 2.7). Where the picks are AVX-512's permutes (one
+    `vpermpd` a pick, whatever the pieces), the cases save nothing and their tests and
+    branches cost: on Zen 4 the same step took 1.6 µs without cases, at 0, at 1, or at 0
+    and 1, and 1.8–2.1 at 1 and 3 — so `LEVELS` is by instruction set, none on AVX-512."""
 
     conds: tuple[int, ...]  # the conds of the program's widest picks
     after: int  # the first instruction after the last of them
+    levels: tuple[int, ...]  # LEVELS[isa]
 
-    LEVELS = (1, 3)
+    LEVELS = {"avx512": (), "avx2": (1, 3)}
 
     @staticmethod
-    def of(forms: Forms) -> _Cases | None:
-        """The program's cases, when its wide picks (WIDE_PICK values or more) are chains
-        on one list of conds and its suffixes (the chain's inner selects)."""
+    def of(forms: Forms, isa: str) -> _Cases | None:
+        """The program's cases on `isa`, when it has levels there and the program's wide
+        picks (WIDE_PICK values or more) are chains on one list of conds and its suffixes
+        (the chain's inner selects)."""
+        levels = _Cases.LEVELS[isa]
         wide = [c for c, v in forms.values() if len(v) >= WIDE_PICK]
-        if not wide:
+        if not levels or not wide:
             return None
         longest = max(wide, key=len)
-        if len(longest) <= max(_Cases.LEVELS) or any(c != longest[-len(c):] for c in wide):
+        if len(longest) <= max(levels) or any(c != longest[-len(c):] for c in wide):
             return None
-        return _Cases(longest, max(longest) + 1)
+        return _Cases(longest, max(longest) + 1, levels)
 
     def write(self, w: _Writer, p: mathlib.Program, forms: Forms, entry: Block,
               args: list[list[SSAValue]], vals: list[list[SSAValue]], isa: str) -> list[Block]:
@@ -372,9 +378,9 @@ class _Cases:
         per further test, and a block per case, each returning the result."""
         general = [_Picks(p, w.lanes, w, forms, isa) for _ in vals]
         w.write(p, range(self.after), args, vals, general)
-        tests = [self._all_within(w, vals, level) for level in self.LEVELS]
+        tests = [self._all_within(w, vals, level) for level in self.levels]
         entry_ops, bodies = w.block(), []
-        for level in (*self.LEVELS, None):
+        for level in (*self.levels, None):
             mine = [list(v) for v in vals]
             w.write(p, range(self.after, len(p.instrs)), args, mine,
                     [_Picks(p, w.lanes, w, forms, isa, level, self.conds) for _ in vals])
