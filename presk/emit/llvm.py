@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 from presk.emit import mathlib
 from presk.emit.mathlib_llvm import SYMBOL as MATH_SYMBOL
 from presk.emit.mathlib_llvm import VECTOR_SYMBOL, has_wide_pick, to_llvm, vector_symbol
+from presk.emit.short_loops import vectorize_short_loops
 from presk.emit.wide_loops import PARTS, widen_loops
 
 FAST_MATH_FLAGS = frozenset({"fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn",
@@ -145,6 +146,7 @@ def llvm_ir(module: ModuleOp, entries: Iterable[str]) -> str:
         raise NativeCompileError(f"the module defines no entry {', '.join(sorted(missing))}")
     one_vector = {name: _one_vector(name, isa) for name in wide}  # the widest first
     used = widen_loops(mod, {name: lanes[0] for name, lanes in one_vector.items()})
+    vectorize_short_loops(mod, VARIANT_BITS[isa][0] if isa else 128)
     texts = []
     for name, lanes in one_vector.items():
         fn, ty = MATH_SYMBOL.fullmatch(name).groups()

@@ -14,15 +14,14 @@ each operation once per part, side by side: the parts' chains interleave. Each l
 computes the same operations as before: the bits stay. The other operations of the loop
 body are LLVM's own, on vectors it splits alike.
 
-The loops are recognized in the form xDSL's conversion gives an `scf.for` from 0 by 1 to a
-constant: a header `%i = phi [0, …], [%next, latch]`, `icmp slt %i, N`, a conditional branch
-into the body, and the latch's unconditional branch back; only innermost loops (no other
-back edge inside) are marked.
+The loops are recognized by presk/emit/loop_marks.py.
 """
 
 from __future__ import annotations
 
 from llvmlite import ir
+
+from presk.emit.loop_marks import innermost_loops, mark, trip_count
 
 PARTS = (4, 2)
 """The multiples of the widest vector a loop may run at, the largest first that divides
@@ -41,30 +40,14 @@ def widen_loops(module: ir.Module, natural: dict[str, int]) -> dict[str, set[int
         if fn.is_declaration or fn.name in natural:
             continue
         blocks = list(fn.blocks)
-        for head, latch in _innermost_loops(blocks):
+        for head, latch in innermost_loops(blocks):
             found = _width(blocks[head:latch + 1], natural)
             if found:
                 name, width = found
-                _mark(module, blocks[latch].terminator, width, marked)
+                mark(module, blocks[latch], [(WIDTH, width)], f"wide.{marked}")
                 used[name].add(width)
                 marked += 1
     return used
-
-
-def _innermost_loops(blocks: list[ir.Block]) -> list[tuple[int, int]]:
-    """(header, latch) indices of the loops whose latch branches back unconditionally and
-    that hold no other back edge (the vectorizer works on innermost loops)."""
-    index = {id(b): j for j, b in enumerate(blocks)}
-    back = []  # (j, the earliest block j's terminator branches back to)
-    for j, b in enumerate(blocks):
-        targets = [index[id(t)] for t in getattr(b.terminator, "operands", ())
-                   if isinstance(t, ir.Block)]
-        if targets and min(targets) <= j:
-            back.append((j, min(targets)))
-    return [(head, j) for i, (j, head) in enumerate(back)
-            if isinstance(blocks[j].terminator, ir.Branch)
-            and not isinstance(blocks[j].terminator, ir.ConditionalBranch)
-            and not (i and back[i - 1][0] >= head)]
 
 
 def _width(body: list[ir.Block], natural: dict[str, int]) -> tuple[str, int] | None:
@@ -72,42 +55,10 @@ def _width(body: list[ir.Block], natural: dict[str, int]) -> tuple[str, int] | N
     the width to vectorize it at, or None."""
     called = {c.callee.name for b in body for c in b.instructions
               if isinstance(c, ir.CallInstr) and getattr(c.callee, "name", None) in natural}
-    trips = _trip_count(body[0], body[-1])
+    trips = trip_count(body[0], body[-1])
     if len(called) != 1 or trips is None:
         return None  # (two such functions in one loop: each would want its own width)
     [name] = called
     n = natural[name]
     width = next((n * p for p in PARTS if trips % (n * p) == 0), None)
     return (name, width) if width else None
-
-
-def _trip_count(head: ir.Block, latch: ir.Block) -> int | None:
-    """N for a header `%i = phi [0, …], [%i + 1, latch]; icmp slt %i, N; br`."""
-    ins = head.instructions
-    phi = next((i for i in ins if isinstance(i, ir.PhiInstr)), None)
-    cmp = next((i for i in ins if isinstance(i, ir.ICMPInstr)), None)
-    if phi is None or cmp is None or cmp.op not in ("slt", "<") or cmp.operands[0] is not phi:
-        return None
-    bound = cmp.operands[1]
-    incoming = dict((id(b), v) for v, b in phi.incomings)
-    start = [v for v, b in phi.incomings if b is not latch]
-    step = incoming.get(id(latch))
-    if not (isinstance(bound, ir.Constant) and len(start) == 1
-            and isinstance(start[0], ir.Constant) and start[0].constant == 0
-            and isinstance(step, ir.Instruction) and step.opname == "add"
-            and step.operands[0] is phi and isinstance(step.operands[1], ir.Constant)
-            and step.operands[1].constant == 1):
-        return None
-    return int(bound.constant)
-
-
-def _mark(module: ir.Module, term: ir.Instruction, width: int, n: int) -> None:
-    """`!llvm.loop !{!self, !{"llvm.loop.vectorize.width", i32 width}}`, a node of its own
-    per loop (made unique, then pointed at itself: llvmlite reuses a node of equal
-    operands)."""
-    hint = module.add_metadata([ir.MetaDataString(module, WIDTH),
-                                ir.Constant(ir.IntType(32), width)])
-    loop = module.add_metadata([ir.MetaDataString(module, f"presk.loop.{n}")])
-    loop.operands = (loop, hint)
-    term.set_metadata("llvm.loop", loop)
-    term._clear_string_cache()  # llvmlite caches an instruction's text once printed

@@ -40,7 +40,8 @@ _LOWERING_SOURCES = (
     "transforms/share_converts.py", "transforms/hoist_input_converts.py",
     "conversion/std_to_llvm",
     "kernel_abi", "dialects/kernel",
-    "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py", "emit/wide_loops.py", "ops",
+    "emit/mathlib.py", "emit/mathlib_llvm.py", "emit/llvm.py", "emit/wide_loops.py",
+    "emit/short_loops.py", "emit/loop_marks.py", "ops",
     "runtime/presk_pool.h", "runtime/presk_pool.c", "runtime/compile.py",
 )
 

@@ -13,11 +13,15 @@ are independent (no loop-carried value, no blocked sum), each computes what it d
 the bits stay: only the order of independent element-wise iterations changes. Applied
 until nothing matches, a deeper nest collapses a pair at a time, from the inside out.
 
-A short inner loop (less than a 512-bit vector of its elements) also collapses with
-its broadcasts: a row's value read at [i] (RMSNorm's x / rms[i]) is read at k / n, a
-column's at [j] (its gain γ[j]) at k mod n — a gather in the vectorized loop, cheaper
-than the scalar code LLVM makes of a 4-iteration loop. A longer inner loop keeps its
-broadcasts as they are (contiguous reads, vectors filled).
+A short inner loop (less than a 512-bit vector of its elements) whose body calls a math
+function (gelu's erf after a norm) also collapses with its broadcasts: a row's value read
+at [i] (RMSNorm's x / rms[i]) is read at k / n, a column's at [j] (its gain γ[j]) at
+k mod n, so that the one loop runs the function's vector variant over many rows at once
+(presk/emit/wide_loops.py). Without a call the nest stays: its short inner loop runs as
+one vector (presk/emit/short_loops.py: a row's value broadcast, a column's read whole),
+where LLVM makes scalar code of the collapsed loop's k / n and k mod n (sixteen `vdivsd`
+where four `vdivpd` do, Zen 4). A longer inner loop keeps its broadcasts as they are
+(contiguous reads, vectors filled).
 
 Runs after the kernels became functions (kernel arguments are pointer views) and before
 the loops become `scf.for`; the kernel interpreter and C keep the nest as written.
@@ -110,11 +114,13 @@ def _collapsible(outer: K.ForOp, inner: K.ForOp) -> dict[Access, Rewrite] | None
 
 
 def _short(inner: K.ForOp, t: K.BufferType) -> bool:
-    """Whether the inner loop spans less than one 512-bit vector of the buffer's
-    elements: then a broadcast read (k / n, k mod n: a gather in the vectorized loop)
-    costs less than a vector loop that cannot fill its lanes. A longer inner loop keeps
-    its contiguous reads."""
-    return inner.upper.data * _BYTES[K.type_name(t.element)] < VECTOR_BYTES
+    """Whether the inner loop spans less than one 512-bit vector of the buffer's elements
+    and calls a math function other than sqrt (an instruction): then a broadcast read
+    (k / n, k mod n: a gather in the vectorized loop) costs less than running the
+    function's vector variant a row at a time. A longer inner loop keeps its contiguous
+    reads; a short one without a call is one vector already."""
+    return inner.upper.data * _BYTES[K.type_name(t.element)] < VECTOR_BYTES and any(
+        isinstance(op, K.MathOp) and op.fn.data != "sqrt" for op in inner.body.walk())
 
 
 VECTOR_BYTES = 64

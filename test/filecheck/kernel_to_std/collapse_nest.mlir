@@ -3,9 +3,11 @@
 // axis, so the row-major offset is one index k over the merged axes. k0: a 4 × 3 nest and a
 // scalar read, one loop of 12; k1: a 2 × 3 × 4 nest, one loop of 24, k the offset itself;
 // k2: a split part's rows [1, 3) of 4, k in [3, 9); k3, a short inner loop (3 f64, less than
-// a 512-bit vector) with broadcasts: g[j] read at k mod 3, r[i] at k / 3. Left nested:
-// k4's inner loop carries a sum, k5's inner loop is part of its axis, k6's inner loop of 16
-// f64 keeps its broadcast r[i] (a vector's worth of contiguous reads).
+// a 512-bit vector) calling erf, with broadcasts: g[j] read at k mod 3, r[i] at k / 3. Left
+// nested: k4's inner loop carries a sum, k5's inner loop is part of its axis, k6's inner
+// loop of 16 f64 keeps its broadcast r[i] (a vector's worth of contiguous reads), k7's
+// short inner loop calls no function (sqrt is an instruction): each row one vector
+// (presk/emit/short_loops.py).
 // RUN: presk-opt %s -p convert-psk-kernel-to-std | filecheck %s
 
 builtin.module {
@@ -54,7 +56,8 @@ builtin.module {
         %8 = psk_kernel.mul %6, %7 : f64
         %9 = psk_kernel.load %2[%4] : !psk_kernel.buffer<f64, 4> -> f64
         %10 = psk_kernel.div %8, %9 : f64
-        psk_kernel.store %10, %3[%4, %5] : !psk_kernel.buffer<f64, 4, 3>
+        %11 = psk_kernel.math "erf" %10 : f64
+        psk_kernel.store %11, %3[%4, %5] : !psk_kernel.buffer<f64, 4, 3>
         psk_kernel.yield
       }
       psk_kernel.yield
@@ -90,6 +93,21 @@ builtin.module {
         %4 = psk_kernel.load %0[%2, %3] : !psk_kernel.buffer<f64, 4, 3> -> f64
         %5 = psk_kernel.neg %4 : f64
         psk_kernel.store %5, %1[%2, %3] : !psk_kernel.buffer<f64, 4, 3>
+        psk_kernel.yield
+      }
+      psk_kernel.yield
+    }
+  }
+  psk_kernel.kernel @k7(%0: !psk_kernel.buffer<f64, 4, 3>, %1: !psk_kernel.buffer<f64, 3>, %2: !psk_kernel.buffer<f64, 4>, %3: !psk_kernel.buffer<f64, 4, 3>) attributes {layout = #psk_kernel.layout<default>, outputs = 1 : i64, title = "fused 3 steps"} {
+    psk_kernel.for %4 = 0 to 4 {
+      psk_kernel.for %5 = 0 to 3 {
+        %6 = psk_kernel.load %0[%4, %5] : !psk_kernel.buffer<f64, 4, 3> -> f64
+        %7 = psk_kernel.load %1[%5] : !psk_kernel.buffer<f64, 3> -> f64
+        %8 = psk_kernel.mul %6, %7 : f64
+        %9 = psk_kernel.load %2[%4] : !psk_kernel.buffer<f64, 4> -> f64
+        %10 = psk_kernel.div %8, %9 : f64
+        %11 = psk_kernel.math "sqrt" %10 : f64
+        psk_kernel.store %11, %3[%4, %5] : !psk_kernel.buffer<f64, 4, 3>
         psk_kernel.yield
       }
       psk_kernel.yield
@@ -144,3 +162,9 @@ builtin.module {
 // CHECK:      func.func private @presk_kernel_k5(
 // CHECK:        scf.for
 // CHECK:          scf.for
+// CHECK:      func.func private @presk_kernel_k7(
+// CHECK:        scf.for
+// CHECK:          scf.for
+// CHECK-NOT:        arith.divui
+// CHECK-NOT:        arith.remui
+// CHECK:        func.return
