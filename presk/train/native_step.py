@@ -72,8 +72,8 @@ from ..kernel_abi.calling import BufferSig, EntrySig, entry_symbol
 from .native_optim import (SPLIT_ELEMENTS, NativeAdamW, NativeSGD, _adamw_body, _ranges,
                            _sgd_body, launch, range_functions, stack_array, update_parts)
 from .optim import SGD, AdamW
-from .step_builtin import RELEASE_GIL_AT, STATE, builtin, declarations, python_entry, \
-    register_c_api
+from .step_builtin import (RELEASE_GIL_AT, STATE, builtin, declarations, python_entry,
+                           register_c_api, scf_if)
 
 _SOURCE = hashlib.sha256(b"".join((Path(__file__).parent / n).read_bytes() for n in (
     "native_step.py", "native_optim.py", "step_builtin.py",
@@ -87,8 +87,18 @@ checkpoints, the log and Ctrl-C act between calls, so at most this many steps ap
 about `loop.CALL_SECONDS` apart for a slow step). 256 rather than 64 since a call runs on
 across epochs' ends: its Python (about 10 µs) is then 0.04 µs of a tutorial step, not 0.16."""
 CTL = ("steps", "t0", "first", "total", "warmup")
-HYPER = {"adamw": ("lr", "beta1", "beta2", "eps", "weight_decay"),
+HYPER = {"adamw": ("lr", "beta1", "beta2", "eps", "weight_decay", "beta1_spent",
+                   "beta2_spent"),
          "sgd": ("lr", "momentum", "dampening", "weight_decay")}
+"""The hyper-parameters the step reads, in order: the optimizer's, and (`_spent`) the step
+counts from which AdamW's bias corrections are 1 exactly."""
+
+SPENT = 2.0 ** -60
+"""β^t at or below it: 1 − β^t rounds to 1 exactly (it does below 2^−54), so AdamW's bias
+correction 1 − β^t is 1, √(1 − β₂^t) is 1 and lr / (1 − β₁^t) is lr from the step count
+`spent(β)` on, and the step skips their `pow` calls — three a step, ~40 ns of the
+tutorial's 1.1 µs, more once β^t underflows and the C library takes its slow path
+(β₂ = 0.999 is spent from step 41 569 on, β₁ = 0.9 from 395)."""
 LIBM = ("cos", "pow")
 _FIXED = ("ctl", "hyper", "order", "data", "losses", "lrs", "obj_argv", "obj_arena",
           "result")
@@ -189,6 +199,30 @@ def _widened(e: Emitter, ptr: SSAValue, offset: SSAValue, ty: str) -> SSAValue:
 
 def _libm(e: Emitter, name: str, *args: SSAValue) -> SSAValue:
     return e(llvm.CallOp(f"presk_libm_{name}", *args, return_type=f64))
+
+
+def spent(beta: float) -> float:
+    """The first step count t ≥ 1 with β**t ≤ SPENT (the C library's pow, which Python's
+    float ** and the step both call; past it pow keeps below 2^−54, its error a rounding),
+    or inf: never (β outside [0, 1))."""
+    if not 0.0 <= beta < 1.0:
+        return math.inf
+    if beta == 0.0:
+        return 1.0
+    t = max(1, math.ceil(math.log(SPENT) / math.log(beta)))
+    while beta ** t > SPENT:
+        t += 1
+    while t > 1 and beta ** (t - 1) <= SPENT:
+        t -= 1
+    return float(t)
+
+
+def hyper_values(optimizer, kind: str) -> np.ndarray:
+    """The `hyper` array the step reads (HYPER[kind]): the optimizer's fields, and each
+    `<β>_spent` as `spent(<β>)`."""
+    return np.array([spent(getattr(optimizer, f.removesuffix("_spent")))
+                     if f.endswith("_spent") else getattr(optimizer, f)
+                     for f in HYPER[kind]], np.float64)
 
 
 class _Build:
@@ -328,19 +362,29 @@ class _Build:
         sub = lambda a, b: e(arith.SubfOp(a, b))  # noqa: E731
         if self.g.optimizer == "adamw":
             step = e(arith.SIToFPOp(t1, f64))
+            c2s = self._unless_spent(e, step, "beta2", lambda b: _libm(
+                b, "pow", b(arith.SubfOp(one, _libm(b, "pow", h["beta2"], step))),
+                b.float(0.5, f64)))
+            c1 = self._unless_spent(e, step, "beta1", lambda b: b(arith.SubfOp(
+                one, _libm(b, "pow", h["beta1"], step))))
             s = {"decay": sub(one, e(arith.MulfOp(lr, h["weight_decay"]))),
                  "w1": sub(one, h["beta1"]), "beta2": h["beta2"], "w2": sub(one, h["beta2"]),
-                 "c2s": _libm(e, "pow", sub(one, _libm(e, "pow", h["beta2"], step)),
-                              e.float(0.5, f64)),
-                 "eps": h["eps"],
-                 "neg_step": e(arith.NegfOp(e(arith.DivfOp(
-                     lr, sub(one, _libm(e, "pow", h["beta1"], step))))))}
+                 "c2s": c2s, "eps": h["eps"],
+                 "neg_step": e(arith.NegfOp(e(arith.DivfOp(lr, c1))))}
         else:
             s = {"wd": h["weight_decay"], "momentum": h["momentum"],
                  "keep": sub(one, h["dampening"]), "neg_lr": e(arith.NegfOp(lr))}
         if self.g.optimizer == "adamw":
             s["one_minus_w1"] = e(arith.SubfOp(one, s["w1"]))
         return s
+
+    def _unless_spent(self, e: Emitter, step: SSAValue, beta: str,
+                      correction: Callable[[Emitter], SSAValue]) -> SSAValue:
+        """A bias correction (1 − β^t, or √ of it): 1 exactly once the step count reaches
+        `<beta>_spent` (SPENT), else computed (its `pow` calls only then)."""
+        done = e(arith.CmpfOp(step, self.h[f"{beta}_spent"], "oge"))
+        return scf_if(e, done, [f64], lambda b: [b.float(1.0, f64)],
+                      lambda b: [correction(b)])[0]
 
     def _scalar_names(self) -> list[str]:
         """The update's scalars in the order its ranges read them: the native optimizer's
@@ -521,8 +565,7 @@ class NativeStep:
         self._argv_slot = ctypes.CFUNCTYPE(ctypes.c_void_p)(slot)()  # ARGV_GLOBAL's address
         self.ctl = np.zeros(len(CTL), np.int64)
         self.ctl[3], self.ctl[4] = optimizer.schedule.total, optimizer.schedule.warmup
-        self.hyper = np.array([getattr(optimizer, f) for f in HYPER[geometry.optimizer]],
-                              np.float64)
+        self.hyper = hyper_values(optimizer, geometry.optimizer)
         self.losses, self.lrs = np.zeros(k), np.zeros(k)  # step_buffer_bytes counts these
         self._map = stream.memory_map()
         arrays = {"ctl": self.ctl, "hyper": self.hyper, "losses": self.losses,

@@ -96,7 +96,7 @@ def _set(e: Emitter, value: SSAValue, ptr: SSAValue, j: int) -> None:
     e(llvm.StoreOp(value, _slot(e, ptr, j, value.type)))
 
 
-def _if(e: Emitter, cond: SSAValue, types: list[Attribute],
+def scf_if(e: Emitter, cond: SSAValue, types: list[Attribute],
         then: Callable[[Emitter], list[SSAValue]],
         otherwise: Callable[[Emitter], list[SSAValue]]) -> list[SSAValue]:
     """scf.if: each branch's values yielded."""
@@ -140,7 +140,7 @@ def python_entry(symbol: str, step: str, batch: int, ctl: dict[str, int], losses
         """`step(t0, first, order)` with three arguments: whether they are the fast
         path's (then t0 and first written to ctl)."""
         order = b(llvm.PtrToIntOp(_get(b, args, 2, PTR), i64))
-        return _if(b, _cmp(b, "eq", order, s["armed"]), [i1], lambda c: numbers(c, order),
+        return scf_if(b, _cmp(b, "eq", order, s["armed"]), [i1], lambda c: numbers(c, order),
                    lambda c: [c.int(0, i1)])
 
     def numbers(b: Emitter, order: SSAValue) -> list[SSAValue]:
@@ -161,14 +161,14 @@ def python_entry(symbol: str, step: str, batch: int, ctl: dict[str, int], losses
         def refuse(c: Emitter) -> list[SSAValue]:
             c(llvm.CallOp("PyErr_Clear"))  # a conversion's error: the fallback raises its own
             return []
-        _if(b, inside, [], accept, refuse)
+        scf_if(b, inside, [], accept, refuse)
         return [inside]
 
     def bare(b: Emitter) -> list[SSAValue]:
         return [_all(b, armed, _cmp(b, "eq", nargs, b.int(0, i64)))]
 
     three = _all(e, armed, _cmp(e, "eq", nargs, e.int(3, i64)))
-    fast = _if(e, three, [i1], given, bare)[0]
+    fast = scf_if(e, three, [i1], given, bare)[0]
 
     def go(b: Emitter) -> list[SSAValue]:
         argv = b(llvm.IntToPtrOp(s["argv"]))
@@ -187,7 +187,7 @@ def python_entry(symbol: str, step: str, batch: int, ctl: dict[str, int], losses
     def fall(b: Emitter) -> list[SSAValue]:
         return [b(llvm.CallOp("PyObject_Vectorcall", b(llvm.IntToPtrOp(s["fallback"])), args,
                               nargs, null, return_type=PTR))]
-    e(func.ReturnOp(_if(e, fast, [PTR], go, fall)[0]))
+    e(func.ReturnOp(scf_if(e, fast, [PTR], go, fall)[0]))
     return func.FuncOp(symbol, ([PTR, PTR, i64], [PTR]), Region(block))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import math
 from pathlib import Path
 
 import numpy as np
@@ -192,6 +193,40 @@ def test_adamw_decay_wide_w1_constant_native_equals_the_python_step(tmp_path: Pa
     _run(python, 60, False)
     assert native.history[-1].epoch == 1 and {r.lr for r in native.history} == {0.02}
     _same(native, python)
+
+
+@pytest.mark.parametrize("beta", [0.9, 0.999, 0.3, 0.5, 0.0])
+def test_a_spent_beta_makes_its_bias_correction_one(beta: float) -> None:
+    """`spent(β)`: the first t with β**t ≤ 2^−60, and from there on 1 − β**t is 1 exactly
+    (the step skips its pow calls there)."""
+    from presk.train.native_step import SPENT, spent
+    t = int(spent(beta))
+    assert beta ** t <= SPENT and (t == 1 or beta ** (t - 1) > SPENT)
+    assert all(1.0 - beta ** u == 1.0 and (1.0 - beta ** u) ** 0.5 == 1.0
+               for u in range(t, t + 5000))
+    assert spent(1.0) == spent(-0.5) == math.inf
+
+
+def test_steps_across_the_betas_spent_counts_equal_the_python_step(tmp_path: Path) -> None:
+    """Native steps whose bias corrections become 1 mid-call (the optimizer's count moved
+    to just before β₁ = 0.3's, then β₂ = 0.999's spent count) make the Python-driven
+    steps' bits, which compute every pow."""
+    from presk.train.loop import Trainer
+    from presk.train.native_step import spent
+    program = tmp_path / "run.psk"
+    program.write_text(ADAMW_CONSTANT.format(tower=ROOT / "tutorial" / "06_tower.psk",
+                                             data=ROOT / "tutorial" / "data" / "pairs.psk.d"))
+    core, training = _load(program)
+    native = Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=64)
+    python = Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=0)
+    for start in (spent(0.3) - 4, spent(0.999) - 4):
+        for trainer in (native, python):
+            trainer.optimizer.steps = int(start)
+        steps = native.step + 8
+        _run(native, steps, True)
+        _run(python, steps, False)
+        _same(native, python)
+    assert native.optimizer.steps == python.optimizer.steps == spent(0.999) + 4
 
 
 def test_two_steps_of_one_geometry_keep_their_own_arguments(tmp_path: Path,
