@@ -9,9 +9,9 @@ widened into the f64 batch buffers)."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
-import math
 from pathlib import Path
 
 import numpy as np
@@ -177,17 +177,22 @@ def test_all_f32_realization_native_equals_the_python_step(tmp_path: Path) -> No
     assert native.advance(1)[0].loss == loss
 
 
-def test_adamw_decay_wide_w1_constant_native_equals_the_python_step(tmp_path: Path) -> None:
-    """The forms the tutorial's run does not take: decoupled weight decay, lerp's second
-    form (1 − beta1 = 0.7 ≥ 0.5), the constant schedule; B = 5 over 256 samples (51 steps
-    an epoch, one dropped sample), 60 steps into a second epoch."""
+def _adamw_constant_pair(tmp_path: Path):
+    """ADAMW_CONSTANT's run as a native trainer and a Python-driven one."""
     from presk.train.loop import Trainer
     program = tmp_path / "run.psk"
     program.write_text(ADAMW_CONSTANT.format(tower=ROOT / "tutorial" / "06_tower.psk",
                                              data=ROOT / "tutorial" / "data" / "pairs.psk.d"))
     core, training = _load(program)
-    native = Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=64)
-    python = Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=0)
+    return (Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=64),
+            Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=0))
+
+
+def test_adamw_decay_wide_w1_constant_native_equals_the_python_step(tmp_path: Path) -> None:
+    """The forms the tutorial's run does not take: decoupled weight decay, lerp's second
+    form (1 − beta1 = 0.7 ≥ 0.5), the constant schedule; B = 5 over 256 samples (51 steps
+    an epoch, one dropped sample), 60 steps into a second epoch."""
+    native, python = _adamw_constant_pair(tmp_path)
     assert native.native is not None and native.native.geometry.form == (True, False)
     _run(native, 60, True)
     _run(python, 60, False)
@@ -211,14 +216,8 @@ def test_steps_across_the_betas_spent_counts_equal_the_python_step(tmp_path: Pat
     """Native steps whose bias corrections become 1 mid-call (the optimizer's count moved
     to just before β₁ = 0.3's, then β₂ = 0.999's spent count) make the Python-driven
     steps' bits, which compute every pow."""
-    from presk.train.loop import Trainer
     from presk.train.native_step import spent
-    program = tmp_path / "run.psk"
-    program.write_text(ADAMW_CONSTANT.format(tower=ROOT / "tutorial" / "06_tower.psk",
-                                             data=ROOT / "tutorial" / "data" / "pairs.psk.d"))
-    core, training = _load(program)
-    native = Trainer.create(core, training, str(tmp_path / "a"), steps_per_call=64)
-    python = Trainer.create(core, training, str(tmp_path / "b"), steps_per_call=0)
+    native, python = _adamw_constant_pair(tmp_path)
     for start in (spent(0.3) - 4, spent(0.999) - 4):
         for trainer in (native, python):
             trainer.optimizer.steps = int(start)
