@@ -154,7 +154,10 @@ def build_update(name: str, ty: str, n: int, scalars: list[str], buffers: list[s
 
 # ---- the element-wise steps, as the docstrings of optim.py order them ----
 
-def _adamw_body(decay: bool, small_w1: bool) -> Update:
+def _adamw_body(decay: bool, small_w1: bool, unit_c2s: bool = False) -> Update:
+    """AdamW's element update (torch's order of operations). `unit_c2s`: for a caller that
+    knows √(1 − β₂^t) is 1 (presk/train/native_step.py, once β₂ is spent), √v is not
+    divided by it — x / 1 is x, the same bits, a division a vector fewer."""
     def body(e: Emitter, x: dict[str, SSAValue], s: dict[str, SSAValue]) -> dict[str, SSAValue]:
         p, g, m, v = x["p"], x["g"], x["exp_avg"], x["exp_avg_sq"]
         if decay:
@@ -167,7 +170,7 @@ def _adamw_body(decay: bool, small_w1: bool) -> Update:
         v = e(arith.MulfOp(v, s["beta2"]))
         v = e(arith.AddfOp(v, e(arith.MulfOp(e(arith.MulfOp(g, s["w2"])), g))))
         d = e(llvm.CallIntrinsicOp(f"llvm.sqrt.{K.type_name(v.type)}", [v], [v.type]))
-        d = e(arith.AddfOp(e(arith.DivfOp(d, s["c2s"])), s["eps"]))
+        d = e(arith.AddfOp(d if unit_c2s else e(arith.DivfOp(d, s["c2s"])), s["eps"]))
         p = e(arith.AddfOp(p, e(arith.DivfOp(e(arith.MulfOp(m, s["neg_step"])), d))))
         return {"p": p, "exp_avg": m, "exp_avg_sq": v}
     return body

@@ -396,13 +396,21 @@ class _Build:
         body = _adamw_body(*g.form) if g.optimizer == "adamw" else _sgd_body(*g.form)
         if g.parts > 1:
             self._update_on_pool(e, s, body)
-            return
+        elif g.optimizer == "adamw":  # √(1 − β₂^t) = 1 (spent): √v is not divided by it
+            unit = e(arith.CmpfOp(s["c2s"], e.float(1.0, f64), "oeq"))
+            scf_if(e, unit, [], lambda b: self._loop(b, s, _adamw_body(*g.form, True)),
+                   lambda b: self._loop(b, s, body))
+        else:
+            self._loop(e, s, body)
 
+    def _loop(self, e: Emitter, s: dict[str, SSAValue], body) -> list[SSAValue]:
+        """The update's serial loop over the group's elements (no values yielded)."""
         def element(b: Emitter, i: SSAValue) -> None:
             x = {k: b.load(v, i) for k, v in self.views.items()}
             for k, value in body(b, x, s).items():
                 b.store(value, self.views[k], i)
-        e.loop(g.n, element)
+        e.loop(self.g.n, element)
+        return []
 
 
     def _update_on_pool(self, e: Emitter, s: dict[str, SSAValue], body) -> None:
