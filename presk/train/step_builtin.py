@@ -97,8 +97,8 @@ def _set(e: Emitter, value: SSAValue, ptr: SSAValue, j: int) -> None:
 
 
 def scf_if(e: Emitter, cond: SSAValue, types: list[Attribute],
-        then: Callable[[Emitter], list[SSAValue]],
-        otherwise: Callable[[Emitter], list[SSAValue]]) -> list[SSAValue]:
+           then: Callable[[Emitter], list[SSAValue]],
+           otherwise: Callable[[Emitter], list[SSAValue]]) -> list[SSAValue]:
     """scf.if: each branch's values yielded."""
     regions = []
     for branch in (then, otherwise):
@@ -140,8 +140,8 @@ def python_entry(symbol: str, step: str, batch: int, ctl: dict[str, int], losses
         """`step(t0, first, order)` with three arguments: whether they are the fast
         path's (then t0 and first written to ctl)."""
         order = b(llvm.PtrToIntOp(_get(b, args, 2, PTR), i64))
-        return scf_if(b, _cmp(b, "eq", order, s["armed"]), [i1], lambda c: numbers(c, order),
-                   lambda c: [c.int(0, i1)])
+        return scf_if(b, _cmp(b, "eq", order, s["armed"]), [i1],
+                      lambda c: numbers(c, order), lambda c: [c.int(0, i1)])
 
     def numbers(b: Emitter, order: SSAValue) -> list[SSAValue]:
         t0, first = (b(llvm.CallOp("PyLong_AsLongLong", _get(b, args, j, PTR),
