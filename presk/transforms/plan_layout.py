@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import Float64Type, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from presk.analysis.artifact import check_format, expect, read_json
@@ -143,8 +143,7 @@ def layout_space(kernel: K.KernelOp, workers: int) -> list[Point]:
     if sides is not None:
         rows, cols = sides
         tiles += [(r, c) for r in ROWS for c in COLUMNS if r <= rows and c <= cols]
-    wide = isinstance(kernel.body.block.args[-1].type.compute, Float64Type)
-    columns = panel_columns(8 if wide else 4)  # (bf16 computes in f32)
+    columns = panel_columns(kernel.body.block.args[-1].type.element)
     points = []
     for tile in tiles:
         for n in splits:

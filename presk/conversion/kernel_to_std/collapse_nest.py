@@ -119,12 +119,11 @@ def _short(inner: K.ForOp, t: K.BufferType) -> bool:
     (k / n, k mod n: a gather in the vectorized loop) costs less than running the
     function's vector variant a row at a time. A longer inner loop keeps its contiguous
     reads; a short one without a call is one vector already."""
-    return inner.upper.data * _BYTES[K.type_name(t.element)] < VECTOR_BYTES and any(
+    return inner.upper.data * K.element_bytes(t.element) < VECTOR_BYTES and any(
         isinstance(op, K.MathOp) and op.fn.data != "sqrt" for op in inner.body.walk())
 
 
 VECTOR_BYTES = 64
-_BYTES = {"f64": 8, "f32": 4, "bf16": 2}
 
 
 def _merged(t: K.BufferType, p: int) -> K.BufferType:

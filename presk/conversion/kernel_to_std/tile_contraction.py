@@ -292,7 +292,7 @@ class Tiler:
         stored = i16 if bf16 else t.element
         p = e(llvm.GEPOp(e.ptr(buf), [llvm.GEP_USE_SSA_VAL], stored,
                          ssa_indices=[e(arith.IndexCastOp(offset, i64))], inbounds=True))
-        raw = e(llvm.LoadOp(p, VectorType(stored, [self.C]), alignment=_bytes(stored)))
+        raw = e(llvm.LoadOp(p, VectorType(stored, [self.C]), alignment=K.element_bytes(stored)))
         if not bf16:
             return raw
         wide = e(arith.ExtUIOp(raw, VectorType(i32, [self.C])))
@@ -320,7 +320,7 @@ class Tiler:
         stored = value.type.element_type  # type: ignore[attr-defined]
         p = e(llvm.GEPOp(e.ptr(buf), [llvm.GEP_USE_SSA_VAL], stored,
                          ssa_indices=[e(arith.IndexCastOp(offset, i64))], inbounds=True))
-        e(llvm.StoreOp(value, p, alignment=_bytes(stored)))
+        e(llvm.StoreOp(value, p, alignment=K.element_bytes(stored)))
 
     def loop(self, e, op: K.ForOp) -> None:
         slots = []  # per carried value: (rows, vector)
@@ -386,10 +386,6 @@ class Tiler:
 
 def _is_f64(t: Attribute) -> bool:
     return isinstance(t, Float64Type)
-
-
-def _bytes(t: Attribute) -> int:
-    return 8 if isinstance(t, Float64Type) else 4 if isinstance(t, Float32Type) else 2
 
 
 def _permuted(t: K.BufferType, order: list[int]) -> K.BufferType:
@@ -506,7 +502,7 @@ def _line_group(t: K.BufferType, axis: int, width: int, panels: int) -> int:
     panels' count."""
     if axis != len(t.shape) - 1:
         return 1
-    group = max(1, 64 // max(1, width * _bytes(t.element)))
+    group = max(1, 64 // max(1, width * K.element_bytes(t.element)))
     while group > 1 and panels % group:
         group //= 2
     return group

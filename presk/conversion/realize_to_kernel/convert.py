@@ -52,7 +52,7 @@ from presk.dialects import kernel as K, realize as R
 from presk.dialects.common import replace_module_body, verify_built
 from presk.transforms.kernel_dedup import dedup_kernels
 
-from .nests import (KernelConversionError, NestBuilder, _Input, _compute,
+from .nests import (KernelConversionError, NestBuilder, _Input,
     _elementwise_operands, _name, _site, _title, buffer_type, build_contraction,
     build_elementwise, build_reduce, build_reduce_group, build_softmax, build_spread,
     build_sum_to, default_layout, default_nest_layout)
@@ -394,7 +394,7 @@ def _epilogue(hc: _HostConversion, op: Operation) -> _Kernel:
         lt, rt = product.lhs.type, product.rhs.type
     out, fused = hc.out(op), _fused(product)
     build_contraction(nb, hc.kernel_input(product.lhs), hc.kernel_input(product.rhs), lt, rt,
-                      lhs_axes, rhs_axes, perm, _compute(product.result.type.element), out,
+                      lhs_axes, rhs_axes, perm, K.compute_type(product.result.type.element), out,
                       (steps, yielded, inputs, stand_in), fused=fused)
     return _Kernel(nb, out, default_layout(product, lt, rt, lhs_axes, rhs_axes, fused),
                    sites=[_site(product), *(_site(s) for s in steps)],
@@ -406,7 +406,7 @@ def _dot(hc: _HostConversion, op: R.DotOp) -> _Kernel:
     lt, rt = op.lhs.type, op.rhs.type
     out, fused = hc.out(op), _fused(op)
     build_contraction(nb, hc.kernel_input(op.lhs), hc.kernel_input(op.rhs), lt, rt,
-                      [lt.rank - 1], [0], None, _compute(op.result.type.element), out,
+                      [lt.rank - 1], [0], None, K.compute_type(op.result.type.element), out,
                       fused=fused)
     return _Kernel(nb, out, default_layout(op, lt, rt, [lt.rank - 1], [0], fused))
 
@@ -417,7 +417,7 @@ def _contract(hc: _HostConversion, op: R.ContractOp) -> _Kernel:
     out, fused = hc.out(op), _fused(op)
     build_contraction(nb, hc.kernel_input(op.lhs), hc.kernel_input(op.rhs), op.lhs.type,
                       op.rhs.type, lhs_axes, rhs_axes, perm,
-                      _compute(op.result.type.element), out, fused=fused)
+                      K.compute_type(op.result.type.element), out, fused=fused)
     return _Kernel(nb, out, default_layout(op, op.lhs.type, op.rhs.type, lhs_axes, rhs_axes,
                                            fused))
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from xdsl.dialects.builtin import BFloat16Type, Float32Type, Float64Type, StringAttr
+from xdsl.dialects.builtin import BFloat16Type, Float32Type, StringAttr
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
 from presk import ops
@@ -40,10 +40,6 @@ def buffer_type(t: Attribute) -> K.BufferType:
     """The buffer holding a Realize tensor: same element type, sizes and axis names."""
     assert isinstance(t, R.RTensorType), t
     return K.BufferType(t.element, t.axes)
-
-
-def _compute(element: Attribute) -> Attribute:
-    return Float32Type() if isinstance(element, BFloat16Type) else element
 
 
 # --------------------------------------------------------------------------------------
@@ -272,7 +268,7 @@ def elementwise_steps(nb: NestBuilder, steps: list[Operation], yielded: SSAValue
     `scalars`, values already computed — a contraction's sum for its epilogue —, or loads
     of `inputs`), then the store of `yielded`."""
     for op in steps:
-        t = _compute(R._ttype(op.results[0]).element)
+        t = K.compute_type(R._ttype(op.results[0]).element)
         if isinstance(op, R.ConvertOp):
             src = op.operand
             if isinstance(op.result.type.element, BFloat16Type):
@@ -308,7 +304,7 @@ def _scalar(nb: NestBuilder, value: SSAValue, indices: list[SSAValue], places: l
         return scalars[value]
     source = inputs[value]
     to = t if t is not None else (
-        source.widen_to or _compute(value.type.element))  # type: ignore[attr-defined]
+        source.widen_to or K.compute_type(value.type.element))  # type: ignore[attr-defined]
     return nb.load(source, [indices[p] for p in places], to)
 
 
@@ -329,7 +325,7 @@ def _row_nest(nb: NestBuilder, op: Operation, source: _Input, out: SSAValue, kep
     the loops over the `kept` axes (`_row_loops`). Returns the compute type, the output
     argument, and what `_row_loops` returns."""
     nb.input(source.buffer)
-    t = _compute(op.results[0].type.element)  # type: ignore[attr-defined]
+    t = K.compute_type(op.results[0].type.element)  # type: ignore[attr-defined]
     out_arg = nb.output(out)
     return (t, out_arg, *_row_loops(nb, op.operand.type.sizes, kept))  # type: ignore
 
@@ -390,7 +386,7 @@ def build_reduce_group(nb: NestBuilder, group: R.ReduceGroupOp,
     kept_idx, reduced, at = _row_loops(nb, sizes, group.kept)
     rows = _Rows(nb, inputs)
     for op in group.steps:
-        t = _compute(R._ttype(op.results[0]).element)
+        t = K.compute_type(R._ttype(op.results[0]).element)
         if isinstance(op, R.ReduceOp):
             rows.row[op.result] = reduce_rows(
                 nb, op, reduced, t, lambda idx, op=op, t=t: rows.at(op.operand, at(idx), t))
@@ -405,7 +401,7 @@ def build_reduce_group(nb: NestBuilder, group: R.ReduceGroupOp,
         nb.store(rows.row[yielded], out_arg, kept_idx)
     else:
         red_idx = nb.open_loops([sizes[i] for i in reduced])
-        t = _compute(R._ttype(yielded).element)
+        t = K.compute_type(R._ttype(yielded).element)
         nb.store(rows.at(yielded, at(red_idx), t), out_arg, at(red_idx))
         nb.close(len(red_idx))
     nb.close(len(kept_idx))
@@ -431,7 +427,7 @@ class _Rows:
         if key not in self._made:
             op = value.owner
             assert isinstance(op, Operation)
-            t = _compute(R._ttype(value).element)
+            t = K.compute_type(R._ttype(value).element)
             args = [self.row[v] if v in self.row else
                     self.at(v, [indices[p] for p in places], t)
                     for v, places in _operand_places(op)]
@@ -522,7 +518,7 @@ def build_sum_to(nb: NestBuilder, op: R.SumToOp, source: _Input, out: SSAValue) 
 def build_spread(nb: NestBuilder, op: Operation, source: _Input, places: list[int],
                  result: R.RTensorType, out: SSAValue, divide_by: int | None) -> None:
     nb.input(source.buffer)
-    t = _compute(result.element)
+    t = K.compute_type(result.element)
     out_arg = nb.output(out)
     idx = nb.open_loops(result.sizes)
     x = nb.load(source, [idx[p] for p in places], t)
@@ -653,7 +649,7 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
             j_size *= rhs.sizes[b]
     element = op.results[0].type.element  # type: ignore[attr-defined]
     registers, vector_bytes = vector_unit()
-    lanes = vector_bytes // (8 if isinstance(element, Float64Type) else 4)
+    lanes = vector_bytes // K.element_bytes(K.compute_type(element))
     vectors = row_vectors(registers, fused) if j_size >= 2 * lanes else 1
     rows = min(tile_rows(registers, vectors, _both_last(lhs, rhs, lhs_axes, rhs_axes)),
                max(i_size, 1))
@@ -668,8 +664,7 @@ def default_layout(op: Operation, lhs: R.RTensorType, rhs: R.RTensorType,
     for a in lhs_axes:
         k_size *= lhs.sizes[a]
     n = workers()
-    element_bytes = 8 if isinstance(element, Float64Type) else 4
-    pack = "panels" if tile[1] >= panel_columns(element_bytes) and \
+    pack = "panels" if tile[1] >= panel_columns(element) and \
         i_size >= PANEL_TILES * rows else ""
     kblock = KBLOCK if pack and k_size >= 2 * KBLOCK and blocks_k() and \
         _both_last(lhs, rhs, lhs_axes, rhs_axes) else 0

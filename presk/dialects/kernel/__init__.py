@@ -42,7 +42,8 @@ from __future__ import annotations
 
 from xdsl.ir import Dialect
 
-from .types import BufferType, FLOAT_TYPES, LayoutAttr, compute_type, fits, type_name
+from .types import (BufferType, FLOAT_TYPES, LayoutAttr, compute_type, element_bytes, fits,
+                    type_name)
 from .base import KernelBaseOp, kernel_op, site_of
 from .scalar import (AddOp, BinaryOp, CastOp, ConstantOp, DivOp, FmaOp, MATH_FUNCTIONS,
     MathOp, MaxOp, MinOp, MulOp, NegOp, SubOp)

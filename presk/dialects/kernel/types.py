@@ -37,6 +37,11 @@ def type_name(t: Attribute) -> str:
     return str(t)
 
 
+def element_bytes(t: Attribute) -> int:
+    """The bytes of one element of `t`: 8 for f64, 4 for f32, 2 for bf16."""
+    return 2 if isinstance(t, BFloat16Type) else 4 if isinstance(t, Float32Type) else 8
+
+
 def compute_type(element: Attribute) -> Attribute:
     """The scalar type a buffer of `element` loads as and stores from: bf16 computes in f32."""
     return Float32Type() if isinstance(element, BFloat16Type) else element
@@ -95,8 +100,7 @@ class BufferType(ConcreteAxes, ParametrizedAttribute, TypeAttribute):
 
     @property
     def bytes(self) -> int:
-        return self.size * (2 if isinstance(self.element, BFloat16Type)
-                            else 4 if isinstance(self.element, Float32Type) else 8)
+        return self.size * element_bytes(self.element)
 
     def with_element(self, element: Attribute) -> BufferType:
         return BufferType(element, self.axes)
