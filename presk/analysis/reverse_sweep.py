@@ -63,8 +63,9 @@ def reverse_sites(core_module, entry: str, differentiated=None) -> list[str]:
     """The sites of `entry`'s reverse sweep that hold a tensor: the values computed by the
     functions psk-differentiate makes for it (`f.bwd`, `f.vjp`, `f.value_vjp`), each in
     its own function (not a `.fwd`'s clone of a forward value, which keeps its forward
-    site). `differentiated`: the module differentiated for `entry`, when the caller has
-    it."""
+    site), and the derivatives' coefficients a `.fwd` computes for its `.bwd` (their ops
+    name the site they are a coefficient of). `differentiated`: the module differentiated
+    for `entry`, when the caller has it."""
     from ..dialects import core as C
     from .sensitivity import reached
     module = differentiated or _differentiated(core_module, entry)
@@ -72,12 +73,13 @@ def reverse_sites(core_module, entry: str, differentiated=None) -> list[str]:
     forward = set(reached(core_module, entry))
     out: dict[str, None] = {}
     for name in reached(module, f"{entry}.value_vjp"):
-        if name in forward or name.endswith(".fwd"):
+        if name in forward:
             continue
         for op in funcs[name].body.block.ops:
             if (op.results and "site" in op.attributes
                     and op.site.data.rpartition("/%")[0] == name
-                    and isinstance(op.results[0].type, C.TensorAttr)):
+                    and isinstance(op.results[0].type, C.TensorAttr)
+                    and (not name.endswith(".fwd") or "coefficient" in op.attributes)):
                 out[op.site.data] = None
     return list(out)
 

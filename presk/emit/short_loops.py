@@ -14,6 +14,14 @@ vectors is then unrolled whole). The inner loop of a nest over short rows
 row: the row's value a broadcast (`vdivpd (%rsi){1to4}`), the column's a vector load.
 Each lane computes what its element computed: the bits stay.
 
+A short loop's vector is 256 bits at most (`SHORT_BITS`), on an AVX-512 host too. Its
+data is what the kernel before it just stored and what the kernel after it loads at
+once: a nest over short rows stores one 256-bit vector a row (D = 4 f64), and a 512-bit
+load spanning two such stores cannot be forwarded from them — it waits for both to reach
+the cache. Zen 4 runs a 512-bit operation as two 256-bit halves, so the narrower vector
+costs such a loop no throughput. On the tutorial's f64 step (AVX-512, Zen 4): 0.91 →
+0.88 µs (the 5th percentile of 200 samples, over eight processes each; docs/llvm.md).
+
 Marked: an innermost loop presk/emit/loop_marks.py recognizes, not marked already
 (presk/emit/wide_loops.py's loops run at their math function's width), of at most
 SHORT_TRIPS iterations, with no value carried (its header's one phi is its index: a sum
@@ -33,6 +41,9 @@ from presk.emit.loop_marks import induction, innermost_loops, is_marked, mark
 SHORT_TRIPS = 64
 """The longest loop marked: loops LLVM unrolls whole before vectorizing are shorter."""
 
+SHORT_BITS = 256
+"""The widest vector a short loop runs at (the module docstring: store forwarding)."""
+
 HINTS = [("llvm.loop.vectorize.enable", True), ("llvm.loop.unroll.disable",),
          ("llvm.loop.vectorize.followup_vectorized", [("llvm.loop.isvectorized", 1)])]
 """The hints besides the width: vectorize, and unroll only after (the follow-up's hints
@@ -41,7 +52,8 @@ replace the loop's own once it is vectorized)."""
 
 def vectorize_short_loops(module: ir.Module, vector_bits: int) -> int:
     """Mark each short element-wise loop of `module` to vectorize at its width (a vector
-    of `vector_bits` at most); returns how many were marked."""
+    of `vector_bits`, and of SHORT_BITS, at most); returns how many were marked."""
+    vector_bits = min(vector_bits, SHORT_BITS)
     marked = 0
     for fn in module.functions:
         if fn.is_declaration:

@@ -110,6 +110,19 @@ def functions_of(e: Expr) -> set[str]:
     return set()
 
 
+def variables_of(e: Expr) -> set[str]:
+    """The variables `e` reads: "x", "y", "dr", "a", "b"."""
+    if isinstance(e, Var):
+        return {e.name}
+    if isinstance(e, Apply):
+        return set().union(*(variables_of(a) for a in e.args))
+    if isinstance(e, Powi):
+        return variables_of(e.base)
+    if isinstance(e, Heaviside):
+        return variables_of(e.arg)
+    return set()
+
+
 def has_signed(e: Expr) -> bool:
     """Whether `e` has a `signed` constant."""
     if isinstance(e, Const):

@@ -356,6 +356,15 @@ def kernel_arithmetic(name: str) -> bool:
     return False
 
 
+def calls_library(name: str) -> bool:
+    """Whether a function is a math-library program or a composite that calls one: a long
+    chain of dependent operations, not a few IEEE ones."""
+    c = row(name).compute
+    if isinstance(c, Library):
+        return True
+    return isinstance(c, Composite) and any(calls_library(f) for f in functions_of(c.expr))
+
+
 def _has_heaviside(e: Expr) -> bool:
     if isinstance(e, Heaviside):
         return True

@@ -295,7 +295,7 @@ class _Sweep:
         args = [b.block.insert_arg(a.type, i) for i, a in enumerate(src.args)]
         if self.store:
             m, resid, y = self._forward(b, args, "store")
-            residuals = self._store_residuals(m, resid)
+            residuals = self._store_residuals(b, m, resid)
         else:
             _, _, y = self._forward(b, args, "plain")
             residuals = args
@@ -307,15 +307,25 @@ class _Sweep:
         b.block.add_op(C.ReturnOp(out, site=f"{b.name}/%{b.n}"))
         return _func(b.name, src, list(src.arg_name_list), b.block, out.type)
 
-    def _store_residuals(self, m, resid) -> list[SSAValue]:
-        """Run the reverse sweep once, on paper, to learn what it reads."""
+    def _store_residuals(self, b: _Builder, m, resid) -> list[SSAValue]:
+        """Run the reverse sweep once, on paper, to learn what it reads; a coefficient it
+        reads is computed in the forward sweep (`b`) then."""
         needed: list[tuple[str, object]] = []
+        ahead: dict[Operation, SSAValue] = {}
         probe = _Builder(self.name + ".probe", 0)
         dy = probe.block.insert_arg(self.result.type, 0)
+
+        def coefficient(op: Operation) -> SSAValue:
+            if op not in ahead:
+                ahead[op] = _coefficient(b, m, op)
+            return _need(needed, probe, ("coefficient", op), ahead[op].type)
+
         _Reverse(self, probe, lambda v: _need(needed, probe, ("value", v), v.type),
-                 lambda op: _need(needed, probe, ("resid", op), resid[op].type)).run(dy)
+                 lambda op: _need(needed, probe, ("resid", op), resid[op].type),
+                 coefficient).run(dy)
         self.diff.residual_keys[self.name] = needed
-        return [m[key] if kind == "value" else resid[key] for kind, key in needed]
+        made = {"value": m, "resid": resid, "coefficient": ahead}
+        return [made[kind][key] for kind, key in needed]
 
     # ---- the reverse sweep ----
     def make_bwd(self, fwd: C.FuncOp) -> C.FuncOp:
@@ -331,13 +341,15 @@ class _Sweep:
                         for i, (kind, key) in enumerate(needed)}
             primal = lambda v: unpacked[("value", v)]  # noqa: E731
             residual = lambda op: unpacked[("resid", op)]  # noqa: E731
+            coefficient = lambda op: unpacked[("coefficient", op)]  # noqa: E731
         else:
             args = [b.get(res, i + 1, site=f"{self.name}/%{i}", name=n)
                     for i, n in enumerate(src.arg_name_list)]
             m, resid, _ = self._forward(b, args, "scan")
             primal = lambda v: m[v]  # noqa: E731
             residual = lambda op: resid[op]  # noqa: E731
-        reverse = _Reverse(self, b, primal, residual)
+            coefficient = None
+        reverse = _Reverse(self, b, primal, residual, coefficient)
         grads = reverse.run(dy)
         out = b.emit(C.TupleOp(grads, site=b.site()))
         b.block.add_op(C.ReturnOp(out, site=f"{b.name}/%{b.n}"))
@@ -403,8 +415,11 @@ class _Reverse:
     """The reverse sweep: cotangents from the result back to the arguments."""
 
     def __init__(self, sweep: _Sweep, b: _Builder, primal: Callable[[SSAValue], SSAValue],
-                 residual: Callable[[Operation], SSAValue]):
+                 residual: Callable[[Operation], SSAValue],
+                 coefficient: Callable[[Operation], SSAValue] | None = None):
         self.sweep, self.b, self.primal, self.residual = sweep, b, primal, residual
+        # A store-mode sweep reads a rule dr · E's E from the forward (`_ahead`), when given.
+        self.coefficient = coefficient
         self.acc: dict[SSAValue, _Acc] = {}
         self.active = _active_values(sweep.src, sweep.ops, sweep.diff.all_values)
         self.sign = False  # whether the cotangent the current rule reads is negated
@@ -559,7 +574,12 @@ class _Reverse:
             f = ops.BY_NAME.get(getattr(op, "FUNCTION", ""))
             if f is None or f.derivative is None:  # constant in its operand: heaviside
                 return
-            d = _d_row(self, op, dr, f.derivative)
+            if self.coefficient is not None and _ahead(f.derivative) is not None:
+                # dr · E as the rule's walk multiplies it, E computed by the forward sweep
+                d = _mul(self, dr, self.coefficient(op), op.results[0].type), \
+                    f.derivative.flip
+            else:
+                d = _d_row(self, op, dr, f.derivative)
         if d is not None:
             value, flip = d
             self.add(op.operands[0], value, flip)
@@ -756,6 +776,60 @@ def _d_row(r: _Reverse, op: Operation, dr: SSAValue, d: ops.Derivative):
     value = walker.walk(d.expr, env)
     # a signed constant took the cotangent's sign: relative to it, the value flips with it
     return value, d.flip != (r.sign and ops.has_signed(d.expr))
+
+
+def _ahead(d: ops.Derivative) -> ops.Expr | None:
+    """E of a unary rule dr · E that the forward sweep computes (store mode): E calls a
+    math-library function (erf, exp, cos: a long chain of dependent operations) and reads
+    only the operand and the result. Computed in the reverse sweep, E lies on its chain
+    behind the cotangent it multiplies; computed where the forward has its operand, it
+    runs beside the forward's own chain, and is stored instead of the operand (which the
+    sweep then needs no more, unless another rule reads it). The same operations on the
+    same values: the same bits."""
+    e = d.expr
+    if not (isinstance(e, ops.Apply) and e.fn == "mul" and e.args[0] is ops.DR) or d.reads:
+        return None
+    factor = e.args[1]
+    if "dr" in ops.variables_of(factor) or ops.has_signed(factor):
+        return None
+    return factor if any(ops.calls_library(fn) for fn in ops.functions_of(factor)) else None
+
+
+class _Ahead:
+    """What `_d_row` reads of a `_Reverse`, over the forward sweep: the primal values are
+    the forward's own, and there is no cotangent (so no pending sign)."""
+
+    sign = False
+
+    def __init__(self, b: _Builder, m: dict[SSAValue, SSAValue]):
+        self.b, self.m = b, m
+
+    def e(self, cls, *args, **kw) -> SSAValue:
+        return self.b.emit(cls(*args, site=self.b.site(), **kw))
+
+    def x(self, op, i: int = 0) -> SSAValue:
+        return self.m[op.operands[i]]
+
+    def y(self, op) -> SSAValue:
+        return self.m[op.results[0]]
+
+
+def _coefficient(b: _Builder, m: dict[SSAValue, SSAValue], op: Operation) -> SSAValue:
+    """`op`'s coefficient E (`_ahead`), computed in the forward sweep `b` right after op's
+    clone, in the rule's order of operations; each of its ops names `op`'s site as
+    `coefficient` (reverse_sweep.reverse_sites offers them to the solver as the reverse
+    sweep's)."""
+    here = _Builder(b.name, b.n)  # its own constants: each coefficient has its own place
+    rule = ops.row(op.FUNCTION).derivative  # type: ignore[attr-defined]
+    value, _ = _d_row(_Ahead(here, m), op, None, ops.Derivative(_ahead(rule)))
+    b.n = here.n
+    anchor = m[op.results[0]].owner
+    for new in list(here.block.ops):
+        new.detach()
+        new.attributes["coefficient"] = op.site  # type: ignore[attr-defined]
+        anchor.parent_block().insert_op_after(new, anchor)
+        anchor = new
+    return value
 
 
 def _d_powi(r, op, dr):

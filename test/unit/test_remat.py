@@ -175,3 +175,29 @@ def unread(name: str, remat: str) -> list[str]:
 @pytest.mark.parametrize("name", LOSSES)
 def test_no_sweep_computes_a_value_it_never_reads(name: str, remat: str) -> None:
     assert unread(name, remat) == []
+
+
+# --------------------------------------------------------------------------------------
+# Coefficients computed by the forward sweep
+# --------------------------------------------------------------------------------------
+
+def test_gelus_slope_is_computed_by_the_forward_sweep() -> None:
+    """Under store, gelu's rule dr · gelu_slope(x) has its slope computed in
+    `Block.apply.fwd`, right after the gelu, marked as the gelu's coefficient and stored
+    in place of x; `Block.apply.bwd` only multiplies (no erf, no exp). recompute keeps the
+    slope in the reverse sweep. The bits are the same (the tests above); the solver
+    offers the slope's site with the reverse sweep's."""
+    from presk.analysis.reverse_sweep import reverse_sites
+    store = differentiated("07_train", "store")
+    ops = list(func(store, "Block.apply.fwd").body.block.ops)
+    [gelu] = [op for op in ops if isinstance(op, C.GeluOp)]
+    slope = ops[ops.index(gelu) + 1]
+    assert isinstance(slope, C.GeluSlopeOp) and slope.operands[0] is gelu.operands[0]
+    assert slope.attributes["coefficient"].data == gelu.site.data
+    returned = ops[-1].operands[0].owner  # the fwd's (y, residuals…) tuple
+    assert slope.results[0] in returned.operands and gelu.operands[0] not in returned.operands
+    bwd = func(store, "Block.apply.bwd").body.block.ops
+    assert not any(isinstance(op, (C.GeluSlopeOp, C.ErfOp, C.ExpOp)) for op in bwd)
+    recompute = func(differentiated("07_train", "recompute"), "Block.apply.bwd")
+    assert any(isinstance(op, C.GeluSlopeOp) for op in recompute.body.block.ops)
+    assert slope.site.data in reverse_sites(program("07_train"), "loss", store)
