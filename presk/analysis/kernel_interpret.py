@@ -299,8 +299,8 @@ class KernelInterpreter:
             site = op.site.data if op.site is not None else "?"
             st.by_site[site] = st.by_site.get(site, 0) + 1
             if self.trace is not None:
-                for out in args[len(kernel.input_args):]:
-                    self.trace(site, to_f64(out))
+                for store, out in zip(op.store_sites, args[len(kernel.input_args):]):
+                    self.trace(store, to_f64(out))
         elif isinstance(op, K.CallOp):
             self.call_host(self.hosts[op.callee_name], [env[a] for a in op.arguments])
         elif isinstance(op, K.FoldOp):

@@ -461,9 +461,10 @@ def stored_values(kernel_module) -> tuple[dict[str, int], dict[str, str]]:
             size = outs[0].size if outs else 1
             root = op.site.data
             if op.fused is not None:
-                stored.setdefault(root, size)
+                for s in op.store_sites:  # (two with psk-kernel-fuse-siblings' stores)
+                    stored.setdefault(s, size)
                 for s in op.site_list:
-                    if s != root:
+                    if s not in op.store_sites:
                         followers[s] = root
             else:
                 for s in op.site_list:

@@ -90,6 +90,11 @@ def _realize_to_kernel() -> type[ModulePass]:
     return ConvertRealizeToKernelPass
 
 
+def _fuse_siblings() -> type[ModulePass]:
+    from ..transforms.fuse_siblings import FuseSiblingsPass
+    return FuseSiblingsPass
+
+
 def _kernel_dedup() -> type[ModulePass]:
     from ..transforms.kernel_dedup import KernelDedupPass
     return KernelDedupPass
@@ -146,6 +151,7 @@ PRESK_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "psk-fuse-reduce": _fuse_reduce,
     "convert-psk-realize-to-kernel": _realize_to_kernel,
     "psk-kernel-dedup": _kernel_dedup,
+    "psk-kernel-fuse-siblings": _fuse_siblings,
     "psk-kernel-forward-copies": _forward_copies,
     "psk-kernel-share-converts": _share_converts,
     "psk-kernel-hoist-input-converts": _hoist_input_converts,

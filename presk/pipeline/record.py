@@ -99,11 +99,13 @@ def recording_passes(entry: str, dims: dict[str, int], realization=None, fuse: b
 def kernel_passes(entry: str, dims: dict[str, int], realization=None, fuse: bool = True,
                   grad: bool = False, remat: str = "store",
                   plan: str | None = None, fuse_reductions: bool = False) -> list[ModulePass]:
-    """The recording passes, then convert-psk-realize-to-kernel and psk-kernel-dedup (and
-    psk-plan-layout when a plan, `@path`, is given)."""
+    """The recording passes, then convert-psk-realize-to-kernel and psk-kernel-dedup
+    (fused, psk-kernel-fuse-siblings; psk-plan-layout when a plan, `@path`, is given)."""
     passes = [*recording_passes(entry, dims, realization, fuse, grad, remat,
                                 fuse_reductions=fuse_reductions),
               make_pass("convert-psk-realize-to-kernel"), make_pass("psk-kernel-dedup")]
+    if fuse:
+        passes.append(make_pass("psk-kernel-fuse-siblings"))
     if plan:
         passes.append(make_pass("psk-plan-layout", plan=plan))
     return passes
@@ -177,9 +179,10 @@ def kernel_pipeline(core_module, entry: str, dims: dict[str, int], realization=N
         realize, real = record_entry(core_module, entry, dims, realization, fuse, grad, remat,
                                      fuse_reductions=fuse_reductions)
         try:
-            # What convert-psk-realize-to-kernel and psk-kernel-dedup apply, into a new
-            # module: the Realize one is kept (the listing, the inputs' names read it).
-            kernel = realize_to_kernel(realize)
+            # What convert-psk-realize-to-kernel, psk-kernel-dedup (and, fused,
+            # psk-kernel-fuse-siblings) apply, into a new module: the Realize one is kept
+            # (the listing, the inputs' names read it).
+            kernel = realize_to_kernel(realize, siblings=fuse)
         except KernelConversionError as exc:
             raise InvalidProgram(f"presk: error: {exc}") from None
         pipe = Pipeline(realize, kernel, realization_name(real, kernel))

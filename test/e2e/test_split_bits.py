@@ -159,7 +159,7 @@ def test_scaled_tower_value_and_gradient(tmp_path: Path) -> None:
     pipe = kernel_pipeline(module, "loss", {"B": 8}, all_f32(module, prepared, True),
                            grad=True)
     titles = same_bits_split(pipe.kernel, tmp_path, ns=(2,))
-    assert {"sum_to", "mean axis model", "gelu"} <= titles
+    assert {"sum_to", "mean axis model", "gelu + gelu_slope"} <= titles
 
 
 def test_default_splits_large_nests(monkeypatch: pytest.MonkeyPatch) -> None:

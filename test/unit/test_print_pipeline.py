@@ -41,7 +41,10 @@ def opt(capsys, core_file: str, pipeline: str) -> str:
 def test_dump_kernel_is_presk_opt_of_its_pipeline(capsys, core_file, flags) -> None:
     dump = ["dump", TRAIN, "--stage", "kernel", *RECORD, *flags]
     pipeline = out_of(capsys, presk, [*dump, "--print-pipeline"]).strip()
-    assert pipeline.split(",")[-2:] == ["convert-psk-realize-to-kernel", "psk-kernel-dedup"]
+    fused = "--no-fuse" not in flags
+    assert pipeline.split(",")[-3 if fused else -2:] == [
+        "convert-psk-realize-to-kernel", "psk-kernel-dedup",
+        *(["psk-kernel-fuse-siblings"] if fused else [])]
     assert ("grad=true" in pipeline) == ("--grad" in flags)
     assert ("psk-fuse" in pipeline) == ("--no-fuse" not in flags)
     assert opt(capsys, core_file, pipeline).strip() == \

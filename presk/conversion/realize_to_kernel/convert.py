@@ -50,6 +50,7 @@ from xdsl.passes import ModulePass
 from presk import ops
 from presk.dialects import kernel as K, realize as R
 from presk.dialects.common import replace_module_body, verify_built
+from presk.transforms.fuse_siblings import fuse_siblings
 from presk.transforms.kernel_dedup import dedup_kernels
 
 from .nests import (KernelConversionError, NestBuilder, _Input,
@@ -524,12 +525,17 @@ class RealizeToKernel:
         return module
 
 
-def realize_to_kernel(module: ModuleOp, epilogues: bool = True) -> ModuleOp:
+def realize_to_kernel(module: ModuleOp, epilogues: bool = True,
+                      siblings: bool = True) -> ModuleOp:
     """The PSK-Kernel module for a PSK-Realize one (fused or not), its kernels shared
-    (convert-psk-realize-to-kernel, then psk-kernel-dedup), verified. `epilogues=False`:
-    no contraction takes its reader as its epilogue (the tests' unfused reference)."""
+    (convert-psk-realize-to-kernel, then psk-kernel-dedup), with `siblings` its launches
+    that share a math call fused (psk-kernel-fuse-siblings), verified.
+    `epilogues=False`: no contraction takes its reader as its epilogue (the tests'
+    unfused reference)."""
     out = RealizeToKernel(module, epilogues).convert()
     dedup_kernels(out)
+    if siblings:
+        fuse_siblings(out)
     verify_built(out)
     return out
 

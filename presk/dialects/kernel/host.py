@@ -368,14 +368,17 @@ class _CallLike(HostBodyOp, ABC):
 class LaunchOp(_CallLike):
     """`psk_kernel.launch @k3(%x, %t7, %g, %out) {fused, site = "RMSNorm.apply/%10", sites =
     ["RMSNorm.apply/%8", "RMSNorm.apply/%10"]} : (…)`: run a kernel. `site` is the value it
-    stores; `sites` every operation it computes (one per launch it would take unfused);
-    `fused` marks a fusion group's launch, `name` the let's source name."""
+    stores (its first output's); `sites` every operation it computes (one per launch it
+    would take unfused); `fused` marks a fusion group's launch, `name` the let's source
+    name; `stores` the value each output holds, where there are several."""
 
     name = "psk_kernel.launch"
 
     sites = opt_attr_def(ArrayAttr[StringAttr])
     fused = opt_attr_def(UnitAttr)
     source_name = opt_attr_def(StringAttr, attr_name="name")
+    stores = opt_attr_def(ArrayAttr[StringAttr])
+    """The site each output holds, where the kernel has several (psk-kernel-fuse-siblings)."""
 
     TARGET: ClassVar[type[Operation]] = KernelOp
 
@@ -393,6 +396,13 @@ class LaunchOp(_CallLike):
     def site_list(self) -> list[str]:
         if self.sites is not None:
             return [s.data for s in self.sites]
+        return [self.site.data] if self.site is not None else []
+
+    @property
+    def store_sites(self) -> list[str]:
+        """The site of the value each output holds: `stores`, or the launch's site."""
+        if self.stores is not None:
+            return [s.data for s in self.stores]
         return [self.site.data] if self.site is not None else []
 
     def verify_(self) -> None:
