@@ -12,7 +12,9 @@ parameter trees, in order); f64 and nat arguments have none. The residuals are w
 crosses from the forward sweep to the reverse one:
 
 - `--remat store`: every primal value the reverse sweep reads, a callee's residuals (its
-  `g.fwd`'s result) and a fold's step results (`fold_fwd`) among them;
+  `g.fwd`'s result) and a fold's step results (`fold_fwd`) among them — and, for a unary
+  rule dr · E whose E calls a math-library function (gelu's slope), E itself, which the
+  forward sweep computes right after the op (`_ahead`);
 - `--remat recompute`: f's arguments only; the reverse sweep first computes the forward
   again from them (a fold as a `fold_scan`, keeping its accumulators), and a callee's
   cotangents come from `g.vjp`, which does the same one level down.
