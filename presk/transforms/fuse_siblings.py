@@ -13,9 +13,9 @@ launches L1 then L2 of a host block are siblings when
     values in the same type (`psk_kernel.math`, after the shared loads and operations
     below).
 One kernel then runs L1's body and L2's in one nest — its inputs L1's, then those of L2
-that L1 lacks; its outputs L1's, then L2's — and computes each common subexpression once:
-a load of the same element (a kernel never writes its inputs), a constant, an operation
-of the same operands, attributes and types. Each output is computed by the operations and
+that L1 lacks; its outputs L1's, then L2's — and computes each common subexpression once
+(xDSL's CSE): a load of the same element (a kernel never writes its inputs), a constant,
+an operation of the same operands, attributes and types. Each output is computed by the operations and
 types it had: the bits stay. The launch stands where L2 stood (L1's inputs are unchanged
 up to there); its `sites` are L1's then L2's, its `site` L1's, and `stores` names the site
 each output holds.
@@ -33,6 +33,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.transforms.common_subexpression_elimination import cse
 
 from presk.dialects import kernel as K
 
@@ -62,30 +63,15 @@ def _bounds(loops: list[K.ForOp]) -> tuple[tuple[int, int], ...]:
     return tuple((f.lower.data, f.upper.data) for f in loops)  # type: ignore[attr-defined]
 
 
-def _key(op: Operation) -> tuple:
-    """What makes two pure operations of one block the same value."""
-    return (op.name, tuple(id(o) for o in op.operands),
-            tuple(sorted((k, str(v)) for k, v in op.attributes.items())),
-            tuple(sorted((k, str(v)) for k, v in op.properties.items())),
-            tuple(str(r.type) for r in op.results))
-
-
 def share_common(block: Block) -> int:
-    """Compute each common subexpression of a loop body once (the module docstring);
-    returns how many math calls were shared."""
-    seen: dict[tuple, Operation] = {}
-    shared = 0
-    for op in list(block.ops):
-        if isinstance(op, (K.StoreOp, K.YieldOp)) or op.regions:
-            continue
-        first = seen.setdefault(_key(op), op)
-        if first is not op:
-            for old, new in zip(op.results, first.results):
-                old.replace_all_uses_with(new)
-            shared += isinstance(op, K.MathOp)
-            op.detach()
-            op.erase()
-    return shared
+    """Compute each common subexpression of a loop body once (xDSL's CSE: the kernel's
+    loads, constants and scalar operations are Pure — a kernel never writes its inputs);
+    returns how many math calls that saved."""
+    def calls() -> int:
+        return sum(isinstance(op, K.MathOp) for op in block.ops)
+    before = calls()
+    cse(block)
+    return before - calls()
 
 
 def _merged(first: K.LaunchOp, second: K.LaunchOp, name: str
