@@ -2,8 +2,9 @@
 coefficient the forward sweep computes) are one launch of one kernel that calls erf once,
 and every value it stores — each under its own site — has the bits the two kernels give
 apart. The lit test (test/filecheck/fuse_siblings) holds the rewrite on a small module;
-the native and C engines are held to the kernel interpreter's bits on this program by
-test_native_vjp and test_export_c."""
+native code (pool and threads) and C are held to the kernel interpreter's bits on this
+program, merged kernel included, by test/e2e/test_split_bits.py
+(`test_tutorial_value_and_gradient`)."""
 
 from __future__ import annotations
 
