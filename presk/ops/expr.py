@@ -14,7 +14,7 @@ the cotangent's pending sign (presk/transforms/differentiate.py) instead of flip
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Generic, TypeVar
+from typing import Callable, Generic, Iterator, TypeVar
 
 V = TypeVar("V")
 
@@ -99,41 +99,31 @@ def signed(c: float) -> Const:
     return Const(float(c), signed=True)
 
 
+def nodes(e: Expr) -> Iterator[Expr]:
+    """Every node of `e`, `e` first, then its operands' nodes left to right."""
+    yield e
+    if isinstance(e, Apply):
+        for a in e.args:
+            yield from nodes(a)
+    elif isinstance(e, Powi):
+        yield from nodes(e.base)
+    elif isinstance(e, Heaviside):
+        yield from nodes(e.arg)
+
+
 def functions_of(e: Expr) -> set[str]:
     """The table's functions `e` applies."""
-    if isinstance(e, Apply):
-        return {e.fn}.union(*(functions_of(a) for a in e.args))
-    if isinstance(e, Powi):
-        return functions_of(e.base)
-    if isinstance(e, Heaviside):
-        return functions_of(e.arg)
-    return set()
+    return {n.fn for n in nodes(e) if isinstance(n, Apply)}
 
 
 def variables_of(e: Expr) -> set[str]:
     """The variables `e` reads: "x", "y", "dr", "a", "b"."""
-    if isinstance(e, Var):
-        return {e.name}
-    if isinstance(e, Apply):
-        return set().union(*(variables_of(a) for a in e.args))
-    if isinstance(e, Powi):
-        return variables_of(e.base)
-    if isinstance(e, Heaviside):
-        return variables_of(e.arg)
-    return set()
+    return {n.name for n in nodes(e) if isinstance(n, Var)}
 
 
 def has_signed(e: Expr) -> bool:
     """Whether `e` has a `signed` constant."""
-    if isinstance(e, Const):
-        return e.signed
-    if isinstance(e, Apply):
-        return any(has_signed(a) for a in e.args)
-    if isinstance(e, Powi):
-        return has_signed(e.base)
-    if isinstance(e, Heaviside):
-        return has_signed(e.arg)
-    return False
+    return any(isinstance(n, Const) and n.signed for n in nodes(e))
 
 
 @dataclass

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .expr import DR, A, B, X, Y, Apply, Expr, Heaviside, Powi, call, functions_of, signed
+from .expr import DR, A, B, X, Y, Expr, Heaviside, call, functions_of, nodes, signed
 
 C_INF, C0 = "C∞", "C⁰"  # smooth; continuous with kinks (relu, abs, min, max)
 
@@ -366,13 +366,7 @@ def calls_library(name: str) -> bool:
 
 
 def _has_heaviside(e: Expr) -> bool:
-    if isinstance(e, Heaviside):
-        return True
-    if isinstance(e, Apply):
-        return any(_has_heaviside(a) for a in e.args)
-    if isinstance(e, Powi):
-        return _has_heaviside(e.base)
-    return False
+    return any(isinstance(n, Heaviside) for n in nodes(e))
 
 
 def _check() -> None:
